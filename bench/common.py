@@ -1,0 +1,46 @@
+"""Shared pieces of the benchmarks: where the data is, test sentences, results files."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("SEMBED_DATA", ROOT.parent / "shared" / "data"))
+RESULTS = ROOT / "bench" / "results"
+
+
+def stsb_test_sentences() -> list[str]:
+    """The 2758 sentences of the STS-B test set (both sides of 1379 pairs), in file order."""
+    sentences = []
+    for line in (DATA / "stsb" / "sts-test.csv").read_text(encoding="utf-8").splitlines():
+        cols = line.split("\t")
+        sentences += [cols[5], cols[6]]
+    return sentences
+
+
+def write_jsonl(path: Path, sentences: list[str]) -> Path:
+    with open(path, "wb") as f:
+        for i, text in enumerate(sentences):
+            f.write(orjson.dumps({"id": i, "text": text}) + b"\n")
+    return path
+
+
+def save(name: str, result: dict) -> Path:
+    """Write a benchmark's figures to bench/results/NAME.json with the machine they came from."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    result = {"benchmark": name, "date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0],
+              "machine": f"{platform.machine()}, {os.cpu_count()} cores", **result}
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    return path
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

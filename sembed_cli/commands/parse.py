@@ -1,0 +1,55 @@
+"""sembed parse: dependency-parse texts with spaCy into tokens and CF-BERT triples."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from .. import spacy_pipeline
+from ..dependency import doc_tokens, doc_triples
+from ..io import RecordSource, TextFields, batched, derived_key, run_stream
+from ..options import BatchSize, Input, NProcess, Output, Quiet, SkipErrors, SpacyModel, TextKeys, Verbose
+
+SPACY_BATCH = 256
+
+
+def parse_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(), batch_size: int = 1000,
+                  n_process: int = 1) -> Iterator[dict]:
+    """Add `tokens` and `triples` (suffixed like the text field) to every record."""
+    for batch in batched(records, batch_size):
+        jobs = [(record, key) for record in batch for key in fields.of(record)]
+        docs = nlp.pipe((record[key] for record, key in jobs), batch_size=SPACY_BATCH, n_process=n_process)
+        for (record, key), doc in zip(jobs, docs):
+            record[derived_key(key, "tokens")] = doc_tokens(doc)
+            record[derived_key(key, "triples")] = doc_triples(doc)
+        yield from batch
+
+
+def parse_command(
+    input: Input = "-",
+    output: Output = "-",
+    text_keys: TextKeys = None,
+    model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,
+    batch_size: BatchSize = 1000,
+    n_process: NProcess = 1,
+    skip_errors: SkipErrors = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Dependency-parse each text with spaCy.
+
+    Reads text (or text_a / text_b, or --text-key). Writes tokens (a list of
+    {i, text, lemma, pos, tag, dep, head}, head being the index of the head
+    token; the root is its own head) and triples in the shape of the CF-BERT
+    paper's Table 3: [[head, head_tag], dep, [child, child_tag]] for every
+    token but the root. A field text_a gives tokens_a and triples_a. Only the
+    tagger, attribute ruler, lemmatizer and parser run.
+
+    \b
+    Example:
+      sembed convert --from stsb sts-test.csv | sembed parse | sembed spo
+    """
+    fields = TextFields(text_keys)
+    nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
+    source = RecordSource(input, skip_errors=skip_errors)
+    run_stream(source, fields.of, lambda records: parse_records(records, nlp, fields, batch_size, n_process),
+               output, batch_size, "parsing")

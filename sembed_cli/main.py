@@ -1,0 +1,96 @@
+"""The root `sembed` command: registers the subcommands and turns failures into exit codes.
+
+Exit status: 0 success (also when a downstream reader such as ``head`` closes
+the pipe), 1 bad input or another failure the message explains, 2 usage error,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+from typer.core import TyperGroup
+
+from . import __version__, console
+from .commands import convert, normalize, parse, spo
+from .errors import SembedError
+
+
+class SembedGroup(TyperGroup):
+    """Runs a subcommand and reports what went wrong in one line on stderr."""
+
+    def invoke(self, ctx: typer.Context):
+        try:
+            return super().invoke(ctx)
+        except SembedError as e:
+            if console.state.verbose:
+                console.console.print_exception()
+            console.error(str(e))
+            ctx.exit(1)
+        except BrokenPipeError:
+            _silence_stdout()
+            ctx.exit(0)
+        except KeyboardInterrupt:
+            console.error("interrupted")
+            ctx.exit(130)
+        except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own flow: help, usage errors
+            raise
+        except Exception as e:  # a bug: say so in one line, traceback only on request
+            if console.state.verbose:
+                raise
+            console.error(f"internal error: {type(e).__name__}: {e} (run with -v for the traceback)")
+            ctx.exit(1)
+
+
+def _silence_stdout() -> None:
+    """The reader has gone; point stdout at /dev/null so the final flush at exit stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sembed {__version__}")
+        raise typer.Exit()
+
+
+app = typer.Typer(
+    cls=SembedGroup,
+    name="sembed",
+    epilog="Exit status: 0 success, 1 bad input or failure (one 'error:' line on stderr), 2 usage error, 130 interrupted.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Composable tools for sentence and word representations: JSONL records in, JSONL records out.
+
+    Every subcommand reads JSONL (a file or stdin) and writes JSONL to stdout,
+    passing through the fields it does not own, so commands chain in pipelines:
+
+    \b
+        sembed convert --from stsb sts-test.csv | sembed parse | sembed spo
+    """
+
+
+app.command("convert")(convert.convert_command)
+app.command("parse")(parse.parse_command)
+app.command("spo")(spo.spo_command)
+app.command("normalize")(normalize.normalize_command)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    app()

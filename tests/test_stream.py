@@ -1,0 +1,144 @@
+"""The record-stream contract (SPEC section 1), through the CLI: input three ways, bad input, skips, pipes."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from conftest import ROOT, jsonl, sembed
+
+GOOD = [{"text": "A man attacks a woman.", "id": 1}, {"text": "Dogs bark.", "id": 2}]
+
+
+def test_stdin_argument_and_file_output_agree(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(jsonl(*GOOD))
+    from_stdin = sembed("parse", input=jsonl(*GOOD))
+    from_path = sembed("parse", str(src))
+    out = tmp_path / "sub" / "out.jsonl"
+    to_file = sembed("parse", str(src), "-o", str(out))
+    assert from_stdin.exit_code == from_path.exit_code == to_file.exit_code == 0
+    assert from_stdin.stdout == from_path.stdout == out.read_text()
+    assert to_file.stdout == ""
+    records = from_stdin.records
+    assert [r["id"] for r in records] == [1, 2]
+    assert list(records[0]) == ["text", "id", "tokens", "triples"]  # input fields first, untouched
+
+
+def test_gzip_input(tmp_path):
+    src = tmp_path / "in.jsonl.gz"
+    src.write_bytes(gzip.compress(jsonl(*GOOD).encode()))
+    assert sembed("parse", str(src)).records == sembed("parse", input=jsonl(*GOOD)).records
+
+
+def test_unicode_is_written_as_utf8():
+    run = sembed("parse", input=jsonl({"text": "Zoë’s café"}))
+    assert run.exit_code == 0
+    assert "Zoë’s café" in run.stdout
+
+
+def test_blank_lines_are_ignored_but_counted():
+    run = sembed("parse", input=jsonl(GOOD[0]) + "\n\n" + "{bad\n")
+    assert run.exit_code == 1
+    assert run.stderr == "error: <stdin>:4: invalid JSON: unexpected character, expected a string key at column 2\n"
+    assert [r["id"] for r in run.records] == [1]
+
+
+BAD_LINES = [
+    ('{"text": "ok", "id": 3', "error: {f}:3: invalid JSON: unexpected end of data at column 23"),
+    ('{"id": 3}', "error: {f}:3: missing key 'text' (or 'text_a'/'text_b'; --text-key names another)"),
+    ('{"text": 42}', "error: {f}:3: 'text' must be a string, got a number"),
+    ('{"text": "  "}', "error: {f}:3: empty text in 'text'"),
+    ('["text"]', "error: {f}:3: expected a JSON object, got an array"),
+]
+
+
+@pytest.mark.parametrize("command", ["parse", "spo", "normalize"])
+@pytest.mark.parametrize("bad, message", BAD_LINES)
+def test_bad_record_stops_with_one_line_after_writing_earlier_records(tmp_path, command, bad, message):
+    src = tmp_path / "in.jsonl"
+    src.write_text(jsonl(*GOOD) + bad + "\n" + jsonl({"text": "Never reached.", "id": 4}))
+    run = sembed(command, str(src))
+    assert run.exit_code == 1
+    assert run.stderr == message.format(f=src) + "\n"
+    assert [r["id"] for r in run.records] == [1, 2]
+
+
+def test_non_utf8_byte(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(jsonl(GOOD[0]).encode() + b'{"text": "caf\xe9"}\n' + jsonl(GOOD[1]).encode())
+    run = sembed("parse", str(src))
+    assert run.exit_code == 1
+    assert run.stderr == f"error: {src}:2: not valid UTF-8 (byte 0xe9 at column 14)\n"
+    assert [r["id"] for r in run.records] == [1]
+
+
+def test_skip_errors_goes_on_and_reports_where(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(jsonl(GOOD[0]).encode() + b"{oops\n" + b'{"text": "caf\xe9"}\n' + b'{"id": 9}\n'
+                    + jsonl(GOOD[1]).encode())
+    run = sembed("parse", str(src), "--skip-errors")
+    assert run.exit_code == 0
+    assert [r["id"] for r in run.records] == [1, 2]
+    assert run.stderr == (f"warning: skipped 3 bad record(s) in {src}: line 2, 3, 4; "
+                          "first: invalid JSON: unexpected character, expected a string key at column 2\n")
+
+
+def test_explicit_text_key_and_pairs():
+    run = sembed("parse", "--text-key", "question", input=jsonl({"question": "Who came?"}))
+    assert run.exit_code == 0
+    assert run.records[0]["tokens_question"][0]["text"] == "Who"
+    pair = sembed("parse", input=jsonl({"text_a": "A cat.", "text_b": "A dog.", "score": 1.0})).records[0]
+    assert [t["text"] for t in pair["tokens_b"]] == ["A", "dog", "."]
+    assert list(pair) == ["text_a", "text_b", "score", "tokens_a", "triples_a", "tokens_b", "triples_b"]
+    missing = sembed("parse", "-k", "question", input=jsonl({"text": "x"}))
+    assert missing.exit_code == 1
+    assert missing.stderr == "error: <stdin>:1: missing key 'question'\n"
+
+
+def test_missing_input_file_and_unknown_model(tmp_path):
+    run = sembed("parse", str(tmp_path / "nope.jsonl"))
+    assert run.exit_code == 1
+    assert run.stderr == f"error: cannot open {tmp_path / 'nope.jsonl'}: No such file or directory (hint: check the path)\n"
+    run = sembed("parse", "--model", "no_such_pipeline", input=jsonl(*GOOD))
+    assert run.exit_code == 1
+    assert run.stderr.startswith("error: spaCy pipeline 'no_such_pipeline' is not installed (hint: pip install")
+
+
+def test_usage_errors_exit_2():
+    assert sembed("parse", "--batch-size", "0", input="").exit_code == 2
+    assert sembed("no-such-command").exit_code == 2
+    assert sembed("parse", "--no-such-flag").exit_code == 2
+
+
+def test_empty_input_is_empty_output():
+    run = sembed("parse", input="")
+    assert (run.exit_code, run.stdout, run.stderr) == (0, "", "")
+
+
+def _script(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sembed_cli", *args]
+
+
+def test_closed_pipe_exits_quietly(tmp_path):
+    src = tmp_path / "big.jsonl"
+    src.write_text(jsonl(*[{"text": f"Sentence number {i} is here.", "id": i} for i in range(3000)]))
+    run = subprocess.run(f"{sys.executable} -m sembed_cli parse -b 100 {src} | head -1", shell=True, cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0
+    assert run.stderr == ""
+    assert orjson.loads(run.stdout)["id"] == 0
+
+
+def test_no_traceback_unless_verbose(tmp_path, monkeypatch):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": 1}\n')
+    quiet = subprocess.run(_script("parse", str(src)), capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert quiet.returncode == 1 and "Traceback" not in quiet.stderr
+    loud = subprocess.run(_script("parse", "-v", str(src)), capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert loud.returncode == 1 and "Traceback" in loud.stderr
+    assert loud.stderr.rstrip().endswith(f"error: {src}:1: 'text' must be a string, got a number")
