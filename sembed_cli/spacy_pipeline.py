@@ -24,6 +24,17 @@ EMBEDDING_LAYERS = ("tok2vec", "transformer")
 log = logging.getLogger(__name__)
 
 
+def idle_layers(nlp) -> list[str]:
+    """Shared embedding layers no enabled component listens to.
+
+    en_core_web_sm's senter has its own tok2vec: running the shared one for
+    sentence splitting alone would only make it about 15 times slower.
+    """
+    enabled = set(nlp.pipe_names)
+    return [name for name in nlp.pipe_names if name in EMBEDDING_LAYERS
+            and not set(getattr(nlp.get_pipe(name), "listening_components", [])) & enabled]
+
+
 @functools.lru_cache(maxsize=8)
 def load(model: str = DEFAULT_MODEL, keep: tuple[str, ...] = PARSE):
     """The pipeline `model` with every component outside `keep` disabled."""
@@ -36,16 +47,18 @@ def load(model: str = DEFAULT_MODEL, keep: tuple[str, ...] = PARSE):
             raise SembedError(f"spaCy pipeline '{model}' is not installed", INSTALL_HINT) from None
         raise SembedError(f"cannot load spaCy pipeline '{model}': {e}", INSTALL_HINT) from None
     wanted = set(keep)
-    missing = sorted(c for c in wanted - set(nlp.component_names) if c != "senter" or "parser" not in nlp.component_names)
+    if "senter" in wanted and "senter" not in nlp.component_names:
+        wanted = wanted - {"senter"} | {"parser"}  # a pipeline without senter splits sentences with its parser
+    missing = sorted(wanted - set(nlp.component_names))
     if missing:
         raise SembedError(f"spaCy pipeline '{model}' has no {', '.join(missing)} component",
                           "use a pipeline trained with a tagger and parser, such as en_core_web_sm")
-    if "senter" in wanted and "senter" in nlp.component_names:
-        nlp.enable_pipe("senter")
-    elif "senter" in wanted:
-        wanted.add("parser")  # a pipeline without senter splits sentences with its parser
+    for name in wanted - set(nlp.pipe_names):
+        nlp.enable_pipe(name)  # senter ships disabled in the English pipelines
     for name in nlp.pipe_names:
         if name not in wanted and name not in EMBEDDING_LAYERS:
             nlp.disable_pipe(name)
+    for name in idle_layers(nlp):
+        nlp.disable_pipe(name)
     log.debug("spaCy %s with %s", model, nlp.pipe_names)
     return nlp

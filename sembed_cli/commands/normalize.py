@@ -1,0 +1,71 @@
+"""sembed normalize: TA-SBERT's base-form conversion (paper 001, section III-A): contractions expanded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from .. import spacy_pipeline
+from ..base_form import base_forms
+from ..io import RecordSource, TextFields, batched, derived_key, run_stream
+from ..options import BatchSize, Input, Output, Quiet, SkipErrors, SpacyModel, TextKeys, Verbose
+
+
+def normalize_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(),
+                      batch_size: int = 1000) -> Iterator[dict]:
+    """Replace every text field by its base form; the original goes to `text_raw` (suffixed like the field).
+
+    A `text_raw` already there is kept, so normalizing twice still leaves the
+    original text in it.
+    """
+    for batch in batched(records, batch_size):
+        jobs = [(record, key) for record in batch for key in fields.of(record)]
+        for (record, key), normalized in zip(jobs, base_forms([record[key] for record, key in jobs], nlp)):
+            record.setdefault(derived_key(key, "text_raw"), record[key])
+            record[key] = normalized
+        yield from batch
+
+
+def normalize_command(
+    input: Input = "-",
+    output: Output = "-",
+    text_keys: TextKeys = None,
+    model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,
+    batch_size: BatchSize = 1000,
+    skip_errors: SkipErrors = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Expand contractions and remove apostrophes (TA-SBERT base-form conversion).
+
+    Reads text (or text_a / text_b, or --text-key) and replaces it in place by
+    its base form; the original goes to text_raw (text_a -> text_raw_a). A
+    text_raw already in the record is kept, so it always holds the original.
+
+    Fixed expansions: "won't" -> "will not", "can't" -> "can not", "isn't" ->
+    "is not", "I'm" -> "I am", "they're" -> "they are", "we've" -> "we have",
+    "'ll" -> "will", "let's" -> "let us", "ain't" -> "am/is/are not" by its
+    subject ("have/has not" before a participle), and spaCy's own norms
+    ("goin'" -> "going", "'em" -> "them", "ma'am" -> "madam"). spaCy's tagger
+    (with rules on the next word) decides the rest: "'s" is "has" before a
+    perfect participle ("he's gone", "she's finished it"), "is" otherwise
+    ("he's tall", "it's finished", "the man's in the car"), and dropped as a
+    possessive ("John's car" -> "John car", "the dogs' bowl" -> "the dogs
+    bowl"); "the 90's" -> "the 90s", "in it's mouth" -> "in its mouth". "'d"
+    is "had" before a participle or "better" ("she'd gone", "she'd better"),
+    "would" otherwise ("she'd go", "I'd've known").
+
+    Straight, curly (’ ‘) and modifier-letter (ʼ) apostrophes all count. Case
+    is kept: "Won't" -> "Will not", "WON'T" -> "WILL NOT". Apostrophes that
+    belong to a word or name (O'Brien, o'clock, rock 'n' roll, '90s) and
+    single quotation marks ('like this') are kept: removing them would make
+    words no vocabulary has. Every other character (spacing, punctuation) is
+    copied; a text without an apostrophe comes back unchanged without
+    running spaCy. Only spaCy's tagger and attribute ruler run.
+
+    Example: sembed convert --from stsb sts-test.csv | sembed normalize | sembed embed
+    """
+    fields = TextFields(text_keys)
+    nlp = spacy_pipeline.load(model, spacy_pipeline.TAG)
+    source = RecordSource(input, skip_errors=skip_errors)
+    run_stream(source, fields.of, lambda records: normalize_records(records, nlp, fields, batch_size),
+               output, batch_size, "normalizing")

@@ -1,0 +1,103 @@
+"""sembed spo: S_cf, the subject-predicate-object part of CF-BERT (section 3.3), for every text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from .. import spacy_pipeline
+from ..component_focus import s_cf
+from ..dependency import doc_tokens
+from ..errors import BadRecord
+from ..io import RecordSource, TextFields, batched, derived_key, json_type, run_stream
+from ..options import BatchSize, Input, Output, Quiet, SkipErrors, SpacyModel, TextKeys, Verbose
+from .parse import SPACY_BATCH
+
+TOKEN_FIELDS = {"i": int, "text": str, "dep": str, "head": int}
+
+
+def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFields(), batch_size: int = 1000,
+                model: str = spacy_pipeline.DEFAULT_MODEL) -> Iterator[dict]:
+    """Add `s_cf` (suffixed like the text field) to every record.
+
+    A text's parse is its `tokens` field (`tokens_a` for `text_a`...) when the
+    record has one; otherwise the text is parsed with `nlp`, or, when that is
+    None, with the spaCy pipeline `model`, loaded only once a text needs it.
+    """
+    for batch in batched(records, batch_size):
+        jobs = [(record, key) for record in batch for key in fields.of(record)]
+        parses = [record.get(derived_key(key, "tokens")) for record, key in jobs]
+        unparsed = [n for n, tokens in enumerate(parses) if tokens is None]
+        if unparsed:
+            if nlp is None:
+                nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
+            texts = (jobs[n][0][jobs[n][1]] for n in unparsed)
+            for n, doc in zip(unparsed, nlp.pipe(texts, batch_size=SPACY_BATCH)):
+                parses[n] = doc_tokens(doc)  # used here only: spo adds no tokens field
+        for (record, key), tokens in zip(jobs, parses):
+            record[derived_key(key, "s_cf")] = s_cf(tokens, record[key])
+        yield from batch
+
+
+def check_record(fields: TextFields):
+    """The per-record check: usable text fields, and a usable `tokens` field wherever there is one."""
+
+    def check(record: dict) -> None:
+        for key in fields.of(record):
+            name = derived_key(key, "tokens")
+            if name in record:
+                check_tokens(name, record[name])
+
+    return check
+
+
+def check_tokens(name: str, tokens: object) -> None:
+    """A parse in the shape `sembed parse` writes, at least the fields S_cf reads."""
+    if not isinstance(tokens, list):
+        raise BadRecord(f"'{name}' must be a list of tokens, got {json_type(tokens)}")
+    for n, token in enumerate(tokens):
+        if not isinstance(token, dict):
+            raise BadRecord(f"'{name}'[{n}] must be a token object, got {json_type(token)}")
+        for field, kind in TOKEN_FIELDS.items():
+            value = token.get(field)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                expected = "a number" if kind is int else "a string"
+                raise BadRecord(f"'{name}'[{n}] needs '{field}' as {expected}, got {json_type(value)}")
+
+
+def spo_command(
+    input: Input = "-",
+    output: Output = "-",
+    text_keys: TextKeys = None,
+    model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,
+    batch_size: BatchSize = 1000,
+    skip_errors: SkipErrors = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Build S_cf, the subject-predicate-object part of CF-BERT (paper section 3.3).
+
+    Reads text (or text_a / text_b, or --text-key) and its parse from tokens
+    (tokens_a, ...) as `sembed parse` writes it; a text without one is parsed
+    here (--model, loaded only then). Writes s_cf (s_cf_a, s_cf_b, ...): the
+    words of the subjects (relations containing subj), the predicates (their
+    heads and the heads of objects) and the objects (relations containing obj,
+    and spaCy's dative), with the negation words not, no, n't (written "not")
+    and never, in subject-predicate-object order, one group per clause.
+
+    Choices where the paper is silent: a pobj counts when its preposition
+    hangs on a verb or a predicate, and the preposition is kept ("He sat on
+    the chair" -> "He sat on chair"); a pobj inside a noun phrase does not
+    ("An Asian woman in a crowd is not carrying a black bag" -> "woman not
+    carrying bag"). Auxiliaries are dropped, and a copula gives way to its
+    complement ("She is not happy" -> "She not happy"); the noun after
+    "there is" is the subject; conjuncts share their role. A token is
+    written once. A sentence without subject or object gives its nouns (NN*),
+    verbs (VB*) and negation words in order; a text that gives no word at
+    all keeps its own text, so s_cf is never empty.
+
+    Example: sembed convert --from stsb sts-test.csv | sembed parse | sembed spo | sembed embed --cf-weight 0.2
+    """
+    fields = TextFields(text_keys)
+    source = RecordSource(input, skip_errors=skip_errors)
+    run_stream(source, check_record(fields), lambda records: spo_records(records, None, fields, batch_size, model),
+               output, batch_size, "building S_cf")
