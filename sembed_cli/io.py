@@ -75,15 +75,44 @@ class Rejects:
         return f"skipped {len(self.skipped)} bad record(s) in {self.name}: line {shown}{more}; first: {self.skipped[0][1]}"
 
 
-def text_lines(path: str, rejects: Rejects) -> Iterator[tuple[int, str]]:
-    """Physical lines as (line number, text without newline); a line that is not UTF-8 is rejected."""
+AUTO_ENCODING = "auto"
+
+
+class LineDecoder:
+    """Decodes one line's bytes: strictly in `encoding`, or, with "auto", as UTF-8 falling back to
+    Windows-1252 line by line (old corpora mix the two, even within one file)."""
+
+    def __init__(self, encoding: str = "utf-8"):
+        self.encoding = encoding
+        self.fallbacks: list[int] = []  # lines that "auto" read as Windows-1252
+
+    @property
+    def name(self) -> str:
+        return "UTF-8" if self.encoding.lower().replace("_", "-") in ("utf-8", "utf8", AUTO_ENCODING) else self.encoding
+
+    def __call__(self, raw: bytes, number: int) -> str:
+        if self.encoding != AUTO_ENCODING:
+            return raw.decode(self.encoding)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.fallbacks.append(number)
+            try:
+                return raw.decode("cp1252")
+            except UnicodeDecodeError:  # the five bytes Windows-1252 leaves undefined
+                return raw.decode("latin-1")
+
+
+def text_lines(path: str, rejects: Rejects, decode: LineDecoder | None = None) -> Iterator[tuple[int, str]]:
+    """Physical lines as (line number, text without newline); a line that does not decode is rejected."""
+    decode = decode or LineDecoder()
     with open_binary(path) as f:
         try:
             for number, raw in enumerate(f, 1):
                 try:
-                    text = raw.decode("utf-8")
+                    text = decode(raw, number)
                 except UnicodeDecodeError as e:
-                    rejects.reject(number, f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})")
+                    rejects.reject(number, f"not valid {decode.name} (byte 0x{raw[e.start]:02x} at column {e.start + 1})")
                     continue
                 yield number, text.rstrip("\r\n")
         except (OSError, EOFError, gzip.BadGzipFile) as e:
@@ -195,6 +224,21 @@ def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
         raise
     if batch:
         yield batch
+
+
+def text_jobs(batch: list[dict], fields: TextFields) -> list[tuple[dict, str]]:
+    """Every (record, text key) of a batch, in order: the units a model works on."""
+    return [(record, key) for record in batch for key in fields.of(record)]
+
+
+def map_texts(records: Iterable[dict], fields: TextFields, batch_size: int,
+              process: Callable[[list[str]], Iterable[T]], store: Callable[[dict, str, T], None]) -> Iterator[dict]:
+    """Run `process` over all texts of each batch at once, `store` each result in its record, pass records on."""
+    for batch in batched(records, batch_size):
+        jobs = text_jobs(batch, fields)
+        for (record, key), result in zip(jobs, process([record[key] for record, key in jobs])):
+            store(record, key, result)
+        yield from batch
 
 
 class RecordSink:

@@ -27,14 +27,18 @@ WIDTH = 72
 
 
 def help_texts() -> dict[str, str]:
-    """'sembed' and 'sembed CMD' mapped to their --help text, in the order the root help lists them."""
+    """'sembed', 'sembed CMD' and 'sembed GROUP CMD' mapped to their --help text, in the order the help lists them."""
     group = typer.main.get_command(app)
     root_ctx = group.make_context("sembed", [], resilient_parsing=True, terminal_width=WIDTH, max_content_width=WIDTH)
-    texts = {"sembed": group.get_help(root_ctx)}
-    for name in group.list_commands(root_ctx):
-        command = group.get_command(root_ctx, name)
-        ctx = command.make_context(name, [], parent=root_ctx, resilient_parsing=True)
-        texts[f"sembed {name}"] = command.get_help(ctx)
+    texts: dict[str, str] = {}
+
+    def visit(command, ctx) -> None:
+        texts[ctx.command_path] = command.get_help(ctx)
+        for name in getattr(command, "list_commands", lambda _: [])(ctx):
+            sub = command.get_command(ctx, name)
+            visit(sub, sub.make_context(name, [], parent=ctx, resilient_parsing=True))
+
+    visit(group, root_ctx)
     return texts
 
 
@@ -47,7 +51,7 @@ def man_page(command: str, help_text: str) -> str:
     name = command.replace(" ", "-")
     summary = next((ln.strip() for ln in help_text.splitlines()[1:] if ln.strip()), "")
     see_also = "sembed(1)" if " " in command else ", ".join(
-        f"sembed\\-{c.split()[1]}(1)" for c in help_texts() if " " in c)
+        f"{c.replace(' ', chr(92) + '-')}(1)" for c in help_texts() if " " in c)
     body = "\n".join(_roff(line) for line in help_text.rstrip().splitlines())
     return (f'.TH {name.upper()} 1 "" "sembed {__version__}" "sembed manual"\n'
             f".SH NAME\n{name.replace('-', chr(92) + '-')} \\- {_roff(summary)}\n"

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from .. import spacy_pipeline
 from ..base_form import base_forms
-from ..io import RecordSource, TextFields, batched, derived_key, run_stream
+from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
 from ..options import BatchSize, Input, Output, Quiet, SkipErrors, SpacyModel, TextKeys, Verbose
 
 
@@ -17,12 +17,12 @@ def normalize_records(records: Iterable[dict], nlp, fields: TextFields = TextFie
     A `text_raw` already there is kept, so normalizing twice still leaves the
     original text in it.
     """
-    for batch in batched(records, batch_size):
-        jobs = [(record, key) for record in batch for key in fields.of(record)]
-        for (record, key), normalized in zip(jobs, base_forms([record[key] for record, key in jobs], nlp)):
-            record.setdefault(derived_key(key, "text_raw"), record[key])
-            record[key] = normalized
-        yield from batch
+
+    def store(record: dict, key: str, normalized: str) -> None:
+        record.setdefault(derived_key(key, "text_raw"), record[key])
+        record[key] = normalized
+
+    return map_texts(records, fields, batch_size, lambda texts: base_forms(texts, nlp), store)
 
 
 def normalize_command(

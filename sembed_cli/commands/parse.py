@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from .. import spacy_pipeline
 from ..dependency import doc_tokens, doc_triples
-from ..io import RecordSource, TextFields, batched, derived_key, run_stream
+from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
 from ..options import BatchSize, Input, NProcess, Output, Quiet, SkipErrors, SpacyModel, TextKeys, Verbose
 
 SPACY_BATCH = 256
@@ -15,13 +15,13 @@ SPACY_BATCH = 256
 def parse_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(), batch_size: int = 1000,
                   n_process: int = 1) -> Iterator[dict]:
     """Add `tokens` and `triples` (suffixed like the text field) to every record."""
-    for batch in batched(records, batch_size):
-        jobs = [(record, key) for record in batch for key in fields.of(record)]
-        docs = nlp.pipe((record[key] for record, key in jobs), batch_size=SPACY_BATCH, n_process=n_process)
-        for (record, key), doc in zip(jobs, docs):
-            record[derived_key(key, "tokens")] = doc_tokens(doc)
-            record[derived_key(key, "triples")] = doc_triples(doc)
-        yield from batch
+
+    def store(record: dict, key: str, doc) -> None:
+        record[derived_key(key, "tokens")] = doc_tokens(doc)
+        record[derived_key(key, "triples")] = doc_triples(doc)
+
+    return map_texts(records, fields, batch_size,
+                     lambda texts: nlp.pipe(texts, batch_size=SPACY_BATCH, n_process=n_process), store)
 
 
 def parse_command(

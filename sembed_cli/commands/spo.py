@@ -8,7 +8,7 @@ from .. import spacy_pipeline
 from ..component_focus import s_cf
 from ..dependency import doc_tokens
 from ..errors import BadRecord
-from ..io import RecordSource, TextFields, batched, derived_key, json_type, run_stream
+from ..io import RecordSource, TextFields, batched, derived_key, json_type, run_stream, text_jobs
 from ..options import BatchSize, Input, Output, Quiet, SkipErrors, SpacyModel, TextKeys, Verbose
 from .parse import SPACY_BATCH
 
@@ -24,7 +24,7 @@ def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFiel
     None, with the spaCy pipeline `model`, loaded only once a text needs it.
     """
     for batch in batched(records, batch_size):
-        jobs = [(record, key) for record in batch for key in fields.of(record)]
+        jobs = text_jobs(batch, fields)
         parses = [record.get(derived_key(key, "tokens")) for record, key in jobs]
         unparsed = [n for n, tokens in enumerate(parses) if tokens is None]
         if unparsed:

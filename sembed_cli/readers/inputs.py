@@ -8,20 +8,18 @@ physical line, and --skip-errors counts per file.
 
 from __future__ import annotations
 
-import gzip
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadRecord, SembedError
-from ..io import STDIN, Rejects, display_name, open_binary, text_lines
+from ..io import AUTO_ENCODING, STDIN, LineDecoder, Rejects, display_name, text_lines
 from ..spacy_pipeline import DEFAULT_MODEL
 
 # Strict UTF-8, except that a line which is not UTF-8 is read as Windows-1252: old corpora
 # (webtext, state_union, inaugural, abc) mix the two, even within one file.
-AUTO = "auto"
-UTF8 = "utf-8"
+AUTO = AUTO_ENCODING
 
 # Files that document a data folder rather than hold data (NLTK, SemEval and SentEval layouts).
 DOCUMENTATION_PREFIXES = ("license", "licence", "copying")
@@ -118,41 +116,12 @@ def input_files(paths: Sequence[str], pick: Picker = data_files, skip_errors: bo
 
 def lines(file: InputFile, encoding: str = AUTO) -> Iterator[tuple[int, str]]:
     """Physical lines as (line number, text without the newline), decoded as `encoding`."""
-    decoded = text_lines(file.path, file.rejects) if encoding == UTF8 else _decoded_lines(file, encoding)
-    for number, text in decoded:
+    decode = LineDecoder(encoding)
+    for number, text in text_lines(file.path, file.rejects, decode):
         yield number, text[1:] if number == 1 and text.startswith("\ufeff") else text  # a BOM is not text
-
-
-def _decoded_lines(file: InputFile, encoding: str) -> Iterator[tuple[int, str]]:
-    fallbacks: list[int] = []
-    with open_binary(file.path) as f:
-        try:
-            for number, raw in enumerate(f, 1):
-                if encoding == AUTO:
-                    try:
-                        text = raw.decode("utf-8")
-                    except UnicodeDecodeError:
-                        text = _windows_1252(raw)
-                        fallbacks.append(number)
-                else:
-                    try:
-                        text = raw.decode(encoding)
-                    except UnicodeDecodeError as e:
-                        file.reject(number, f"not valid {encoding} (byte 0x{raw[e.start]:02x} at column {e.start + 1})")
-                        continue
-                yield number, text.rstrip("\r\n")
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
-            raise SembedError(f"{file.name}: cannot read: {e}") from None
-    if fallbacks:
-        file.note(f"{len(fallbacks)} line(s) not UTF-8, read as Windows-1252 (first: line {fallbacks[0]}; "
-                  "--encoding sets another)")
-
-
-def _windows_1252(raw: bytes) -> str:
-    try:
-        return raw.decode("cp1252")
-    except UnicodeDecodeError:  # the five bytes Windows-1252 leaves undefined
-        return raw.decode("latin-1")
+    if decode.fallbacks:
+        file.note(f"{len(decode.fallbacks)} line(s) not UTF-8, read as Windows-1252 (first: line "
+                  f"{decode.fallbacks[0]}; --encoding sets another)")
 
 
 def line_records(file: InputFile, encoding: str, parse: Callable[[str], dict | None]) -> Iterator[dict]:
