@@ -163,6 +163,8 @@ class RecordSource:
 def json_problem(error: orjson.JSONDecodeError) -> str:
     """orjson's reason with the column, without its 'line 1' (our lines are physical ones)."""
     reason = str(error).split(": line ")[0]
+    if error.doc[error.pos:].lstrip("-").startswith(("NaN", "Infinity")):
+        reason = "NaN and Infinity are not JSON numbers"
     return f"{reason} at column {error.colno}"
 
 

@@ -14,7 +14,8 @@ import typer
 from typer.core import TyperGroup
 
 from . import __version__, console
-from .commands import convert, normalize, parse, spo
+from .commands import convert, embed, normalize, parse, spo, train
+from .commands.eval import eval_app
 from .errors import SembedError
 
 
@@ -89,6 +90,9 @@ app.command("convert")(convert.convert_command)
 app.command("parse")(parse.parse_command)
 app.command("spo")(spo.spo_command)
 app.command("normalize")(normalize.normalize_command)
+app.command("embed")(embed.embed_command)
+app.command("train")(train.train_command)
+app.add_typer(eval_app, name="eval")
 
 
 def run() -> None:

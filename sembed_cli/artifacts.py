@@ -1,0 +1,122 @@
+"""Artifacts (models, indexes, salience tables): built atomically, never overwritten by accident, described.
+
+An artifact is a directory. It is built under a temporary sibling name and
+renamed into place only once complete, so a reader never sees half of one and
+an interrupted run leaves the previous version intact (SPEC section 1). An
+existing artifact is replaced only with ``--force``. Each carries a metadata
+JSON (`sembed.json` for models): what made it, from which data, with which
+settings, seed and package versions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import metadata as package_metadata
+from pathlib import Path
+
+import orjson
+
+from . import __version__
+from .errors import SembedError
+from .io import write_json_atomic
+
+VERSIONED_PACKAGES = ("torch", "transformers", "sentence-transformers")
+
+
+def refuse_existing(path: Path, force: bool) -> None:
+    """Fail early, before any work, when `path` exists and may not be replaced."""
+    if path.exists() and not force:
+        raise SembedError(f"{path} already exists", "pass --force to replace it, or choose another -o")
+    if path.exists() and not path.is_dir():
+        raise SembedError(f"{path} exists and is not a directory", "choose another -o")
+
+
+def temporary_sibling(path: Path, tag: str) -> Path:
+    """A hidden name next to `path` on the same file system, so the final rename is atomic."""
+    return path.with_name(f".{path.name}.{tag}-{os.getpid()}")
+
+
+@contextmanager
+def building(path: Path, force: bool = False) -> Iterator[Path]:
+    """Yield an empty temporary directory; on success it becomes `path`, on failure it is removed.
+
+    With `force` an existing `path` is moved aside, replaced, then deleted:
+    at every moment either the old or the new artifact is at `path`.
+    """
+    refuse_existing(path, force)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    work = temporary_sibling(path, "tmp")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
+        yield work
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    old = None
+    if path.exists():
+        refuse_existing(path, force)  # it may have appeared while we worked
+        old = temporary_sibling(path, "old")
+        os.replace(path, old)
+    os.replace(work, path)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+class ContentHash:
+    """SHA-256 over a sequence of JSON values, one compact line each: the fingerprint of training data."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self.count = 0
+
+    def add(self, value: object) -> None:
+        self._hash.update(orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE))
+        self.count += 1
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+def package_versions(packages: tuple[str, ...] = VERSIONED_PACKAGES) -> dict[str, str | None]:
+    """sembed's version and the installed versions of `packages` (None when not installed), without importing them."""
+    versions: dict[str, str | None] = {"sembed": __version__, "python": sys.version.split()[0]}
+    for name in packages:
+        try:
+            versions[name] = package_metadata.version(name)
+        except package_metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def command_line() -> list[str] | None:
+    """The command line that is running, when it is the sembed program (not a test runner calling it in-process)."""
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    if program in ("sembed", "__main__.py"):
+        return ["sembed", *sys.argv[1:]]
+    return None
+
+
+def describe(command: str, data: dict, settings: dict, **fields: object) -> dict:
+    """The metadata every artifact carries; `fields` (method, cf_weight, ...) go first, at the top level."""
+    return {
+        **fields,
+        "command": command,
+        "command_line": command_line(),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "data": data,
+        "settings": settings,
+        "versions": package_versions(),
+    }
+
+
+def write_metadata(directory: Path, metadata: dict, name: str) -> Path:
+    path = directory / name
+    write_json_atomic(path, metadata)
+    return path

@@ -1,0 +1,326 @@
+"""sembed eval: metrics over a whole record stream: one JSON object on stdout, a table on stderr."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Optional, TypeVar
+
+import typer
+
+from .. import console
+from ..errors import SembedError
+from ..io import RecordSink, RecordSource, derived_key
+from ..options import Input, Output, Quiet, Seed, SkipErrors, TextKeys, Verbose
+
+T = TypeVar("T")
+
+eval_app = typer.Typer(
+    help="Evaluate embeddings: STS correlation, entailment and transfer classification.\n\n"
+         "Each command reads every record (a metric needs them all, so nothing streams out) but keeps only what "
+         "it needs, and writes one JSON object of metrics to stdout and a table to stderr (-q: no table).",
+    no_args_is_help=True, rich_markup_mode=None)
+
+EVAL_EPILOG = ("Bad records stop with 'error: FILE:LINE: what is wrong' and exit 1 "
+               "(--skip-errors: leave them out, counted on stderr).")
+
+
+# --- command-specific options ------------------------------------------------------------------------
+
+def _grid(value: Optional[str]) -> Optional[str]:
+    if value is not None:
+        from ..evaluation.sts import parse_grid
+
+        try:
+            parse_grid(value)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+    return value
+
+
+def _inverse_strength(value: str) -> str:
+    if value != "auto":
+        try:
+            if not float(value) > 0:
+                raise ValueError
+        except ValueError:
+            raise typer.BadParameter(f"'{value}' is neither a positive number nor 'auto'") from None
+    return value
+
+
+SimilarityKey = Annotated[Optional[str], typer.Option(
+    "--similarity-key", metavar="KEY", show_default=False,
+    help="Take the predicted similarity from this field instead of a cosine. Default: the cosine of the "
+         "embeddings when the first record has them, otherwise its 'similarity' field.")]
+GoldKey = Annotated[str, typer.Option("--gold-key", metavar="KEY", help="The gold similarity score field.")]
+GroupBy = Annotated[Optional[str], typer.Option(
+    "--group-by", metavar="FIELD", show_default=False,
+    help="Also report each value of this field on its own (e.g. genre), then all pairs.")]
+CfGrid = Annotated[Optional[str], typer.Option(
+    "--cf-grid", metavar="START:STOP:STEP", callback=_grid, show_default=False,
+    help="Sweep W_cf (STOP included, or a list: 0,0.2,2) over the parts `embed --keep-parts` wrote: "
+         "embedding_basic_a + W * embedding_cf_a against the same for _b (CF-BERT section 5, Table 7).")]
+LabelKey = Annotated[str, typer.Option("--label-key", metavar="KEY", help="The gold label field (a string or an integer).")]
+Folds = Annotated[int, typer.Option("--folds", min=2, metavar="K", help="Cross-validation folds.")]
+InverseStrength = Annotated[str, typer.Option(
+    "--c", metavar="C|auto", callback=_inverse_strength,
+    help="Inverse L2 strength of the logistic regression; auto: pick it from 0.25, 0.5, 1, 2, 4, 8 on every "
+         "training split by an inner search with as many folds, as SentEval does (about 60 times slower).")]
+FeatureKind = Annotated[str, typer.Option(
+    "--features", metavar="abs-diff|senteval",
+    help="abs-diff: |u - v| (CF-BERT section 4.4); senteval: (|u - v|, u * v) as SentEval's SICK-E.")]
+
+
+# --- shared machinery --------------------------------------------------------------------------------
+
+def read_all(source: RecordSource, keep: Callable[[dict], T]) -> list[T]:
+    """What `keep` takes from every record; a BadRecord it raises is reported at FILE:LINE (or skipped)."""
+    kept: list[T] = []
+    for _ in console.progress(source.checked(lambda record: kept.append(keep(record))), "reading records"):
+        pass
+    summary = source.summary()
+    if summary:
+        console.warn(summary)
+    if not kept:
+        raise SembedError(f"no usable records in {source.rejects.name}")
+    return kept
+
+
+def pair_keys(text_keys: Optional[list[str]], name: str) -> tuple[str, str]:
+    """The two fields derived from the pair's text keys (text_a, text_b unless --text-key is given twice)."""
+    keys = text_keys or ["text_a", "text_b"]
+    if len(keys) != 2:
+        raise typer.BadParameter(f"a pair needs exactly two --text-key options, got {len(keys)}", param_hint="--text-key")
+    return derived_key(keys[0], name), derived_key(keys[1], name)
+
+
+def write_report(report: dict, output: str) -> None:
+    with RecordSink(output) as sink:
+        sink.write(report)
+
+
+def show(table) -> None:
+    """The human-readable table, on stderr unless -q."""
+    if not console.state.quiet:
+        console.console.print(table)
+
+
+def _fmt(value: Optional[float], digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(ci: Optional[list[float]]) -> str:
+    return "-" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def sts_table(report: dict):
+    from rich.table import Table
+
+    grid = report.get("cf_grid")
+    table = Table(title=f"STS: {report['similarity']} vs {report['gold']} (x100, Fisher 95% CI)", title_justify="left")
+    if grid is not None:
+        table.add_column("W_cf", justify="right")
+    if "groups" in (grid[0] if grid else report):
+        table.add_column("group")
+    for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
+        table.add_column(column, justify="right")
+    for entry in grid or [report]:
+        lead = [f"{entry['cf_weight']:g}"] if grid is not None else []
+        rows = [*entry.get("groups", {}).items(), ("all", entry)] if "groups" in entry else [(None, entry)]
+        for position, (name, m) in enumerate(rows):
+            cells = [str(m["n"]), _fmt(m["pearson"]), _interval(m["pearson_ci"]), _fmt(m["spearman"]),
+                     _interval(m["spearman_ci"])]
+            # a rule above each 'all' row, and below it when several W_cf blocks follow
+            table.add_row(*lead, *([name] if name is not None else []), *cells,
+                          end_section=len(rows) > 1 and (position == len(rows) - 2 or (grid is not None and name == "all")))
+    return table
+
+
+def accuracy_table(report: dict):
+    from rich.table import Table
+
+    classes = ", ".join(f"{label} {count}" for label, count in report["classes"].items())
+    table = Table(title=f"{report['task']}: logistic regression on {report['features']}, "
+                        f"{report['folds']}-fold cross-validation", title_justify="left",
+                  caption=f"classes: {classes}", caption_justify="left")
+    for column in ("n", "C", "accuracy", "std"):
+        table.add_column(column, justify="right")
+    c = report["c"]
+    table.add_row(str(report["n"]), f"{c:g}" if not isinstance(c, list) else "/".join(f"{v:g}" for v in c),
+                  _fmt(report["accuracy"]), _fmt(report["accuracy_std"]))
+    return table
+
+
+# --- sts ---------------------------------------------------------------------------------------------
+
+@eval_app.command("sts", epilog=EVAL_EPILOG)
+def sts_command(
+    input: Input = "-",
+    output: Output = "-",
+    text_keys: TextKeys = None,
+    similarity_key: SimilarityKey = None,
+    gold_key: GoldKey = "score",
+    group_by: GroupBy = None,
+    cf_grid: CfGrid = None,
+    skip_errors: SkipErrors = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Correlation of predicted with gold similarity: Pearson and Spearman x100.
+
+    Reads every record (the correlation needs them all) and keeps per pair
+    only its similarity, gold score and group: the cosine of embedding_a and
+    embedding_b (those of --text-key A --text-key B), or a similarity field
+    (--similarity-key), against score (--gold-key). Writes one JSON object:
+    n, pearson, spearman and their 95% confidence intervals pearson_ci and
+    spearman_ci, from the Fisher transformation (NWS paper eq. 11-12:
+    tanh(F(r) +- 1.96 / sqrt(n - 3)), applied to rho the same way; null
+    when n <= 3). --group-by adds "groups" (per value, in first-seen order);
+    a group whose correlation is undefined gets nulls and a warning.
+
+    --cf-grid keeps the ten dot products of each pair's four parts and
+    writes "cf_grid" (the metrics for every W_cf) and best_cf_weight (by
+    Pearson, as the paper's Table 7), without embedding again.
+
+    Fewer than two pairs, or a constant similarity or score column, leaves
+    the correlation undefined: an error.
+
+    \b
+    Example:
+        sembed convert --from stsb sts-test.csv | sembed embed | sembed eval sts --group-by genre
+        sembed convert --from sick SICK_test_annotated.txt | sembed spo \\
+          | sembed embed --cf-weight 0.2 --keep-parts | sembed eval sts --cf-grid 0:1:0.1
+    """
+    import numpy as np
+
+    from ..evaluation import fields, sts
+
+    if cf_grid is not None and similarity_key is not None:
+        raise typer.BadParameter("--cf-grid sweeps embedding parts; it cannot use --similarity-key", param_hint="--cf-grid")
+    if cf_grid is not None:
+        (basic_a, basic_b), (cf_a, cf_b) = pair_keys(text_keys, "embedding_basic"), pair_keys(text_keys, "embedding_cf")
+        reader = sts.CfParts((basic_a, cf_a), (basic_b, cf_b))
+    else:
+        reader = sts.PairSimilarity(*pair_keys(text_keys, "embedding"), similarity_key)
+
+    def keep(record: dict) -> tuple:
+        value = reader(record)
+        return (value, fields.number(record, gold_key, "the gold similarity score"),
+                fields.group(record, group_by) if group_by else None)
+
+    rows = read_all(RecordSource(input, skip_errors=skip_errors), keep)
+    kept, gold = np.array([row[0] for row in rows]), np.array([row[1] for row in rows])
+    report = sts.report(kept, gold, reader.name, gold_key, group_by, [row[2] for row in rows] if group_by else None,
+                        sts.parse_grid(cf_grid) if cf_grid is not None else None)
+    for problem in sts.undefined_groups(report):
+        console.warn(problem)
+    write_report(report, output)
+    show(sts_table(report))
+
+
+# --- entailment and classify ---------------------------------------------------------------------------
+
+def classification_report(task: str, rows: list[tuple], features: str, label_key: str, folds: int, seed: int,
+                          c: str) -> dict:
+    """Cross-validated accuracy over the kept (features, label) rows: the one machinery of both commands."""
+    import numpy as np
+
+    from ..evaluation.classify import cross_validate
+
+    x = np.stack([row[0] for row in rows])
+    result = cross_validate(x, [row[1] for row in rows], folds, seed, None if c == "auto" else float(c))
+    for note in result.notes:
+        console.warn(note)
+    if result.unconverged:
+        console.warn(f"the logistic regression did not converge in {result.unconverged} fit(s)")
+    return {"task": task, "features": features, "label": label_key, **result.as_dict(), "seed": seed}
+
+
+@eval_app.command("entailment", epilog=EVAL_EPILOG)
+def entailment_command(
+    input: Input = "-",
+    output: Output = "-",
+    text_keys: TextKeys = None,
+    features: FeatureKind = "abs-diff",
+    label_key: LabelKey = "label",
+    folds: Folds = 10,
+    c: InverseStrength = "1",
+    seed: Seed = 0,
+    skip_errors: SkipErrors = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Entailment accuracy of pair embeddings: the SICK-E protocol of CF-BERT.
+
+    Reads every record (the classifier needs them all) and keeps per pair
+    only its features and label: from embedding_a = u and embedding_b = v
+    (those of --text-key A --text-key B), |u - v| (CF-BERT section 4.4,
+    Table 6) or, with --features senteval, (|u - v|, u * v); the label from
+    label (--label-key: entailment / neutral / contradiction, or any).
+
+    A logistic regression (scikit-learn, L-BFGS, multinomial, C = 1 by
+    default, no feature scaling) is trained on 9 folds and scored on the
+    10th, for each of 10 stratified folds shuffled with --seed. Writes one
+    JSON object: n, classes (counts), folds, accuracy and accuracy_std
+    (mean and standard deviation over the folds, x100), fold_accuracies, c.
+
+    Fewer records than folds, or a single label, is an error; a label with
+    fewer records than folds gets a warning.
+
+    \b
+    Example:
+        sembed convert --from sick SICK_test_annotated.txt | sembed embed | sembed eval entailment
+    """
+    from ..evaluation.entailment import FEATURES, PairFeatures
+
+    if features not in FEATURES:
+        raise typer.BadParameter(f"'{features}' is not one of {', '.join(FEATURES)}", param_hint="--features")
+    key_a, key_b = pair_keys(text_keys, "embedding")
+    reader = PairFeatures(key_a, key_b, label_key, features)
+    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader)
+    report = classification_report("entailment", rows, reader.name, label_key, folds, seed, c)
+    write_report(report, output)
+    show(accuracy_table(report))
+
+
+@eval_app.command("classify", epilog=EVAL_EPILOG)
+def classify_command(
+    input: Input = "-",
+    output: Output = "-",
+    text_keys: TextKeys = None,
+    label_key: LabelKey = "label",
+    folds: Folds = 10,
+    c: InverseStrength = "1",
+    seed: Seed = 0,
+    skip_errors: SkipErrors = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Transfer accuracy of sentence embeddings, SentEval style (MR, SUBJ, CR...).
+
+    Reads every record (the classifier needs them all) and keeps its
+    embedding (that of --text-key K: embedding_K) and label (--label-key).
+    A logistic regression (scikit-learn, L-BFGS, C = 1 by default, no
+    feature scaling) is trained on 9 folds and scored on the 10th, for each
+    of 10 stratified folds shuffled with --seed, as SentEval does for MR,
+    SUBJ and CR; --c auto also picks C per split by SentEval's inner search.
+    Writes one JSON object: n, classes (counts), folds, accuracy and
+    accuracy_std (x100, over the folds), fold_accuracies, c.
+
+    Fewer records than folds, or a single label, is an error; a label with
+    fewer records than folds gets a warning.
+
+    \b
+    Example:
+        sembed convert --from mr senteval/sentence_polarity | sembed embed | sembed eval classify
+    """
+    from ..evaluation.classify import LabelledVector
+
+    keys = text_keys or ["text"]
+    if len(keys) != 1:
+        raise typer.BadParameter(f"classify reads one embedding: give --text-key once, got {len(keys)}",
+                                 param_hint="--text-key")
+    reader = LabelledVector(derived_key(keys[0], "embedding"), label_key)
+    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader)
+    report = classification_report("classify", rows, reader.name, label_key, folds, seed, c)
+    write_report(report, output)
+    show(accuracy_table(report))

@@ -1,0 +1,248 @@
+"""Semantic textual similarity: correlation of predicted similarity with gold scores.
+
+Pearson's r (NWS paper, Samardzhiev et al., eq. 10) and Spearman's rho (the
+Pearson correlation of the average ranks, as scipy.stats.spearmanr), both x100,
+each with a 95% confidence interval from the Fisher transformation (NWS eq.
+11-12). The interval is written for Pearson's r; it is applied to rho the same
+way, the usual approximation.
+
+Per record only a few numbers are kept, never the vectors: one similarity (or,
+for a W_cf sweep, the ten dot products that give the cosine for every W), the
+gold score and the group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SembedError
+from . import fields
+
+FISHER_Z95 = 1.96  # the two-sided 95% normal quantile of NWS eq. 12
+
+
+class UndefinedCorrelation(SembedError):
+    """Fewer than two pairs, or a column that does not vary."""
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """NWS eq. 10: sum((x - mean x)(y - mean y)) / (sqrt(sum (x - mean x)^2) sqrt(sum (y - mean y)^2))."""
+    dx, dy = x - x.mean(), y - y.mean()
+    r = float(dx @ dy / math.sqrt(float(dx @ dx) * float(dy @ dy)))
+    return max(-1.0, min(1.0, r))  # rounding can step past +-1, where eq. 11 is undefined
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rho: Pearson's r of the ranks, tied values sharing their average rank."""
+    from scipy.stats import rankdata
+
+    return pearson(rankdata(x), rankdata(y))
+
+
+def fisher_interval(r: float, n: int) -> tuple[float, float] | None:
+    """The 95% confidence interval of a correlation r over n pairs, NWS eq. 11-12.
+
+    eq. 11: F(r) = 1/2 log((1 + r) / (1 - r));  eq. 12: tanh(F(r) +- 1.96 / sqrt(n - 3)).
+    None when n <= 3, where eq. 12 is undefined; [r, r] for a perfect correlation.
+    """
+    if n <= 3:
+        return None
+    if abs(r) >= 1.0:
+        return (r, r)
+    f = 0.5 * math.log((1 + r) / (1 - r))  # eq. 11
+    half = FISHER_Z95 / math.sqrt(n - 3)  # eq. 12
+    return (math.tanh(f - half), math.tanh(f + half))
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """Pearson's r and Spearman's rho (as fractions, not x100) with their eq. 12 intervals."""
+
+    n: int
+    pearson: float
+    spearman: float
+    pearson_ci: tuple[float, float] | None
+    spearman_ci: tuple[float, float] | None
+
+    def as_dict(self, digits: int = 4) -> dict:
+        """The JSON form: correlations and intervals x100, as STS results are reported."""
+
+        def scaled(value: float) -> float:
+            return round(100 * value, digits)
+
+        def interval(ci: tuple[float, float] | None) -> list[float] | None:
+            return None if ci is None else [scaled(ci[0]), scaled(ci[1])]
+
+        return {"n": self.n, "pearson": scaled(self.pearson), "pearson_ci": interval(self.pearson_ci),
+                "spearman": scaled(self.spearman), "spearman_ci": interval(self.spearman_ci)}
+
+
+def correlation(similarity: np.ndarray, gold: np.ndarray, similarity_name: str = "similarity",
+                gold_name: str = "gold score") -> Correlation:
+    """Pearson and Spearman between two equally long columns; `UndefinedCorrelation` when they cannot be."""
+    similarity, gold = np.asarray(similarity, dtype=np.float64), np.asarray(gold, dtype=np.float64)
+    n = len(gold)
+    if n < 2:
+        raise UndefinedCorrelation(f"correlation undefined: {n} pair(s), at least 2 needed")
+    for column, name in ((gold, gold_name), (similarity, similarity_name)):
+        if np.ptp(column) == 0:
+            raise UndefinedCorrelation(f"correlation undefined: every {name} is {column[0]:g} "
+                                       f"(a constant column over {n} pairs)")
+    r, rho = pearson(similarity, gold), spearman(similarity, gold)
+    return Correlation(n, r, rho, fisher_interval(r, n), fisher_interval(rho, n))
+
+
+def grouped(similarity: np.ndarray, gold: np.ndarray, groups: Sequence[str] | None,
+            similarity_name: str = "similarity", gold_name: str = "gold score") -> dict:
+    """Metrics over all pairs, and with `groups` per group (first-seen order) under "groups".
+
+    Over all pairs an undefined correlation is an error; in one group it gives
+    null metrics and the reason under "undefined", so the other groups still count.
+    """
+    result = correlation(similarity, gold, similarity_name, gold_name).as_dict()
+    if groups is not None:
+        names = np.asarray(groups, dtype=object)
+        result["groups"] = {}
+        for name in dict.fromkeys(groups):
+            mask = names == name
+            try:
+                result["groups"][name] = correlation(similarity[mask], gold[mask], similarity_name, gold_name).as_dict()
+            except UndefinedCorrelation as e:
+                result["groups"][name] = {"n": int(mask.sum()), "pearson": None, "pearson_ci": None,
+                                          "spearman": None, "spearman_ci": None, "undefined": e.message}
+    return result
+
+
+def report(kept: np.ndarray, gold: np.ndarray, similarity_name: str, gold_name: str, group_by: str | None = None,
+           groups: Sequence[str] | None = None, grid: Sequence[float] | None = None) -> dict:
+    """The JSON object of `eval sts`: `kept` holds a similarity per pair, or with a W_cf `grid` the pair's
+    ten CF dot products (`CfParts`), and the metrics are those of every W, best_cf_weight the one with
+    the highest Pearson (as the paper's Table 7 ranks them). `groups`: each pair's `group_by` value."""
+    head = {"task": "sts", "similarity": similarity_name, "gold": gold_name}
+    if group_by is not None:
+        head["group_by"] = group_by
+    if grid is None:
+        return {**head, **grouped(kept, gold, groups, similarity_name, gold_name)}
+    sweep = [{"cf_weight": w, **grouped(cf_cosines(kept, w), gold, groups, f"cosine at W_cf = {w:g}", gold_name)}
+             for w in grid]
+    best = max(sweep, key=lambda entry: entry["pearson"])
+    return {**head, "n": len(gold), "cf_grid": sweep, "best_cf_weight": best["cf_weight"]}
+
+
+def undefined_groups(result: dict) -> list[str]:
+    """One line for each group of a `report` whose correlation was undefined."""
+    problems = []
+    for entry in result.get("cf_grid", [result]):
+        where = f" at W_cf = {entry['cf_weight']:g}" if "cf_weight" in entry else ""
+        problems += [f"group '{name}'{where}: {metrics['undefined']}"
+                     for name, metrics in entry.get("groups", {}).items() if "undefined" in metrics]
+    return problems
+
+
+# --- what one record keeps -------------------------------------------------------------------------
+
+
+def cosine(a: np.ndarray, b: np.ndarray, key_a: str, key_b: str) -> float:
+    norm_a, norm_b = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    fields.nonzero(key_a, norm_a)
+    fields.nonzero(key_b, norm_b)
+    return float(a @ b) / (norm_a * norm_b)
+
+
+class PairSimilarity:
+    """Reads one record's predicted similarity: the cosine of two embeddings, or a similarity field.
+
+    Without `similarity_key` the first record decides: its embeddings when it
+    has either, else its SIMILARITY_FIELD; every later record must match.
+    """
+
+    SIMILARITY_FIELD = "similarity"
+
+    def __init__(self, key_a: str = "embedding_a", key_b: str = "embedding_b", similarity_key: str | None = None):
+        self.key_a, self.key_b, self.similarity_key = key_a, key_b, similarity_key
+        self.decided = similarity_key is not None
+        self.dimension = fields.Dimension()
+
+    @property
+    def name(self) -> str:
+        return self.similarity_key or f"cosine({self.key_a}, {self.key_b})"
+
+    def __call__(self, record: dict) -> float:
+        if not self.decided:
+            self.decided = True
+            if self.key_a not in record and self.key_b not in record and self.SIMILARITY_FIELD in record:
+                self.similarity_key = self.SIMILARITY_FIELD
+        if self.similarity_key is not None:
+            return fields.number(record, self.similarity_key, "the predicted similarity")
+        a, b = fields.vector(record, self.key_a), fields.vector(record, self.key_b)
+        self.dimension.check({self.key_a: a, self.key_b: b})
+        return cosine(a, b, self.key_a, self.key_b)
+
+
+# The ten dot products of one pair's CF parts (a, c: side A's basic and cf parts; b, d: side B's), from
+# which the cosine of u = a + W c and v = b + W d follows for any W (CF-BERT eq. 1).
+AA, AC, CC, BB, BD, DD, AB, AD, CB, CD = range(10)
+
+
+class CfParts:
+    """Reads one record's kept CF parts and keeps their ten dot products, not the vectors."""
+
+    def __init__(self, keys_a: tuple[str, str] = ("embedding_basic_a", "embedding_cf_a"),
+                 keys_b: tuple[str, str] = ("embedding_basic_b", "embedding_cf_b")):
+        self.keys = (*keys_a, *keys_b)
+        self.dimension = fields.Dimension()
+
+    @property
+    def name(self) -> str:
+        basic_a, cf_a, basic_b, cf_b = self.keys
+        return f"cosine({basic_a} + W * {cf_a}, {basic_b} + W * {cf_b})"
+
+    def __call__(self, record: dict) -> np.ndarray:
+        hint = "run sembed embed --keep-parts first"
+        vectors = {key: fields.vector(record, key, hint) for key in self.keys}
+        self.dimension.check(vectors)
+        for key, v in vectors.items():
+            fields.nonzero(key, float(np.linalg.norm(v)))
+        a, c, b, d = vectors.values()
+        return np.array([a @ a, a @ c, c @ c, b @ b, b @ d, d @ d, a @ b, a @ d, c @ b, c @ d])
+
+
+def cf_cosines(dots: np.ndarray, weight: float) -> np.ndarray:
+    """cos(a + W c, b + W d) for every row of dots (n x 10), CF-BERT eq. 1 expanded:
+    u.v = a.b + W (a.d + c.b) + W^2 c.d;  |u|^2 = a.a + 2W a.c + W^2 c.c;  |v|^2 likewise."""
+    w = weight
+    uv = dots[:, AB] + w * (dots[:, AD] + dots[:, CB]) + w * w * dots[:, CD]
+    uu = dots[:, AA] + 2 * w * dots[:, AC] + w * w * dots[:, CC]
+    vv = dots[:, BB] + 2 * w * dots[:, BD] + w * w * dots[:, DD]
+    # a + W c can vanish only when the parts point in opposite directions: then the cosine is undefined
+    scale = np.minimum(dots[:, AA] + w * w * dots[:, CC], dots[:, BB] + w * w * dots[:, DD])
+    degenerate = np.minimum(uu, vv) <= 1e-12 * scale
+    if degenerate.any():
+        n = int(np.argmax(degenerate)) + 1
+        raise SembedError(f"cosine undefined at W_cf = {weight:g}: basic + W * cf is a zero vector in record {n}")
+    return uv / np.sqrt(uu * vv)
+
+
+def parse_grid(spec: str) -> list[float]:
+    """W_cf values: START:STOP:STEP (STOP included, e.g. 0:1:0.1 gives 11) or a comma list (0,0.2,2)."""
+    try:
+        if ":" in spec:
+            start, stop, step = (float(part) for part in spec.split(":"))
+            if step <= 0 or stop < start:
+                raise ValueError
+            count = math.floor((stop - start) / step + 1e-9) + 1
+            if count > 1000:
+                raise ValueError
+            values = [round(start + i * step, 10) for i in range(count)]
+        else:
+            values = [float(part) for part in spec.split(",")]
+    except ValueError:
+        raise ValueError(f"'{spec}' is not START:STOP:STEP with STEP > 0 and STOP >= START (at most 1000 values), "
+                         "nor a comma-separated list of numbers") from None
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError(f"'{spec}' has a value that is not a finite number")
+    return values

@@ -1,0 +1,175 @@
+"""Sentence vectors for a record stream, with CF-BERT's component focusing.
+
+`embed_records` reads records a window at a time and encodes every text of
+the window in one `encode` call (sentence-transformers sorts the texts by
+length inside it, so padding stays small), then stores each vector in its
+record, or as a row of a `VectorFile` (.npy) written alongside the stream.
+
+Component focusing (Yin et al. 2020, "Improving Sentence Representations via
+Component Focusing", eq. 1): emb_S = emb_basic + W_cf * emb_cf, where
+emb_basic is the embedding of the text and emb_cf that of its S_cf (built by
+`sembed spo` when the record does not carry it). With a sentence-transformers
+model the pooling (and normalisation) happens inside each `encode`, so the
+weighted sum is taken of the two finished sentence vectors.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .commands.spo import spo_records
+from .errors import SembedError
+from .io import TextFields, batched, derived_key, text_jobs
+
+EMBEDDING = "embedding"
+BASIC = "embedding_basic"
+CF = "embedding_cf"
+ROW = "_row"  # with a VectorFile, field F holds the row number under F_row (embedding_row, embedding_row_a, ...)
+S_CF = "s_cf"
+
+
+def encode(model, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    """float32 vectors (len(texts) x dim) for `texts` in their order; a text repeated is encoded once."""
+    unique = list(dict.fromkeys(texts))
+    vectors = np.asarray(model.encode(unique, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True),
+                         dtype=np.float32)  # fp16/bf16 models give half floats: JSON and .npy carry float32
+    if len(unique) == len(texts):
+        return vectors
+    position = {text: n for n, text in enumerate(unique)}
+    return vectors[[position[text] for text in texts]]
+
+
+def add_missing_s_cf(jobs: list[tuple[dict, str]], batch_size: int) -> None:
+    """Give every (record, text key) its S_cf through `sembed spo`'s own code, where the record lacks it."""
+    missing: dict[str, list[dict]] = {}
+    for record, key in jobs:
+        if derived_key(key, S_CF) not in record:
+            missing.setdefault(key, []).append(record)
+    for key, records in missing.items():  # one key at a time, so an S_cf the record already has is kept
+        for _ in spo_records(records, None, TextFields([key]), batch_size):
+            pass
+
+
+def embed_records(records: Iterable[dict], model, fields: TextFields = TextFields(), batch_size: int = 1000,
+                  cf_weight: float | None = None, keep_parts: bool = False, encode_batch_size: int = 32,
+                  vectors: VectorFile | None = None) -> Iterator[dict]:
+    """Add `embedding` (suffixed like the text field) to every record, a window of `batch_size` records at a time.
+
+    `model` is a SentenceTransformer (anything with its `encode`). With a
+    non-zero `cf_weight` W, embedding = emb(text) + W * emb(s_cf) (CF-BERT
+    eq. 1); `keep_parts` also stores `embedding_basic` = emb(text) and
+    `embedding_cf` = emb(s_cf) (W is then 0 unless given). With `vectors`
+    the records get row numbers (`embedding_row`...) into that file instead
+    of the vectors. Records must have passed `TextFields.of` (and, with
+    component focusing, carry a string s_cf where they carry one at all).
+    """
+    focus = keep_parts or bool(cf_weight)
+    weight = np.float32(cf_weight or 0.0)
+    for batch in batched(records, batch_size):
+        jobs = text_jobs(batch, fields)
+        texts = [record[key] for record, key in jobs]
+        if focus:
+            add_missing_s_cf(jobs, batch_size)
+            texts += [record[derived_key(key, S_CF)] for record, key in jobs]
+        matrix = encode(model, texts, encode_batch_size)
+        basic = matrix[:len(jobs)]
+        outputs = {EMBEDDING: basic}
+        if focus:
+            cf = matrix[len(jobs):]
+            outputs[EMBEDDING] = basic + weight * cf  # CF-BERT eq. 1
+            if keep_parts:
+                outputs[BASIC], outputs[CF] = basic, cf
+        if vectors is None:
+            for n, (record, key) in enumerate(jobs):
+                for name, values in outputs.items():
+                    record[derived_key(key, name)] = values[n]  # a float32 row: the sink writes it as a JSON list
+        else:
+            store_rows(jobs, outputs, vectors)
+        yield from batch
+
+
+def store_rows(jobs: list[tuple[dict, str]], outputs: dict[str, np.ndarray], vectors: VectorFile) -> None:
+    """Append a window's vectors to `vectors` in output order (record by record, text by text, field by
+    field) and give each record the row numbers."""
+    names = list(outputs)
+    rows = np.stack([outputs[name] for name in names], axis=1).reshape(len(jobs) * len(names), -1)
+    first = vectors.append(rows)
+    for n, (record, key) in enumerate(jobs):
+        for offset, name in enumerate(names):
+            record[derived_key(key, name + ROW)] = first + n * len(names) + offset
+
+
+NPY_MAGIC = b"\x93NUMPY\x01\x00"  # .npy format version 1.0
+NPY_HEADER_BYTES = 128  # a multiple of 64, as numpy aligns it; room for any (rows, dim)
+
+
+def npy_header(rows: int, dim: int) -> bytes:
+    """The fixed-size .npy header of a little-endian float32 C-order (rows x dim) matrix."""
+    text = repr({"descr": "<f4", "fortran_order": False, "shape": (rows, dim)}).encode("latin1")
+    padding = NPY_HEADER_BYTES - len(NPY_MAGIC) - 2 - len(text) - 1
+    return NPY_MAGIC + struct.pack("<H", len(text) + padding + 1) + text + b" " * padding + b"\n"
+
+
+class VectorFile:
+    """A float32 .npy matrix written a window of rows at a time, so memory stays flat.
+
+    Rows go to a temporary file next to `path` behind a placeholder header;
+    on leaving the `with` block the header gets the final shape and the file
+    is renamed to `path`, so no reader ever sees half a file. That happens
+    also after a bad record or a closed pipe, because the records already
+    written point into it; an internal error leaves nothing behind. An
+    existing `path` is refused unless `force`.
+    """
+
+    def __init__(self, path: str | Path, force: bool = False):
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise SembedError(f"--npy {self.path} is a directory", "give a file name")
+        if self.path.exists() and not force:
+            raise SembedError(f"{self.path} already exists", "pass --force to replace it, or choose another --npy")
+        self.rows = 0
+        self.dim = 0
+        self._tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
+        self._file = None
+
+    def __enter__(self) -> VectorFile:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self._tmp, "wb")
+            self._file.write(npy_header(0, 0))
+        except OSError as e:
+            raise SembedError(f"cannot write {self.path}: {e.strerror}") from None
+        return self
+
+    def append(self, matrix: np.ndarray) -> int:
+        """Write rows after those already written; returns the number of the first."""
+        assert self._file is not None, "VectorFile is used inside a with block"
+        matrix = np.ascontiguousarray(matrix, dtype="<f4")
+        if not self.rows:
+            self.dim = matrix.shape[1]
+        first = self.rows
+        self._file.write(matrix.tobytes())
+        self._file.flush()
+        self.rows += len(matrix)
+        return first
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        assert self._file is not None
+        keep = exc_type is None or issubclass(exc_type, (SembedError, BrokenPipeError, KeyboardInterrupt))
+        try:
+            if keep:
+                self._file.seek(0)
+                self._file.write(npy_header(self.rows, self.dim))
+            self._file.close()
+            if keep:
+                os.replace(self._tmp, self.path)
+        except OSError as e:
+            raise SembedError(f"cannot write {self.path}: {e.strerror}") from None
+        finally:
+            if self._tmp.exists():
+                self._tmp.unlink()

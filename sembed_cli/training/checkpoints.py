@@ -1,0 +1,112 @@
+"""Checkpoints of a training run, and resuming one.
+
+A run that writes model DIR keeps its checkpoints in the sibling DIR.checkpoints:
+one `checkpoint-STEP` folder per save (the model, optimizer, learning-rate
+scheduler, the RNG states and the trainer's step counter: what the
+transformers Trainer writes), plus `sembed-run.json`, the run's fingerprint
+(method, base model, data hash, settings). `--resume` continues from the
+newest checkpoint only when the fingerprint matches, so the resumed run ends
+where an uninterrupted one would. The folder is removed once the model is
+written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from .. import console
+from ..errors import SembedError
+from ..io import write_json_atomic
+
+SUFFIX = ".checkpoints"
+RUN_FILE = "sembed-run.json"
+STATE_FILE = "trainer_state.json"  # written last into a checkpoint by the Trainer: its presence means complete
+CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+KEEP = 2  # the newest two, so a crash while writing one still leaves a whole one
+
+
+def directory_for(output: Path) -> Path:
+    return output.with_name(output.name + SUFFIX)
+
+
+def latest(directory: Path) -> Path | None:
+    """The complete checkpoint with the highest step in `directory`, if any."""
+    if not directory.is_dir():
+        return None
+    found = [(int(m.group(1)), path) for path in directory.iterdir()
+             if (m := CHECKPOINT.fullmatch(path.name)) and (path / STATE_FILE).exists()]
+    return max(found)[1] if found else None
+
+
+def step_of(checkpoint: Path) -> int:
+    """The optimiser step a checkpoint was taken at."""
+    return int(CHECKPOINT.fullmatch(checkpoint.name).group(1))
+
+
+def prepare(output: Path, run: dict, resume: bool, force: bool) -> tuple[Path, Path | None]:
+    """The checkpoint folder for a run writing `output`, and the checkpoint to resume from (or None).
+
+    A folder left by an unfinished run is continued with `resume` when its
+    fingerprint matches `run`; otherwise it is discarded with `force` and is an
+    error without, so that hours of training are never thrown away silently.
+    (`resume` with `force` thus continues what can be continued, else starts over.)
+    """
+    directory = directory_for(output)
+    newest = latest(directory)
+    if newest is not None and resume:
+        differences = _differences(_read_run(directory), run)
+        if not differences:
+            console.say(f"resuming from {newest}")
+            return directory, newest
+        if not force:
+            raise SembedError(f"the checkpoints in {directory} are of a different run ({'; '.join(differences)})",
+                              "repeat the interrupted command with --resume, or pass --force to start over")
+        console.say(f"the checkpoints in {directory} are of a different run: starting over (--force)")
+    elif newest is not None and not force:
+        raise SembedError(f"{directory} holds the checkpoints of an unfinished run",
+                          "add --resume to continue it, or --force to start over")
+    elif resume:
+        console.say(f"no checkpoint in {directory}: starting from the beginning")
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    write_json_atomic(directory / RUN_FILE, run)
+    return directory, None
+
+
+def remove(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _read_run(directory: Path) -> dict:
+    try:
+        return json.loads((directory / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:
+    """What differs between two fingerprints, as 'settings.epochs: 4 -> 1' lines."""
+    if not recorded:
+        return ["its fingerprint is missing"]
+    found = []
+    for key in sorted(set(recorded) | set(current)):
+        old, new = recorded.get(key), current.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            found += _differences(old, new, f"{prefix}{key}.")
+        elif old != new:
+            shown = (f"{old} -> {new}" if max(len(str(old)), len(str(new))) < 40 else "differs")
+            found.append(f"{prefix}{key}: {shown}")
+    return found
+
+
+class EpochEndCheckpoints(TrainerCallback):
+    """A checkpoint at the end of every epoch too, besides every N steps."""
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        control.should_save = True
+        return control

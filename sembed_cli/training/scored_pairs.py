@@ -1,0 +1,151 @@
+"""Sentence pairs with a gold similarity score: the training data of SBERT and CF-BERT.
+
+Training sees the whole input before the first step (the data is shuffled
+every epoch), so the pairs are read into memory, each checked as it is read,
+keeping only the fields training uses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .. import console
+from ..artifacts import ContentHash
+from ..errors import BadRecord
+from ..io import RecordSource, TextFields, derived_key, json_type
+
+LABEL_COLUMN = "label"  # the column name the sentence-transformers trainer takes as the target
+
+
+@dataclass(frozen=True)
+class ScoreRange:
+    """The scale of the gold scores, mapped linearly onto the [0, 1] target of the cosine objective.
+
+    SBERT (and CF-BERT after it) divides STS-B's 0-5 scores by 5. SICK's 1-5
+    relatedness is mapped with (s - 1) / 4, so that "unrelated" is 0 on both.
+    """
+
+    low: float = 0.0
+    high: float = 5.0
+
+    @classmethod
+    def parse(cls, text: str) -> ScoreRange:
+        try:
+            low, high = (float(part) for part in text.split(":"))
+        except ValueError:
+            raise ValueError(f"expected LOW:HIGH such as 0:5, got {text!r}") from None
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(f"expected LOW < HIGH, got {text!r}")
+        return cls(low, high)
+
+    def scale(self, score: float) -> float:
+        return (score - self.low) / (self.high - self.low)
+
+    def __str__(self) -> str:
+        return f"{self.low:g}:{self.high:g}"
+
+
+@dataclass(frozen=True)
+class PairFields:
+    """Which record fields hold the two texts and the score; S_cf lives in the texts' derived fields."""
+
+    text_a: str = "text_a"
+    text_b: str = "text_b"
+    score: str = "score"
+
+    @property
+    def texts(self) -> tuple[str, str]:
+        return self.text_a, self.text_b
+
+    @property
+    def s_cf(self) -> tuple[str, str]:
+        return derived_key(self.text_a, "s_cf"), derived_key(self.text_b, "s_cf")
+
+
+@dataclass
+class ScoredPairs:
+    """The training pairs as named columns, in the order the loss reads them, and what they were."""
+
+    columns: dict[str, list] = field(default_factory=dict)
+    count: int = 0
+    sha256: str = ""
+    s_cf_computed: int = 0  # pairs whose S_cf was not in the input and was built here
+
+    def describe(self, input: str, skipped: int) -> dict:
+        """The `data` part of the model's metadata."""
+        data = {"input": input, "records": self.count, "sha256": self.sha256, "skipped": skipped,
+                "sha256_of": "text_a, text_b, score of each pair, in input order"}
+        if self.s_cf_computed:
+            data["s_cf_computed"] = self.s_cf_computed
+        return data
+
+
+def check_pair(fields: PairFields, score_range: ScoreRange, component_focus: bool):
+    """The per-record check: two usable texts, a numeric score in range, usable S_cf where given."""
+    texts = TextFields(fields.texts)
+
+    def check(record: dict) -> None:
+        texts.of(record)
+        if fields.score not in record:
+            raise BadRecord(f"missing key '{fields.score}' (training needs each pair's gold similarity score)")
+        score = record[fields.score]
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise BadRecord(f"'{fields.score}' must be a number, got {json_type(score)}")
+        if not math.isfinite(score):
+            raise BadRecord(f"'{fields.score}' must be a finite number, got {score}")
+        if not score_range.low <= score <= score_range.high:
+            raise BadRecord(f"'{fields.score}' {score:g} is outside --score-range {score_range}")
+        if component_focus:
+            for key in fields.s_cf:
+                if key in record:
+                    value = record[key]
+                    if not isinstance(value, str):
+                        raise BadRecord(f"'{key}' must be a string, got {json_type(value)}")
+                    if not value.strip():
+                        raise BadRecord(f"empty text in '{key}'")
+
+    return check
+
+
+def read_scored_pairs(source: RecordSource, fields: PairFields, score_range: ScoreRange,
+                      component_focus: bool = False, batch_size: int = 1000) -> ScoredPairs:
+    """Read and check every pair of `source`; with `component_focus`, also S_cf of both texts.
+
+    S_cf given in the input (s_cf_a / s_cf_b) is used as it is; where it is
+    missing it is built by `sembed spo`'s own function, from the pair's
+    tokens_a / tokens_b when present, else by parsing the text.
+    """
+    keep = set(fields.texts) | {fields.score}
+    if component_focus:
+        keep |= set(fields.s_cf) | {derived_key(key, "tokens") for key in fields.texts}
+    records = [{key: record[key] for key in keep if key in record}
+               for record in console.progress(source.checked(check_pair(fields, score_range, component_focus)),
+                                              "reading pairs")]
+    pairs = ScoredPairs(count=len(records))
+    if component_focus:
+        pairs.s_cf_computed = _add_missing_s_cf(records, fields, batch_size)
+    digest = ContentHash()
+    for record in records:
+        digest.add([record[fields.text_a], record[fields.text_b], record[fields.score]])
+    pairs.sha256 = digest.hexdigest()
+    order = [fields.text_a, fields.s_cf[0], fields.text_b, fields.s_cf[1]] if component_focus else list(fields.texts)
+    pairs.columns = {key: [record[key] for record in records] for key in order}
+    pairs.columns[LABEL_COLUMN] = [score_range.scale(float(record[fields.score])) for record in records]
+    return pairs
+
+
+def _add_missing_s_cf(records: list[dict], fields: PairFields, batch_size: int) -> int:
+    """S_cf through `spo_records` for the records that lack it; S_cf the input gave is kept. Returns how many."""
+    from ..commands.spo import spo_records
+
+    missing = [record for record in records if any(key not in record for key in fields.s_cf)]
+    if not missing:
+        return 0
+    given = [{key: record[key] for key in fields.s_cf if key in record} for record in missing]
+    built: Iterator[dict] = spo_records(console.progress(iter(missing), "building S_cf", total=len(missing)),
+                                        fields=TextFields(fields.texts), batch_size=batch_size)
+    for record, kept in zip(built, given):
+        record.update(kept)
+    return len(missing)

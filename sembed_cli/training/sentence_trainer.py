@@ -1,0 +1,240 @@
+"""Fine-tuning a sentence-transformers model under sembed's rules, and writing it as a model directory.
+
+The loop is sentence-transformers' own `SentenceTransformerTrainer` (the
+transformers Trainer underneath), so the same command runs on one CPU, one
+GPU, or several under `torchrun` / `accelerate launch` (distributed data
+parallel), and checkpoints hold everything an exact resume needs. sembed adds:
+progress on the stderr console and nothing on stdout, the checkpoint folder
+and `--resume` (see `checkpoints`), the seed, and the atomic model directory
+with its `sembed.json`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from sentence_transformers import SentenceTransformerTrainer
+from transformers import TrainerCallback, set_seed
+
+from .. import console, sentence_models
+from ..artifacts import building, describe, refuse_existing, write_metadata
+from ..errors import SembedError
+from . import checkpoints
+
+log = logging.getLogger(__name__)
+
+COMMAND = "sembed train"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The optimisation settings shared by the sentence-encoder methods (SBERT's recipe, which CF-BERT keeps).
+
+    AdamW with weight decay 0.01 and gradient clipping at norm 1 are what
+    sentence-transformers' `fit` always used for SBERT; the paper names only
+    "Adam, learning rate 2e-5, 10% linear warm-up, batch 16".
+    """
+
+    epochs: int = 4
+    batch_size: int = 16
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    max_steps: int | None = None  # stop after this many optimiser steps (the schedule spans them)
+    seed: int = 42
+
+    def settings(self) -> dict:
+        return {"optimizer": "AdamW", "scheduler": "linear warm-up, then linear decay", **asdict(self)}
+
+
+@dataclass
+class TrainingRun:
+    """What a fine-tuning run did: the trained model and a summary for the metadata."""
+
+    model: object
+    steps: int = 0
+    epochs: float = 0.0
+    epoch_losses: list[float] = field(default_factory=list)
+    train_loss: float | None = None
+    seconds: float = 0.0
+    device: str = "cpu"
+    resumed_from_step: int | None = None
+
+    def summary(self) -> dict:
+        summary = {"steps": self.steps, "epochs": self.epochs, "epoch_losses": self.epoch_losses,
+                   "train_loss": self.train_loss, "seconds": round(self.seconds, 1), "device": self.device}
+        if self.resumed_from_step is not None:
+            summary["resumed_from_step"] = self.resumed_from_step
+        return summary
+
+
+def is_main_process() -> bool:
+    """Under torchrun only rank 0 writes artifacts; a plain run is rank 0."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def quiet_libraries() -> None:
+    """The libraries' own progress bars and notices would bypass the console (and -q); keep their errors only."""
+    import datasets
+    import transformers
+
+    if not console.state.verbose:
+        transformers.utils.logging.set_verbosity_error()
+        logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+    transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+
+
+def load_base_model(model: str, device: str):
+    """A fresh SentenceTransformer to train (never the process-wide cached one that `embed` may share)."""
+    from sentence_transformers import SentenceTransformer
+
+    path = sentence_models.resolve_path(model)
+    sentence_models.offline()
+    try:
+        return SentenceTransformer(str(path), device=device)
+    except (OSError, ValueError) as e:
+        raise SembedError(f"cannot load the sentence-transformers model at '{path}': {e}",
+                          sentence_models.MODEL_HINT) from None
+
+
+class Trainer(SentenceTransformerTrainer):
+    """sentence-transformers' trainer without its model-card callback, which encodes example texts for a hub
+    widget at start-up (with a progress bar of its own); the saved model still gets its README."""
+
+    def add_model_card_callback(self, default_args_dict: dict) -> None:
+        pass
+
+
+class ConsoleProgress(TrainerCallback):
+    """Training progress through the sembed console: a bar on a terminal, one line per epoch in any case."""
+
+    def __init__(self, epochs: int):
+        self.epochs = epochs
+        self._ticks: Iterator[None] | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        remaining = max(0, state.max_steps - state.global_step)
+        label = "training" if state.global_step == 0 else f"training (from step {state.global_step})"
+        # console.progress advances its bar each time the next item is asked for
+        self._ticks = console.progress(itertools.repeat(None, remaining), label, total=remaining, unit="steps")
+        next(self._ticks, None)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._ticks is not None:
+            next(self._ticks, None)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            console.say(f"epoch {round(state.epoch or 0)}/{self.epochs}: mean loss {float(logs['loss']):.4f} "
+                        f"(step {state.global_step}/{state.max_steps})")
+
+    def on_save(self, args, state, control, **kwargs):
+        log.info("checkpoint at step %d in %s", state.global_step, args.output_dir)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.close()
+
+    def close(self) -> None:
+        if self._ticks is not None:
+            self._ticks.close()  # leaves the bar's context, so the terminal is clean
+            self._ticks = None
+
+
+def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: Schedule, device: str,
+              checkpoint_dir: Path, resume_from: Path | None, checkpoint_steps: int,
+              callbacks: tuple[TrainerCallback, ...] = ()) -> TrainingRun:
+    """Train `model` on the dataset `columns` (inputs in the loss's order, then "label") with `loss`."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainingArguments
+    from transformers import PrinterCallback, ProgressCallback
+
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(checkpoint_dir),
+        num_train_epochs=schedule.epochs,
+        max_steps=schedule.max_steps or -1,
+        per_device_train_batch_size=schedule.batch_size,
+        learning_rate=schedule.learning_rate,
+        warmup_steps=schedule.warmup_ratio,  # a float below 1 is a share of all steps
+        lr_scheduler_type="linear",
+        optim="adamw_torch",
+        weight_decay=schedule.weight_decay,
+        max_grad_norm=schedule.max_grad_norm,
+        seed=schedule.seed,
+        save_strategy="steps" if checkpoint_steps > 0 else "no",
+        save_steps=checkpoint_steps if checkpoint_steps > 0 else 500,
+        save_total_limit=checkpoints.KEEP,
+        logging_strategy="epoch",
+        report_to="none",
+        disable_tqdm=True,
+        use_cpu=device == "cpu",
+    )
+    progress = ConsoleProgress(schedule.epochs)
+    trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
+                      callbacks=[checkpoints.EpochEndCheckpoints(), progress, *callbacks])
+    for callback in (PrinterCallback, ProgressCallback):  # they print to stdout, which is for records only
+        trainer.remove_callback(callback)
+    resumed = checkpoints.step_of(resume_from) if resume_from is not None else None
+    start = time.perf_counter()
+    try:
+        output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    except KeyboardInterrupt:
+        console.warn(f"interrupted; checkpoints are kept in {checkpoint_dir}: the same command with --resume continues")
+        raise
+    finally:
+        progress.close()
+    epoch_losses = [round(float(entry["loss"]), 6) for entry in trainer.state.log_history if "loss" in entry]
+    return TrainingRun(model=trainer.model, steps=trainer.state.global_step, epochs=round(trainer.state.epoch or 0, 4),
+                       epoch_losses=epoch_losses, train_loss=round(float(output.training_loss), 6),
+                       seconds=time.perf_counter() - start, device=str(args.device), resumed_from_step=resumed)
+
+
+def train_and_save(output: Path, *, method: str, base_model: str, make_data: Callable[[], tuple[dict[str, list], dict]],
+                   make_loss: Callable[[object], torch.nn.Module], schedule: Schedule, device: str, settings: dict,
+                   checkpoint_steps: int, resume: bool, force: bool, fields: dict | None = None) -> dict:
+    """The whole `train` flow of a sentence-encoder method; returns the metadata written as `sembed.json`.
+
+    `make_data` reads the training data: (columns, the metadata's `data`
+    part); `make_loss` builds the loss around the loaded model. `settings` are
+    the method's own settings, `fields` its top-level metadata (cf_weight...).
+    """
+    refuse_existing(output, force)  # before reading the data or loading a model
+    quiet_libraries()
+    resolved_device = sentence_models.resolve_device(device)
+    columns, data = make_data()
+    all_settings = {**settings, **schedule.settings(), "checkpoint_steps": checkpoint_steps, "device": device}
+    fingerprint = {"method": method, "base_model": base_model,
+                   "data": {"records": data["records"], "sha256": data["sha256"]},
+                   "settings": {key: value for key, value in all_settings.items()
+                                if key not in ("checkpoint_steps", "device")}}  # free to change between resumes
+    if is_main_process():
+        checkpoint_dir, resume_from = checkpoints.prepare(output, fingerprint, resume, force)
+    else:  # the other ranks of a distributed run only read what rank 0 prepares
+        checkpoint_dir = checkpoints.directory_for(output)
+        resume_from = checkpoints.latest(checkpoint_dir) if resume else None
+
+    set_seed(schedule.seed)  # before building anything a method initialises at random
+    model = load_base_model(base_model, resolved_device)
+    console.say(f"training {method} on {data['records']} pairs from {base_model}: {schedule.epochs} epoch(s), "
+                f"batch {schedule.batch_size}, on {resolved_device}")
+    run = fine_tune(model, columns, make_loss(model), schedule, resolved_device, checkpoint_dir, resume_from,
+                    checkpoint_steps)
+    metadata = describe(COMMAND, data, all_settings, method=method, **(fields or {}), base_model=base_model,
+                        base_model_path=str(sentence_models.resolve_path(base_model)), seed=schedule.seed)
+    metadata["training"] = run.summary()
+    if is_main_process():
+        with building(output, force) as work:
+            run.model.save(str(work))
+            write_metadata(work, metadata, sentence_models.METADATA_FILE)
+        checkpoints.remove(checkpoint_dir)
+        console.say(f"wrote {output} ({run.steps} steps in {run.seconds:.0f}s, final epoch loss "
+                    f"{run.epoch_losses[-1] if run.epoch_losses else float('nan'):.4f})")
+    return metadata

@@ -1,0 +1,99 @@
+"""SBERT and CF-BERT: Siamese fine-tuning of a sentence encoder on scored pairs.
+
+`sbert` (Reimers & Gurevych 2019): both texts through the same encoder,
+cosine similarity of the two embeddings, mean squared error against the gold
+score scaled to [0, 1] (sentence-transformers' `CosineSimilarityLoss`).
+
+`cf` (Yin et al. 2020, "Improving Sentence Representations via Component
+Focusing", section 3): each side is embedded as
+emb(S_basic) + W_cf * emb(S_cf) (eq. 1) before the cosine, where S_cf is the
+subject-predicate-object part `sembed spo` builds; W_cf = 0 is SBERT.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .. import console
+from ..errors import SembedError
+from ..io import RecordSource
+from .scored_pairs import PairFields, ScoreRange, read_scored_pairs
+from .sentence_trainer import Schedule, train_and_save
+
+METHODS = ("sbert", "cf")
+DEFAULT_CF_WEIGHT = 0.2  # the paper's choice after its grid search (section 5, Table 7)
+
+
+def component_focus(basic: torch.Tensor, cf: torch.Tensor, cf_weight: float) -> torch.Tensor:
+    """CF-BERT eq. 1: emb_S = emb_basic + W_cf * emb_cf."""
+    return basic + cf_weight * cf
+
+
+class ComponentFocusCosineLoss(nn.Module):
+    """The CF-BERT training objective (section 3.2.1).
+
+    Inputs, in order: S_basic of A, S_cf of A, S_basic of B, S_cf of B, each
+    through the one (Siamese) encoder; u and v are eq. 1 of each side; the loss
+    is the mean squared error between cos(u, v) and the scaled gold score.
+    """
+
+    def __init__(self, model, cf_weight: float = DEFAULT_CF_WEIGHT):
+        super().__init__()
+        self.model = model
+        self.cf_weight = cf_weight
+        self.loss_fct = nn.MSELoss()
+
+    def forward(self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor) -> torch.Tensor:
+        basic_a, cf_a, basic_b, cf_b = (self.model(features)["sentence_embedding"] for features in sentence_features)
+        u = component_focus(basic_a, cf_a, self.cf_weight)
+        v = component_focus(basic_b, cf_b, self.cf_weight)
+        return self.loss_fct(torch.cosine_similarity(u, v), labels.float().view(-1))
+
+    def get_config_dict(self) -> dict:
+        return {"cf_weight": self.cf_weight, "loss_fct": "MSELoss"}
+
+
+def make_loss(method: str, cf_weight: float):
+    """The loss of `method` around a loaded model."""
+
+    def build(model) -> nn.Module:
+        if method == "cf":
+            return ComponentFocusCosineLoss(model, cf_weight)
+        from sentence_transformers.sentence_transformer.losses import CosineSimilarityLoss
+
+        return CosineSimilarityLoss(model)
+
+    return build
+
+
+def train_siamese(source: RecordSource, output: Path, *, method: str, base_model: str, schedule: Schedule,
+                  cf_weight: float = DEFAULT_CF_WEIGHT, score_range: ScoreRange = ScoreRange(),
+                  fields: PairFields = PairFields(), device: str = "auto", checkpoint_steps: int = 500,
+                  resume: bool = False, force: bool = False, spo_batch_size: int = 1000) -> dict:
+    """Fine-tune `base_model` on the scored pairs of `source` with `method` (sbert or cf) and write it to `output`.
+
+    Returns the model's metadata (also written as `output`/sembed.json).
+    """
+    uses_cf = method == "cf"
+
+    def make_data() -> tuple[dict[str, list], dict]:
+        pairs = read_scored_pairs(source, fields, score_range, uses_cf, spo_batch_size)
+        summary = source.summary()
+        if summary:
+            console.warn(summary)
+        if pairs.count == 0:
+            raise SembedError(f"no training pairs in {source.rejects.name}",
+                              "train reads records with text_a, text_b and score, e.g. from sembed convert")
+        return pairs.columns, pairs.describe(source.rejects.name, len(source.rejects.skipped))
+
+    settings = {"loss": "cosine similarity, MSE against the scaled score", "score_range": str(score_range),
+                "text_keys": list(fields.texts), "score_key": fields.score}
+    if uses_cf:
+        settings["cf_weight"] = cf_weight
+    return train_and_save(output, method=method, base_model=base_model, make_data=make_data,
+                          make_loss=make_loss(method, cf_weight), schedule=schedule, device=device, settings=settings,
+                          checkpoint_steps=checkpoint_steps, resume=resume, force=force,
+                          fields={"cf_weight": cf_weight} if uses_cf else None)
