@@ -194,12 +194,18 @@ class TextFields:
                 if key not in record:
                     raise BadRecord(f"missing key '{key}'")
         for key in keys:
-            value = record[key]
-            if not isinstance(value, str):
-                raise BadRecord(f"'{key}' must be a string, got {json_type(value)}")
-            if not value.strip():
-                raise BadRecord(f"empty text in '{key}'")
+            check_text(record, key)
         return keys
+
+
+def check_text(record: dict, key: str) -> str:
+    """The text in `record[key]`: a string that is not blank, or a BadRecord saying what it is instead."""
+    value = record[key]
+    if not isinstance(value, str):
+        raise BadRecord(f"'{key}' must be a string, got {json_type(value)}")
+    if not value.strip():
+        raise BadRecord(f"empty text in '{key}'")
+    return value
 
 
 def derived_key(text_key: str, name: str) -> str:

@@ -9,8 +9,7 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from .. import console, sentence_models
-from ..errors import BadRecord
-from ..io import RecordSource, TextFields, derived_key, json_type, run_stream
+from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..options import BatchSize, Device, Force, Input, Output, Quiet, SkipErrors, TextKeys, Verbose
 from .spo import check_tokens
 
@@ -59,11 +58,7 @@ def check_record(fields: TextFields, component_focus: bool):
         for key in keys:
             name = derived_key(key, S_CF)
             if name in record:
-                value = record[name]
-                if not isinstance(value, str):
-                    raise BadRecord(f"'{name}' must be a string, got {json_type(value)}")
-                if not value.strip():
-                    raise BadRecord(f"empty text in '{name}'")
+                check_text(record, name)
             elif derived_key(key, "tokens") in record:
                 check_tokens(derived_key(key, "tokens"), record[derived_key(key, "tokens")])
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .. import console
 from ..artifacts import ContentHash
 from ..errors import BadRecord
-from ..io import RecordSource, TextFields, derived_key, json_type
+from ..io import RecordSource, TextFields, check_text, derived_key, json_type
 
 LABEL_COLUMN = "label"  # the column name the sentence-transformers trainer takes as the target
 
@@ -100,11 +100,7 @@ def check_pair(fields: PairFields, score_range: ScoreRange, component_focus: boo
         if component_focus:
             for key in fields.s_cf:
                 if key in record:
-                    value = record[key]
-                    if not isinstance(value, str):
-                        raise BadRecord(f"'{key}' must be a string, got {json_type(value)}")
-                    if not value.strip():
-                        raise BadRecord(f"empty text in '{key}'")
+                    check_text(record, key)
 
     return check
 
