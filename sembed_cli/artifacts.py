@@ -24,7 +24,7 @@ import orjson
 
 from . import __version__
 from .errors import SembedError
-from .io import write_json_atomic
+from .io import temporary_sibling, write_json_atomic
 
 VERSIONED_PACKAGES = ("torch", "transformers", "sentence-transformers")
 
@@ -35,11 +35,6 @@ def refuse_existing(path: Path, force: bool) -> None:
         raise SembedError(f"{path} already exists", "pass --force to replace it, or choose another -o")
     if path.exists() and not path.is_dir():
         raise SembedError(f"{path} exists and is not a directory", "choose another -o")
-
-
-def temporary_sibling(path: Path, tag: str) -> Path:
-    """A hidden name next to `path` on the same file system, so the final rename is atomic."""
-    return path.with_name(f".{path.name}.{tag}-{os.getpid()}")
 
 
 @contextmanager

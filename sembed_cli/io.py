@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -208,6 +209,18 @@ def check_text(record: dict, key: str) -> str:
     return value
 
 
+def check_number(record: dict, key: str, what: str) -> float:
+    """`record[key]` as a finite float (not a boolean); `what` says what the field is for when it is missing."""
+    if key not in record:
+        raise BadRecord(f"missing key '{key}' ({what})")
+    value = record[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadRecord(f"'{key}' must be a number, got {json_type(value)}")
+    if not math.isfinite(value):
+        raise BadRecord(f"'{key}' must be a finite number, got {value}")
+    return float(value)
+
+
 def derived_key(text_key: str, name: str) -> str:
     """The field derived from a text field: text -> name, text_a -> name_a, other -> name_other."""
     if text_key == "text":
@@ -305,9 +318,14 @@ class RecordSink:
                 self._out.close()
 
 
+def temporary_sibling(path: Path, tag: str = "tmp") -> Path:
+    """A hidden name next to `path` on the same file system, so the final rename is atomic."""
+    return path.with_name(f".{path.name}.{tag}-{os.getpid()}")
+
+
 def write_json_atomic(path: Path, data: object) -> None:
     """Write JSON under a temporary name, then rename, so readers never see half a file."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp = temporary_sibling(path)
     tmp.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
     os.replace(tmp, path)
 

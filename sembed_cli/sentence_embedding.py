@@ -24,7 +24,7 @@ import numpy as np
 
 from .commands.spo import spo_records
 from .errors import SembedError
-from .io import TextFields, batched, derived_key, text_jobs
+from .io import TextFields, batched, derived_key, temporary_sibling, text_jobs
 
 EMBEDDING = "embedding"
 BASIC = "embedding_basic"
@@ -134,7 +134,7 @@ class VectorFile:
             raise SembedError(f"{self.path} already exists", "pass --force to replace it, or choose another --npy")
         self.rows = 0
         self.dim = 0
-        self._tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
+        self._tmp = temporary_sibling(self.path)
         self._file = None
 
     def __enter__(self) -> VectorFile:

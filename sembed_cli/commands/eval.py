@@ -9,7 +9,7 @@ import typer
 
 from .. import console
 from ..errors import SembedError
-from ..io import RecordSink, RecordSource, derived_key
+from ..io import RecordSink, RecordSource, check_number, derived_key
 from ..options import Input, Output, Quiet, Seed, SkipErrors, TextKeys, Verbose
 
 T = TypeVar("T")
@@ -204,7 +204,7 @@ def sts_command(
 
     def keep(record: dict) -> tuple:
         value = reader(record)
-        return (value, fields.number(record, gold_key, "the gold similarity score"),
+        return (value, check_number(record, gold_key, "the gold similarity score"),
                 fields.group(record, group_by) if group_by else None)
 
     rows = read_all(RecordSource(input, skip_errors=skip_errors), keep)

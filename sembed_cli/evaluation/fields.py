@@ -7,7 +7,6 @@ record's vectors, so a vector of another size is named with both sizes.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -59,18 +58,6 @@ def nonzero(key: str, norm: float) -> None:
     """A cosine needs two non-zero vectors."""
     if norm == 0.0:
         raise BadRecord(f"'{key}' is a zero vector (cosine undefined)")
-
-
-def number(record: dict, key: str, what: str) -> float:
-    """`record[key]` as a finite float (not a boolean)."""
-    if key not in record:
-        raise BadRecord(f"missing key '{key}' ({what})")
-    value = record[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadRecord(f"'{key}' must be a number, got {json_type(value)}")
-    if not math.isfinite(value):
-        raise BadRecord(f"'{key}' must be a finite number, got {value}")
-    return float(value)
 
 
 def label(record: dict, key: str) -> str:

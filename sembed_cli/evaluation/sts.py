@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SembedError
+from ..io import check_number
 from . import fields
 
 FISHER_Z95 = 1.96  # the two-sided 95% normal quantile of NWS eq. 12
@@ -177,7 +178,7 @@ class PairSimilarity:
             if self.key_a not in record and self.key_b not in record and self.SIMILARITY_FIELD in record:
                 self.similarity_key = self.SIMILARITY_FIELD
         if self.similarity_key is not None:
-            return fields.number(record, self.similarity_key, "the predicted similarity")
+            return check_number(record, self.similarity_key, "the predicted similarity")
         a, b = fields.vector(record, self.key_a), fields.vector(record, self.key_b)
         self.dimension.check({self.key_a: a, self.key_b: b})
         return cosine(a, b, self.key_a, self.key_b)

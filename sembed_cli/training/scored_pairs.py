@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from .. import console
 from ..artifacts import ContentHash
 from ..errors import BadRecord
-from ..io import RecordSource, TextFields, check_text, derived_key, json_type
+from ..io import RecordSource, TextFields, check_number, check_text, derived_key
 
 LABEL_COLUMN = "label"  # the column name the sentence-transformers trainer takes as the target
 
@@ -88,13 +88,7 @@ def check_pair(fields: PairFields, score_range: ScoreRange, component_focus: boo
 
     def check(record: dict) -> None:
         texts.of(record)
-        if fields.score not in record:
-            raise BadRecord(f"missing key '{fields.score}' (training needs each pair's gold similarity score)")
-        score = record[fields.score]
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise BadRecord(f"'{fields.score}' must be a number, got {json_type(score)}")
-        if not math.isfinite(score):
-            raise BadRecord(f"'{fields.score}' must be a finite number, got {score}")
+        score = check_number(record, fields.score, "training needs each pair's gold similarity score")
         if not score_range.low <= score <= score_range.high:
             raise BadRecord(f"'{fields.score}' {score:g} is outside --score-range {score_range}")
         if component_focus:
