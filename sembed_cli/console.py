@@ -88,3 +88,24 @@ def progress(items: Iterable[T], description: str, total: int | None = None, uni
         for item in items:
             yield item
             bar.advance(task)
+
+
+SHADES = ("grey23", "grey35", "grey50", "grey66", "grey82", "white")  # backgrounds from faint to strong
+
+
+def weighted_words(words: list[list]) -> None:
+    """One text on stderr with each word shaded by its weight (relative to the text's largest), as the TA-SBERT
+    paper's Tables 1-2 show Token Attention; where stderr is not a terminal, each word is followed by its weight."""
+    from rich.text import Text
+
+    if not console.is_terminal:
+        console.print(" ".join(f"{word}({weight:.3f})" for word, weight in words), markup=False)
+        return
+    top = max((weight for _, weight in words), default=0.0) or 1.0
+    line = Text()
+    for n, (word, weight) in enumerate(words):
+        shade = SHADES[min(len(SHADES) - 1, int(weight / top * len(SHADES)))]
+        line.append(word, style=f"black on {shade}")
+        if n < len(words) - 1:
+            line.append(" ")
+    console.print(line)

@@ -120,26 +120,57 @@ def text_lines(path: str, rejects: Rejects, decode: LineDecoder | None = None) -
             raise SembedError(f"{rejects.name}: cannot read: {e}") from None
 
 
+class Shard:
+    """One of N round-robin shares of a stream (SPEC section 6): the k-th non-blank line (k from 0) belongs to
+    shard k mod N + 1, so N jobs given the same input with --shard 1/N ... N/N each take a disjoint share, and
+    together all of it, without knowing the input's length."""
+
+    def __init__(self, index: int, count: int):
+        if not (count >= 1 and 1 <= index <= count):
+            raise ValueError(f"'{index}/{count}' is not a shard: I/N needs 1 <= I <= N")
+        self.index, self.count = index, count
+
+    @classmethod
+    def parse(cls, spec: str) -> Shard:
+        index, slash, count = spec.partition("/")
+        if not slash or not index.strip().isdigit() or not count.strip().isdigit():
+            raise ValueError(f"'{spec}' is not I/N (e.g. 2/8: the second of eight shares)")
+        return cls(int(index), int(count))
+
+    def owns(self, position: int) -> bool:
+        return position % self.count == self.index - 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
 class RecordSource:
     """JSONL records from a file or stdin, with the skip-errors policy.
 
     Iterating yields dicts. `checked(check)` also runs `check(record)` as each
     record is read, so a `BadRecord` it raises is reported with this record's
     file and line. With ``skip_errors`` bad records are counted and dropped.
-    Blank lines are ignored but counted, so line numbers stay physical.
+    Blank lines are ignored but counted, so line numbers stay physical. With a
+    `shard`, lines of other shards are passed over unread (their errors are
+    theirs to report).
     """
 
-    def __init__(self, path: str = STDIN, *, skip_errors: bool = False):
+    def __init__(self, path: str = STDIN, *, skip_errors: bool = False, shard: Shard | None = None):
         self.path = path
         self.rejects = Rejects(display_name(path), skip_errors)
+        self.shard = shard
 
     def __iter__(self) -> Iterator[dict]:
         return self.checked(None)
 
     def checked(self, check: Callable[[dict], object] | None) -> Iterator[dict]:
         reject = self.rejects.reject
+        position = -1
         for line, text in text_lines(self.path, self.rejects):
             if not text.strip():
+                continue
+            position += 1
+            if self.shard is not None and not self.shard.owns(position):
                 continue
             try:
                 record = orjson.loads(text)

@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from . import __version__, console
-from .commands import convert, embed, normalize, parse, spo, train
+from .commands import convert, embed, index, normalize, parse, search, spo, taste, train
 from .commands.eval import eval_app
 from .errors import SembedError
 
@@ -92,6 +92,9 @@ app.command("spo")(spo.spo_command)
 app.command("normalize")(normalize.normalize_command)
 app.command("embed")(embed.embed_command)
 app.command("train")(train.train_command)
+app.command("taste")(taste.taste_command)
+app.command("index")(index.index_command)
+app.command("search")(search.search_command)
 app.add_typer(eval_app, name="eval")
 
 

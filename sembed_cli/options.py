@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import console
+from .io import Shard
 
 INPUT_HELP = "JSONL input file; '-' (the default) reads stdin; .gz is read transparently."
 
@@ -31,6 +32,20 @@ Device = Annotated[str, typer.Option("--device", envvar="SEMBED_DEVICE", metavar
 SpacyModel = Annotated[
     str, typer.Option("--model", "-m", envvar="SEMBED_SPACY_MODEL", metavar="NAME",
                       help="spaCy pipeline: an installed package name or a path.")]
+
+
+def _shard(value: str) -> Shard:
+    try:
+        return Shard.parse(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
+ShardOption = Annotated[Optional[Shard], typer.Option(
+    "--shard", envvar="SEMBED_SHARD", metavar="I/N", parser=_shard, show_default=False,
+    help="Process only share I of N (1 <= I <= N) of the input: its records number k = 0, 1, ... (blank lines "
+         "not counted) and share I takes those with k mod N = I - 1, so N jobs with 1/N ... N/N cover the "
+         "input exactly once, each writing its own output.")]
 NProcess = Annotated[int, typer.Option("--n-process", min=1, metavar="N", help="spaCy worker processes.")]
 
 

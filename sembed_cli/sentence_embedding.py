@@ -31,6 +31,7 @@ BASIC = "embedding_basic"
 CF = "embedding_cf"
 ROW = "_row"  # with a VectorFile, field F holds the row number under F_row (embedding_row, embedding_row_a, ...)
 S_CF = "s_cf"
+TOKEN_WEIGHTS = "token_weights"
 
 
 def encode(model, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
@@ -42,6 +43,42 @@ def encode(model, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         return vectors
     position = {text: n for n, text in enumerate(unique)}
     return vectors[[position[text] for text in texts]]
+
+
+def has_token_attention(model) -> bool:
+    from .token_attention import TokenAttention
+
+    return any(isinstance(module, TokenAttention) for module in model)
+
+
+def encode_explained(model, texts: Sequence[str], batch_size: int = 32) -> tuple[np.ndarray, list[list[list]]]:
+    """Sentence vectors as `encode` gives them, and each text's words with their Token Attention weight
+    (TA-SBERT eq. 3; a word's pieces summed), the special tokens included: [[word, weight], ...] summing to 1."""
+    outputs = model.encode(list(texts), batch_size=batch_size, output_value=None, show_progress_bar=False)
+    vectors = np.stack([output["sentence_embedding"].float().cpu().numpy() for output in outputs])
+    return vectors, [word_weights(model, text, output) for text, output in zip(texts, outputs)]
+
+
+def word_weights(model, text: str, output: dict) -> list[list]:
+    """The weights of one text's tokens merged into its words, in order, each word as written in the text."""
+    length = int(output["attention_mask"].sum())  # encode leaves the batch's padding on
+    weights = output["token_weights"][:length].float().cpu().tolist()
+    ids = output["input_ids"][:length].tolist()
+    encoding = model.tokenizer(text, return_offsets_mapping=True, truncation=True, max_length=length)
+    if encoding["input_ids"] != ids:  # another tokenisation: show the word pieces
+        tokens = model.tokenizer.convert_ids_to_tokens(ids)
+        return [[token, round(weight, 6)] for token, weight in zip(tokens, weights)]
+    tokens = encoding.tokens()
+    merged: list[list] = []
+    last_word = None
+    for n, (word, (start, end)) in enumerate(zip(encoding.word_ids(), encoding["offset_mapping"])):
+        if word is not None and word == last_word:
+            merged[-1][0] = text[merged[-1][2]:end]
+            merged[-1][1] += weights[n]
+        else:
+            merged.append([tokens[n] if word is None else text[start:end], weights[n], start])
+        last_word = word
+    return [[word, round(weight, 6)] for word, weight, _ in merged]
 
 
 def add_missing_s_cf(jobs: list[tuple[dict, str]], batch_size: int) -> None:
@@ -57,7 +94,7 @@ def add_missing_s_cf(jobs: list[tuple[dict, str]], batch_size: int) -> None:
 
 def embed_records(records: Iterable[dict], model, fields: TextFields = TextFields(), batch_size: int = 1000,
                   cf_weight: float | None = None, keep_parts: bool = False, encode_batch_size: int = 32,
-                  vectors: VectorFile | None = None) -> Iterator[dict]:
+                  vectors: VectorFile | None = None, explain: bool = False) -> Iterator[dict]:
     """Add `embedding` (suffixed like the text field) to every record, a window of `batch_size` records at a time.
 
     `model` is a SentenceTransformer (anything with its `encode`). With a
@@ -65,7 +102,8 @@ def embed_records(records: Iterable[dict], model, fields: TextFields = TextField
     eq. 1); `keep_parts` also stores `embedding_basic` = emb(text) and
     `embedding_cf` = emb(s_cf) (W is then 0 unless given). With `vectors`
     the records get row numbers (`embedding_row`...) into that file instead
-    of the vectors. Records must have passed `TextFields.of` (and, with
+    of the vectors. `explain` (a Token Attention model) adds `token_weights`,
+    each text's words with their weights. Records must have passed `TextFields.of` (and, with
     component focusing, carry a string s_cf where they carry one at all).
     """
     focus = keep_parts or bool(cf_weight)
@@ -76,7 +114,12 @@ def embed_records(records: Iterable[dict], model, fields: TextFields = TextField
         if focus:
             add_missing_s_cf(jobs, batch_size)
             texts += [record[derived_key(key, S_CF)] for record, key in jobs]
-        matrix = encode(model, texts, encode_batch_size)
+        if explain:
+            matrix, explained = encode_explained(model, texts, encode_batch_size)
+            for (record, key), words in zip(jobs, explained):
+                record[derived_key(key, TOKEN_WEIGHTS)] = words
+        else:
+            matrix = encode(model, texts, encode_batch_size)
         basic = matrix[:len(jobs)]
         outputs = {EMBEDDING: basic}
         if focus:

@@ -79,22 +79,42 @@ def resolve_precision(precision: str, device: str) -> str:
     return precision
 
 
-@functools.lru_cache(maxsize=4)
-def load(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "fp32"):
-    """A SentenceTransformer for `model` on `device` in `precision` (fp32, or fp16/bf16 on CUDA); cached per process."""
+SEMBED_MODULES = "sembed_cli."  # module classes sembed itself defines (TA-SBERT's Token Attention)
+
+
+def own_modules_only(path: Path) -> bool:
+    """Whether every module of the model at `path` is sentence-transformers' or sembed's own, so loading it runs no
+    code from outside the installed packages (sentence-transformers 6 asks for trust_remote_code for sembed's)."""
+    try:
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        types = [module["type"] for module in modules]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return all(t.startswith(("sentence_transformers.", SEMBED_MODULES)) for t in types) and \
+        any(t.startswith(SEMBED_MODULES) for t in types)
+
+
+def open_model(model: str, device: str):
+    """A fresh SentenceTransformer for `model` on a resolved `device`, never downloaded; a clear error otherwise."""
     path = resolve_path(model)
     offline()
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
-    resolved = resolve_device(device)
-    precision = resolve_precision(precision, resolved)
     transformers_logging.disable_progress_bar()  # its weight-loading bar is noise on our stderr
-    log.debug("loading %s on %s in %s", path, resolved, precision)
     try:
-        encoder = SentenceTransformer(str(path), device=resolved)
+        return SentenceTransformer(str(path), device=device, trust_remote_code=own_modules_only(path))
     except (OSError, ValueError) as e:
         raise SembedError(f"cannot load the sentence-transformers model at '{path}': {e}", MODEL_HINT) from None
+
+
+@functools.lru_cache(maxsize=4)
+def load(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "fp32"):
+    """A SentenceTransformer for `model` on `device` in `precision` (fp32, or fp16/bf16 on CUDA); cached per process."""
+    resolved = resolve_device(device)
+    precision = resolve_precision(precision, resolved)
+    log.debug("loading %s on %s in %s", model, resolved, precision)
+    encoder = open_model(model, resolved)
     if precision == "fp16":
         encoder.half()
     elif precision == "bf16":

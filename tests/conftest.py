@@ -50,6 +50,34 @@ def jsonl(*records: dict) -> str:
     return "".join(orjson.dumps(r).decode() + "\n" for r in records)
 
 
+TINY_DIM = 32
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    """A 2-layer BERT (hidden size 32, random weights, the packaged MiniLM's vocabulary) with mean pooling and
+    normalisation, saved as a sentence-transformers directory: fast, and it makes no two texts alike."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Normalize, Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    from sembed_cli import sentence_models
+
+    root = tmp_path_factory.mktemp("tiny")
+    vocab = sentence_models.resolve_path(sentence_models.DEFAULT_MODEL) / "vocab.txt"
+    tokenizer = BertTokenizerFast(str(vocab))  # positional: transformers 5 ignores a vocab_file= keyword here
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=TINY_DIM, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(root / "bert")
+    tokenizer.save_pretrained(root / "bert")
+    modules = [Transformer(str(root / "bert"), max_seq_length=64), Pooling(TINY_DIM, "mean"), Normalize()]
+    SentenceTransformer(modules=modules, device="cpu").save(str(root / "model"))
+    return str(root / "model")
+
+
 @pytest.fixture
 def data_dir() -> Path:
     if not DATA.is_dir():

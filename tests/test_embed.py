@@ -9,37 +9,10 @@ import numpy as np
 import orjson
 import pytest
 
-from conftest import jsonl, sembed
+from conftest import TINY_DIM, jsonl, sembed
 from sembed_cli import sentence_models
 from sembed_cli.io import TextFields
 from sembed_cli.sentence_embedding import VectorFile, embed_records, encode
-
-TINY_DIM = 32
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    """A 2-layer BERT (hidden size 32, random weights, the packaged MiniLM's vocabulary) with mean pooling,
-    saved as a sentence-transformers directory: fast, and it makes no two texts alike."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-    try:
-        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    except ImportError:  # sentence-transformers before 6
-        from sentence_transformers.models import Pooling, Transformer
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    root = tmp_path_factory.mktemp("tiny")
-    tokenizer = BertTokenizerFast(str(sentence_models.resolve_path(sentence_models.DEFAULT_MODEL) / "vocab.txt"))
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=TINY_DIM, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(root / "bert")
-    tokenizer.save_pretrained(root / "bert")
-    modules = [Transformer(str(root / "bert"), max_seq_length=64), Pooling(TINY_DIM, "mean")]
-    SentenceTransformer(modules=modules, device="cpu").save(str(root / "model"))
-    return str(root / "model")
-
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model):

@@ -142,3 +142,36 @@ def test_no_traceback_unless_verbose(tmp_path, monkeypatch):
     loud = subprocess.run(_script("parse", "-v", str(src)), capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert loud.returncode == 1 and "Traceback" in loud.stderr
     assert loud.stderr.rstrip().endswith(f"error: {src}:1: 'text' must be a string, got a number")
+
+
+# --- --shard I/N (SPEC section 6) ----------------------------------------------------------------------------
+
+SHARDED = "".join([jsonl({"text": "I'm one", "id": 0}), "not json\n", "\n", jsonl({"text": "it's two", "id": 2}),
+                   "[3]\n", jsonl({"text": "we've four", "id": 4})])
+
+
+def test_shards_split_the_records_round_robin_and_cover_them_once():
+    """Blank lines are not records; each share reads only its own lines, so it meets only its own bad ones."""
+    first = sembed("normalize", "--shard", "1/2", input=SHARDED)
+    assert first.exit_code == 0, first.stderr
+    assert [(r["id"], r["text"]) for r in first.records] == [(0, "I am one"), (2, "it is two"), (4, "we have four")]
+    second = sembed("normalize", "--shard", "2/2", input=SHARDED)
+    assert second.exit_code == 1 and second.stdout == ""
+    assert second.stderr == "error: <stdin>:2: invalid JSON: invalid literal, expected 'null' at column 1\n"
+    skipping = sembed("normalize", "--shard", "2/2", "--skip-errors", input=SHARDED)
+    assert skipping.exit_code == 0 and skipping.records == []
+    assert "skipped 2 bad record(s) in <stdin>: line 2, 5" in skipping.stderr
+    assert sembed("normalize", "--shard", "1/1", "--skip-errors", input=SHARDED).stdout == \
+        sembed("normalize", "--skip-errors", input=SHARDED).stdout
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("0/2", "'0/2' is not a shard: I/N needs 1 <= I <= N"),
+    ("3/2", "'3/2' is not a shard: I/N needs 1 <= I <= N"),
+    ("2", "'2' is not I/N (e.g. 2/8: the second of eight shares)"),
+    ("a/b", "'a/b' is not I/N (e.g. 2/8: the second of eight shares)"),
+])
+def test_a_bad_shard_is_a_usage_error(spec, message):
+    run = sembed("parse", "--shard", spec, input="")
+    assert run.exit_code == 2
+    assert message in run.stderr

@@ -1,7 +1,7 @@
 """sembed train --method sbert|cf: the CF-BERT loss, model directories, checkpoints and resume, bad input.
 
-Fast tests train a tiny BERT (2 layers, hidden size 32, the packaged
-MiniLM's vocabulary) that the tests build; the e2e test trains the packaged
+Fast tests train the tiny BERT of conftest (2 layers, hidden size 32, the
+packaged MiniLM's vocabulary); the e2e test trains the packaged
 all-MiniLM-L6-v2 on a slice of STS-B.
 """
 
@@ -36,27 +36,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> str:
-    """A 2-layer BERT with hidden size 32 on the packaged MiniLM's vocabulary, mean pooling, normalised."""
-    from sentence_transformers.base.modules import Normalize, Transformer
-    from sentence_transformers.sentence_transformer.modules import Pooling
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    root = tmp_path_factory.mktemp("tiny")
-    vocab = sentence_models.resolve_path(sentence_models.DEFAULT_MODEL) / "vocab.txt"
-    tokenizer = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64)
-    torch.manual_seed(0)
-    BertModel(config).save_pretrained(root / "bert")
-    tokenizer.save_pretrained(root / "bert")
-    model = SentenceTransformer(modules=[Transformer(str(root / "bert")), Pooling(32, "mean"), Normalize()],
-                                device="cpu")
-    model.save(str(root / "model"))
-    return str(root / "model")
 
 
 def pairs(n: int = 40, seed: int = 1, s_cf: bool = True) -> list[dict]:

@@ -10,7 +10,8 @@ import typer
 
 from .. import console, sentence_models
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
-from ..options import BatchSize, Device, Force, Input, Output, Quiet, SkipErrors, TextKeys, Verbose
+from ..errors import SembedError
+from ..options import BatchSize, Device, Force, Input, Output, Quiet, ShardOption, SkipErrors, TextKeys, Verbose
 from .spo import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
@@ -41,6 +42,29 @@ Npy = Annotated[Optional[str], typer.Option(
 Precision = Annotated[Literal["auto", "fp32", "fp16", "bf16"], typer.Option(
     "--precision", metavar="auto|fp32|fp16|bf16",
     help="Model precision: auto is fp16 on CUDA and fp32 on the CPU (the only one allowed there).")]
+EmbedMethod = Annotated[Literal["model", "avg", "isf", "sif", "nws"], typer.Option(
+    "--method", metavar="model|avg|isf|sif|nws",
+    help="model: the sentence-transformers --model (the default); avg, isf, sif, nws: word-vector sentence "
+         "embeddings (see below).")]
+WordVectorsOption = Annotated[Optional[str], typer.Option(
+    "--vectors", metavar="SPEC", envvar="SEMBED_VECTORS", show_default=False,
+    help="avg, isf, sif, nws: word vectors: glove-6b-50d (packaged), spacy:NAME|PATH, glove:FILE, word2vec:FILE, "
+         "word2vec-bin:FILE or a FILE. Default: those the --salience table was learnt on, else glove-6b-50d.")]
+SalienceDir = Annotated[Optional[str], typer.Option(
+    "--salience", metavar="DIR", show_default=False,
+    help="isf, sif, nws: the salience table `sembed train --method nws` wrote (its scores, and its corpus "
+         "counts for ISF and SIF).")]
+SifComponent = Annotated[Literal["corpus", "batch"], typer.Option(
+    "--sif-component", metavar="corpus|batch",
+    help="sif: remove the first principal component of the training corpus's SIF vectors (stored with the "
+         "table; streams, and the same for every input), or of each --batch-size batch's own vectors (Arora "
+         "et al. on a whole test set: give a batch size above the record count).")]
+Explain = Annotated[bool, typer.Option(
+    "--explain", help="With a TA-SBERT model (`sembed train --method ta`): also write token_weights (token_weights_a, "
+                      "...), each word of the text with its Token Attention weight, [[word, weight], ...].")]
+Plain = Annotated[bool, typer.Option(
+    "--plain", help="With a TA-SBERT model: show each text on stderr with its words shaded by their Token Attention "
+                    "weight (where stderr is not a terminal: word(weight)); implies --explain.")]
 EncodeBatchSize = Annotated[Optional[int], typer.Option(
     "--encode-batch-size", min=1, metavar="N", show_default=False,
     help=f"Texts per forward pass within a batch of records. Default: {CPU_ENCODE_BATCH} on the CPU, "
@@ -70,14 +94,21 @@ def embed_command(
     output: Output = "-",
     text_keys: TextKeys = None,
     model: SentenceModel = sentence_models.DEFAULT_MODEL,
+    method: EmbedMethod = "model",
+    vectors: WordVectorsOption = None,
+    salience: SalienceDir = None,
+    sif_component: SifComponent = "corpus",
     cf_weight: CfWeight = None,
     keep_parts: KeepParts = False,
+    explain: Explain = False,
+    plain: Plain = False,
     npy: Npy = None,
     force: Force = False,
     batch_size: BatchSize = 1000,
     encode_batch_size: EncodeBatchSize = None,
     device: Device = "auto",
     precision: Precision = "auto",
+    shard: ShardOption = None,
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -109,27 +140,86 @@ def embed_command(
     (so the rows of the records already written are there); an existing FILE
     needs --force. Read it with numpy.load(FILE, mmap_mode="r").
 
+    Word-vector methods (--method, no sentence-transformers model; the text
+    is tokenised as the vectors were built, lower-cased for GloVe and spaCy):
+    avg is the mean of the word vectors; isf and nws are NWS eq. 1,
+    s = sum q(w) w over the text's distinct words, with q the inverse
+    sentence frequency in the table's corpus (eq. 13) or the learnt NWS
+    scores; sif is Arora et al. 2017: the mean of a / (a + p(w)) w,
+    a = 1e-3, p(w) from the table's corpus, minus the projection on the
+    first principal component (--sif-component). Tokens without a vector,
+    and words the table lacks (scored as a word seen once), are counted on
+    stderr; a text with no known word gets the zero vector, with a warning.
+
     \b
     Example:
       sembed convert --from stsb sts-test.csv | sembed embed | sembed eval sts
+      sembed convert --from stsb sts-test.csv \\
+        | sembed embed --method nws --salience nws-glove | sembed eval sts
       sembed convert --from stsb sts-test.csv | sembed spo \\
         | sembed embed --cf-weight 0.2 --keep-parts -o sts-test.cf.jsonl
     """
-    from ..sentence_embedding import VectorFile, embed_records  # numpy: not at `sembed --help` time
+    from ..sentence_embedding import VectorFile, embed_records, has_token_attention  # numpy: not at --help time
 
     fields = TextFields(text_keys)
-    vectors = VectorFile(npy, force) if npy else None  # refuses an existing file before the model loads
+    explain = explain or plain
+    if method != "model":
+        if explain:
+            raise typer.BadParameter("only for --method model", param_hint="'--explain' / '--plain'")
+        return _embed_word_vectors(input, output, fields, method, vectors, salience, sif_component, batch_size,
+                                   skip_errors, npy, cf_weight, keep_parts, shard)
+    matrix_file = VectorFile(npy, force) if npy else None  # refuses an existing file before the model loads
     weight = cf_weight if cf_weight is not None else sentence_models.saved_cf_weight(model)
     if cf_weight is None and weight is not None:
         console.say(f"using the W_cf = {weight:g} saved with the model (--cf-weight overrides it)")
     resolved = sentence_models.resolve_device(device)
     encoder = sentence_models.load(model, resolved, sentence_models.resolve_precision(precision, resolved))
+    if explain and not has_token_attention(encoder):
+        raise SembedError(f"the model at '{sentence_models.resolve_path(model)}' has no Token Attention pooling",
+                          "--explain and --plain need a model that `sembed train --method ta` wrote")
     encode_batch = encode_batch_size or (CUDA_ENCODE_BATCH if resolved.startswith("cuda") else CPU_ENCODE_BATCH)
-    source = RecordSource(input, skip_errors=skip_errors)
-    with vectors if vectors is not None else nullcontext():
-        run_stream(source, check_record(fields, keep_parts or bool(weight)),
-                   lambda records: embed_records(records, encoder, fields, batch_size, weight, keep_parts,
-                                                 encode_batch, vectors),
-                   output, batch_size, "embedding")
-    if vectors is not None:
-        console.say(f"wrote {vectors.rows} vectors of {vectors.dim} dimensions to {vectors.path}")
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
+
+    def transform(records):
+        embedded = embed_records(records, encoder, fields, batch_size, weight, keep_parts, encode_batch, matrix_file,
+                                 explain)
+        return show_weights(embedded, fields) if plain else embedded
+
+    with matrix_file if matrix_file is not None else nullcontext():
+        run_stream(source, check_record(fields, keep_parts or bool(weight)), transform, output, batch_size,
+                   "embedding")
+    if matrix_file is not None:
+        console.say(f"wrote {matrix_file.rows} vectors of {matrix_file.dim} dimensions to {matrix_file.path}")
+
+
+def show_weights(records, fields: TextFields):
+    """Pass records through, showing each text's Token Attention on stderr (--plain)."""
+    from ..sentence_embedding import TOKEN_WEIGHTS
+
+    for record in records:
+        for key in fields.of(record):
+            console.weighted_words(record[derived_key(key, TOKEN_WEIGHTS)])
+        yield record
+
+
+def _embed_word_vectors(input, output, fields, method, vectors, salience, sif_component, batch_size, skip_errors,
+                        npy, cf_weight, keep_parts, shard) -> None:
+    """--method avg|isf|sif|nws: word-vector sentence embeddings (sembed_cli/word_saliency.py)."""
+    from .. import word_vectors
+    from ..word_saliency import SalienceTable, SentenceEmbedder, embed_records as embed_word_records
+
+    for flag, given in (("--npy", npy), ("--cf-weight", cf_weight), ("--keep-parts", keep_parts or None)):
+        if given is not None:
+            raise typer.BadParameter("only for --method model", param_hint=f"'{flag}'")
+    if method == "avg" and salience is not None:
+        raise typer.BadParameter("avg weighs no word: leave it out", param_hint="'--salience'")
+    if method != "avg" and salience is None:
+        raise typer.BadParameter(f"--method {method} needs the salience table `sembed train --method nws` wrote",
+                                 param_hint="'--salience'")
+    table = SalienceTable.load(salience) if salience is not None else None
+    spec = vectors or (table.vectors if table is not None else word_vectors.DEFAULT_VECTORS)
+    embedder = SentenceEmbedder(method, word_vectors.load(spec), table, sif_component)
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
+    run_stream(source, fields.of, lambda records: embed_word_records(records, embedder, fields, batch_size),
+               output, batch_size, "embedding")
+    embedder.report()

@@ -324,3 +324,167 @@ def classify_command(
     report = classification_report("classify", rows, reader.name, label_key, folds, seed, c)
     write_report(report, output)
     show(accuracy_table(report))
+
+
+# --- salience ----------------------------------------------------------------------------------------
+
+SalienceTableDir = Annotated[str, typer.Option("--salience", metavar="DIR", show_default=False,
+                                               help="The salience table `sembed train --method nws` wrote (required).")]
+WordKey = Annotated[str, typer.Option("--word-key", metavar="KEY", help="The rated word's field (or column).")]
+RatingKey = Annotated[str, typer.Option("--rating-key", metavar="KEY", help="The rating's field (or column).")]
+Extremes = Annotated[int, typer.Option("--extremes", min=0, metavar="N", help="How many highest and lowest scored "
+                                                                               "words to list.")]
+MinSentences = Annotated[int, typer.Option("--min-sentences", min=1, metavar="N",
+                                           help="List only words in at least N sentences of the training corpus.")]
+
+
+@eval_app.command("salience", epilog=EVAL_EPILOG)
+def salience_command(
+    input: Input = "-",
+    output: Output = "-",
+    salience: SalienceTableDir = ...,
+    word_key: WordKey = "word",
+    rating_key: RatingKey = "rating",
+    extremes: Extremes = 10,
+    min_sentences: MinSentences = 5,
+    skip_errors: SkipErrors = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Correlation of a salience table's scores with word norms (word, rating).
+
+    Reads every rated word: JSONL records with word and rating (--word-key,
+    --rating-key), or a .csv / .tsv / .txt file with a header row naming those
+    columns (as norms are published: concreteness, imageability, valence...).
+    A word is looked up as written, then lower-cased for a lower-case table.
+    Writes one JSON object: rated, missing (rated words not in the table)
+    and a few missing_examples, n, pearson, spearman (x100) with Fisher 95%
+    confidence intervals (NWS paper eq. 11-12, section 4.2 and Table 3),
+    words (the table's size), and top / bottom: the --extremes highest and
+    lowest scored words in at least --min-sentences corpus sentences.
+
+    \b
+    Example:
+        sembed eval salience concreteness.tsv --salience nws-glove \\
+          --word-key Word --rating-key Conc.M
+    """
+    from rich.table import Table
+
+    from ..evaluation.salience import NormReader, read_norms, salience_report
+
+    norms, source = read_norms(input, NormReader(word_key, rating_key), skip_errors)
+    summary = source.summary()
+    if summary:
+        console.warn(summary)
+    report = salience_report(salience, norms, extremes, min_sentences)
+    write_report(report, output)
+    table = Table(title=f"salience vs {rating_key} (x100, Fisher 95% CI): {report['n']} of {report['rated']} rated "
+                        f"words in the table", title_justify="left")
+    for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
+        table.add_column(column, justify="right")
+    table.add_row(str(report["n"]), _fmt(report["pearson"]), _interval(report["pearson_ci"]), _fmt(report["spearman"]),
+                  _interval(report["spearman_ci"]))
+    show(table)
+    if report["top"] and not console.state.quiet:
+        console.say("highest: " + ", ".join(f"{w} {s:.3g}" for w, s in report["top"]))
+        console.say("lowest: " + ", ".join(f"{w} {s:.3g}" for w, s in report["bottom"]))
+
+
+# --- poi -----------------------------------------------------------------------------------------------
+
+PoiGoldKey = Annotated[Optional[str], typer.Option(
+    "--gold-key", metavar="KEY", show_default=False,
+    help="The gold label field (true for a POI). Default: is_poi_gold (where `sembed taste` keeps the input's "
+         "is_poi) when the record has it, else is_poi.")]
+ScoreKey = Annotated[str, typer.Option("--score-key", metavar="KEY", help="The score field (a POI when >= the "
+                                                                         "threshold).")]
+PoiThreshold = Annotated[float, typer.Option("--threshold", metavar="T", help="The threshold (the paper: 0.5).")]
+TuneSplit = Annotated[Optional[str], typer.Option(
+    "--tune-split", metavar="NAME", show_default=False,
+    help="Also pick the threshold with the highest F0.5 on the records whose split is NAME (e.g. dev) and report "
+         "the others at it too.")]
+TestSplit = Annotated[Optional[str], typer.Option(
+    "--test-split", metavar="NAME", show_default=False,
+    help="Report only the records whose split is NAME (e.g. test). Default: all records (but --tune-split's).")]
+SplitKey = Annotated[str, typer.Option("--split-key", metavar="KEY", help="The field naming a record's split.")]
+
+
+@eval_app.command("poi", epilog=EVAL_EPILOG)
+def poi_command(
+    input: Input = "-",
+    output: Output = "-",
+    score_key: ScoreKey = "taste_score",
+    gold_key: PoiGoldKey = None,
+    threshold: PoiThreshold = 0.5,
+    tune_split: TuneSplit = None,
+    test_split: TestSplit = None,
+    split_key: SplitKey = "split",
+    skip_errors: SkipErrors = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """POI identification: precision, recall and F0.5 of score >= threshold against the gold label.
+
+    Reads every record and keeps its score (taste_score, from `sembed
+    taste`), gold label (is_poi_gold or is_poi: true for a POI) and, with
+    --tune-split or --test-split, its split. The POI is the positive class;
+    F0.5 = 1.25 P R / (0.25 P + R), the POI paper's measure (Zhang et al.,
+    section 5: 0.84 for the masked-LM, 0.89 with the triplet loss). Writes
+    one JSON object: n, threshold, tp, fp, fn, tn, precision, recall, f0_5,
+    accuracy at --threshold; with --tune-split NAME also tuned_threshold
+    (the observed score with the highest F0.5 on that split), "tuning" (its
+    metrics there) and "at_tuned_threshold" (the reported records at it).
+
+    \b
+    Example:
+        sembed convert --from gazetteer | sembed taste -m poi-model \\
+          | sembed eval poi --tune-split dev --test-split test
+    """
+    import numpy as np
+
+    from ..evaluation import poi
+
+    def keep(record: dict) -> tuple:
+        key = gold_key or ("is_poi_gold" if "is_poi_gold" in record else "is_poi")
+        split = record.get(split_key) if (tune_split or test_split) else None
+        return poi.score(record, score_key), poi.gold_label(record, key), split
+
+    rows = read_all(RecordSource(input, skip_errors=skip_errors), keep)
+
+    def columns(chosen: list[tuple]) -> tuple:
+        return np.array([r[0] for r in chosen], dtype=float), np.array([r[1] for r in chosen], dtype=bool)
+
+    reported = [r for r in rows if (test_split is None or r[2] == test_split) and (tune_split is None or r[2] != tune_split)]
+    if not reported:
+        raise SembedError(f"no records of split '{test_split}' to report" if test_split else "no records to report")
+    scores, gold = columns(reported)
+    report = {"score": score_key, **poi.metrics(scores, gold, threshold)}
+    if test_split:
+        report["split"] = test_split
+    if tune_split:
+        tuning = [r for r in rows if r[2] == tune_split]
+        if not tuning:
+            raise SembedError(f"no records of split '{tune_split}' to tune the threshold on")
+        tune_scores, tune_gold = columns(tuning)
+        best = poi.best_threshold(tune_scores, tune_gold)
+        report.update({"tune_split": tune_split, "tuned_threshold": round(best, 6),
+                       "tuning": poi.metrics(tune_scores, tune_gold, best),
+                       "at_tuned_threshold": poi.metrics(scores, gold, best)})
+    write_report(report, output)
+    show(poi_table(report))
+
+
+def poi_table(report: dict):
+    from rich.table import Table
+
+    table = Table(title=f"POI identification: {report['score']} >= threshold (POI = positive)", title_justify="left")
+    for column in ("records", "threshold", "n", "precision", "recall", "F0.5", "accuracy"):
+        table.add_column(column, justify="right")
+    rows = [(report.get("split", "all"), report)]
+    if "tuned_threshold" in report:
+        rows += [(f"{report['tune_split']} (tuning)", report["tuning"]),
+                 (report.get("split", "all"), report["at_tuned_threshold"])]
+    for name, m in rows:
+        table.add_row(name, f"{m['threshold']:g}", str(m["n"]), _fmt(m["precision"], 3), _fmt(m["recall"], 3),
+                      _fmt(m["f0_5"], 3), _fmt(m["accuracy"], 3))
+    return table

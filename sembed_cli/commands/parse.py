@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from .. import spacy_pipeline
 from ..dependency import doc_tokens, doc_triples
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
-from ..options import BatchSize, Input, NProcess, Output, Quiet, SkipErrors, SpacyModel, TextKeys, Verbose
+from ..options import BatchSize, Input, NProcess, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys, Verbose
 
 SPACY_BATCH = 256
 
@@ -31,6 +31,7 @@ def parse_command(
     model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,
     batch_size: BatchSize = 1000,
     n_process: NProcess = 1,
+    shard: ShardOption = None,
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -50,6 +51,6 @@ def parse_command(
     """
     fields = TextFields(text_keys)
     nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
-    source = RecordSource(input, skip_errors=skip_errors)
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
     run_stream(source, fields.of, lambda records: parse_records(records, nlp, fields, batch_size, n_process),
                output, batch_size, "parsing")

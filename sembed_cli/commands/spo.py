@@ -9,7 +9,7 @@ from ..component_focus import s_cf
 from ..dependency import doc_tokens
 from ..errors import BadRecord
 from ..io import RecordSource, TextFields, batched, derived_key, json_type, run_stream, text_jobs
-from ..options import BatchSize, Input, Output, Quiet, SkipErrors, SpacyModel, TextKeys, Verbose
+from ..options import BatchSize, Input, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys, Verbose
 from .parse import SPACY_BATCH
 
 TOKEN_FIELDS = {"i": int, "text": str, "dep": str, "head": int}
@@ -70,6 +70,7 @@ def spo_command(
     text_keys: TextKeys = None,
     model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,
     batch_size: BatchSize = 1000,
+    shard: ShardOption = None,
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -98,6 +99,6 @@ def spo_command(
     Example: sembed convert --from stsb sts-test.csv | sembed parse | sembed spo | sembed embed --cf-weight 0.2
     """
     fields = TextFields(text_keys)
-    source = RecordSource(input, skip_errors=skip_errors)
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
     run_stream(source, check_record(fields), lambda records: spo_records(records, None, fields, batch_size, model),
                output, batch_size, "building S_cf")

@@ -4,6 +4,7 @@
     corpora    lines, prose, brown
     conll      conll
     senteval   mr, subj, cr
+    gazetteer  gazetteer (installed packages; PATHs: optional word lists)
 
 A reader takes the input files and the shared settings and yields records
 lazily, so `sembed convert` streams whatever the size of a corpus.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from . import conll, corpora, pairs, senteval
+from . import conll, corpora, gazetteer, pairs, senteval
 from .inputs import InputFile, Picker, ReadSettings, data_files, each_file, input_files
 
 __all__ = ["FORMATS", "Format", "InputFile", "ReadSettings", "input_files"]
@@ -39,4 +40,5 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("mr", each_file(senteval.read_mr)),
     Format("subj", each_file(senteval.read_subj)),
     Format("cr", each_file(senteval.read_cr)),
+    Format("gazetteer", gazetteer.read_gazetteer),
 )}

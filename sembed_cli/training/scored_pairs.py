@@ -1,4 +1,5 @@
-"""Sentence pairs with a gold similarity score: the training data of SBERT and CF-BERT.
+"""Sentence pairs with a gold target: a similarity score (SBERT, CF-BERT, TA-SBERT --objective sts) or an
+NLI label (TA-SBERT's softmax objective).
 
 Training sees the whole input before the first step (the data is shuffled
 every epoch), so the pairs are read into memory, each checked as it is read,
@@ -54,6 +55,7 @@ class PairFields:
     text_a: str = "text_a"
     text_b: str = "text_b"
     score: str = "score"
+    label: str = "label"
 
     @property
     def texts(self) -> tuple[str, str]:
@@ -64,19 +66,35 @@ class PairFields:
         return derived_key(self.text_a, "s_cf"), derived_key(self.text_b, "s_cf")
 
 
+@dataclass(frozen=True)
+class LabelSet:
+    """The NLI classes, in the order of the softmax classifier's outputs; labels are matched in lower case."""
+
+    names: tuple[str, ...] = ("entailment", "neutral", "contradiction")
+
+    def index(self, record: dict, key: str) -> int:
+        from ..evaluation.fields import label
+
+        value = label(record, key).strip().lower()
+        if value not in self.names:
+            raise BadRecord(f"'{key}' {value!r} is not one of {', '.join(self.names)}")
+        return self.names.index(value)
+
+
 @dataclass
-class ScoredPairs:
+class TrainingPairs:
     """The training pairs as named columns, in the order the loss reads them, and what they were."""
 
     columns: dict[str, list] = field(default_factory=dict)
     count: int = 0
     sha256: str = ""
+    target: str = "score"
     s_cf_computed: int = 0  # pairs whose S_cf was not in the input and was built here
 
     def describe(self, input: str, skipped: int) -> dict:
         """The `data` part of the model's metadata."""
         data = {"input": input, "records": self.count, "sha256": self.sha256, "skipped": skipped,
-                "sha256_of": "text_a, text_b, score of each pair, in input order"}
+                "sha256_of": f"text_a, text_b, {self.target} of each pair, in input order"}
         if self.s_cf_computed:
             data["s_cf_computed"] = self.s_cf_computed
         return data
@@ -99,8 +117,19 @@ def check_pair(fields: PairFields, score_range: ScoreRange, component_focus: boo
     return check
 
 
+def check_labelled_pair(fields: PairFields, labels: LabelSet):
+    """The per-record check of NLI pairs: two usable texts and one of the known labels."""
+    texts = TextFields(fields.texts)
+
+    def check(record: dict) -> None:
+        texts.of(record)
+        labels.index(record, fields.label)
+
+    return check
+
+
 def read_scored_pairs(source: RecordSource, fields: PairFields, score_range: ScoreRange,
-                      component_focus: bool = False, batch_size: int = 1000) -> ScoredPairs:
+                      component_focus: bool = False, batch_size: int = 1000) -> TrainingPairs:
     """Read and check every pair of `source`; with `component_focus`, also S_cf of both texts.
 
     S_cf given in the input (s_cf_a / s_cf_b) is used as it is; where it is
@@ -110,20 +139,40 @@ def read_scored_pairs(source: RecordSource, fields: PairFields, score_range: Sco
     keep = set(fields.texts) | {fields.score}
     if component_focus:
         keep |= set(fields.s_cf) | {derived_key(key, "tokens") for key in fields.texts}
-    records = [{key: record[key] for key in keep if key in record}
-               for record in console.progress(source.checked(check_pair(fields, score_range, component_focus)),
-                                              "reading pairs")]
-    pairs = ScoredPairs(count=len(records))
+    records = _read(source, check_pair(fields, score_range, component_focus), keep)
+    pairs = TrainingPairs(count=len(records), target="score")
     if component_focus:
         pairs.s_cf_computed = _add_missing_s_cf(records, fields, batch_size)
+    order = [fields.text_a, fields.s_cf[0], fields.text_b, fields.s_cf[1]] if component_focus else list(fields.texts)
+    _fill(pairs, records, fields, fields.score, order,
+          [score_range.scale(float(record[fields.score])) for record in records])
+    return pairs
+
+
+def read_labelled_pairs(source: RecordSource, fields: PairFields, labels: LabelSet = LabelSet()) -> TrainingPairs:
+    """Read and check every NLI pair of `source`: the two texts and the label's index in `labels`."""
+    records = _read(source, check_labelled_pair(fields, labels), set(fields.texts) | {fields.label})
+    pairs = TrainingPairs(count=len(records), target="label")
+    _fill(pairs, records, fields, fields.label, list(fields.texts),
+          [labels.index(record, fields.label) for record in records])
+    return pairs
+
+
+def _read(source: RecordSource, check, keep: set[str]) -> list[dict]:
+    """Every checked record of `source`, with only the fields in `keep`."""
+    return [{key: record[key] for key in keep if key in record}
+            for record in console.progress(source.checked(check), "reading pairs")]
+
+
+def _fill(pairs: TrainingPairs, records: list[dict], fields: PairFields, target: str, order: list[str],
+          targets: list) -> None:
+    """The fingerprint of (text_a, text_b, target) and the columns in the loss's order, then the targets."""
     digest = ContentHash()
     for record in records:
-        digest.add([record[fields.text_a], record[fields.text_b], record[fields.score]])
+        digest.add([record[fields.text_a], record[fields.text_b], record[target]])
     pairs.sha256 = digest.hexdigest()
-    order = [fields.text_a, fields.s_cf[0], fields.text_b, fields.s_cf[1]] if component_focus else list(fields.texts)
     pairs.columns = {key: [record[key] for record in records] for key in order}
-    pairs.columns[LABEL_COLUMN] = [score_range.scale(float(record[fields.score])) for record in records]
-    return pairs
+    pairs.columns[LABEL_COLUMN] = targets
 
 
 def _add_missing_s_cf(records: list[dict], fields: PairFields, batch_size: int) -> int:

@@ -25,7 +25,6 @@ from transformers import TrainerCallback, set_seed
 
 from .. import console, sentence_models
 from ..artifacts import building, describe, refuse_existing, write_metadata
-from ..errors import SembedError
 from . import checkpoints
 
 log = logging.getLogger(__name__)
@@ -93,19 +92,6 @@ def quiet_libraries() -> None:
     datasets.disable_progress_bars()
 
 
-def load_base_model(model: str, device: str):
-    """A fresh SentenceTransformer to train (never the process-wide cached one that `embed` may share)."""
-    from sentence_transformers import SentenceTransformer
-
-    path = sentence_models.resolve_path(model)
-    sentence_models.offline()
-    try:
-        return SentenceTransformer(str(path), device=device)
-    except (OSError, ValueError) as e:
-        raise SembedError(f"cannot load the sentence-transformers model at '{path}': {e}",
-                          sentence_models.MODEL_HINT) from None
-
-
 class Trainer(SentenceTransformerTrainer):
     """sentence-transformers' trainer without its model-card callback, which encodes example texts for a hub
     widget at start-up (with a progress bar of its own); the saved model still gets its README."""
@@ -151,8 +137,12 @@ class ConsoleProgress(TrainerCallback):
 
 def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: Schedule, device: str,
               checkpoint_dir: Path, resume_from: Path | None, checkpoint_steps: int,
-              callbacks: tuple[TrainerCallback, ...] = ()) -> TrainingRun:
-    """Train `model` on the dataset `columns` (inputs in the loss's order, then "label") with `loss`."""
+              callbacks: tuple[TrainerCallback, ...] = (), learning_rates: dict[str, float] | None = None) -> TrainingRun:
+    """Train `model` on the dataset `columns` (inputs in the loss's order, then "label") with `loss`.
+
+    `learning_rates` maps regular expressions over the loss's parameter names
+    to their own peak learning rates (the encoder keeps the schedule's).
+    """
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainingArguments
     from transformers import PrinterCallback, ProgressCallback
@@ -176,6 +166,7 @@ def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: 
         report_to="none",
         disable_tqdm=True,
         use_cpu=device == "cpu",
+        learning_rate_mapping=learning_rates or {},
     )
     progress = ConsoleProgress(schedule.epochs)
     trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
@@ -197,14 +188,25 @@ def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: 
                        seconds=time.perf_counter() - start, device=str(args.device), resumed_from_step=resumed)
 
 
+@dataclass
+class MethodParts:
+    """What a sentence-encoder method adds to the shared flow, besides its data and loss."""
+
+    prepare_model: Callable[[object], object] | None = None  # reshapes the loaded model (new pooling, heads)
+    learning_rates: Callable[[torch.nn.Module], dict[str, float]] | None = None  # by parameter-name pattern of the loss
+    validate: Callable[[object, torch.nn.Module], dict] | None = None  # held-out figures for the metadata
+
+
 def train_and_save(output: Path, *, method: str, base_model: str, make_data: Callable[[], tuple[dict[str, list], dict]],
                    make_loss: Callable[[object], torch.nn.Module], schedule: Schedule, device: str, settings: dict,
-                   checkpoint_steps: int, resume: bool, force: bool, fields: dict | None = None) -> dict:
+                   checkpoint_steps: int, resume: bool, force: bool, fields: dict | None = None,
+                   parts: MethodParts = MethodParts()) -> dict:
     """The whole `train` flow of a sentence-encoder method; returns the metadata written as `sembed.json`.
 
     `make_data` reads the training data: (columns, the metadata's `data`
     part); `make_loss` builds the loss around the loaded model. `settings` are
-    the method's own settings, `fields` its top-level metadata (cf_weight...).
+    the method's own settings, `fields` its top-level metadata (cf_weight...),
+    `parts` its other hooks.
     """
     refuse_existing(output, force)  # before reading the data or loading a model
     quiet_libraries()
@@ -222,14 +224,19 @@ def train_and_save(output: Path, *, method: str, base_model: str, make_data: Cal
         resume_from = checkpoints.latest(checkpoint_dir) if resume else None
 
     set_seed(schedule.seed)  # before building anything a method initialises at random
-    model = load_base_model(base_model, resolved_device)
+    model = sentence_models.open_model(base_model, resolved_device)  # fresh: never the one `embed` caches
+    if parts.prepare_model is not None:
+        model = parts.prepare_model(model)
+    loss = make_loss(model)
     console.say(f"training {method} on {data['records']} pairs from {base_model}: {schedule.epochs} epoch(s), "
                 f"batch {schedule.batch_size}, on {resolved_device}")
-    run = fine_tune(model, columns, make_loss(model), schedule, resolved_device, checkpoint_dir, resume_from,
-                    checkpoint_steps)
+    run = fine_tune(model, columns, loss, schedule, resolved_device, checkpoint_dir, resume_from, checkpoint_steps,
+                    learning_rates=parts.learning_rates(loss) if parts.learning_rates else None)
     metadata = describe(COMMAND, data, all_settings, method=method, **(fields or {}), base_model=base_model,
                         base_model_path=str(sentence_models.resolve_path(base_model)), seed=schedule.seed)
     metadata["training"] = run.summary()
+    if parts.validate is not None:
+        metadata["validation"] = parts.validate(run.model, loss)
     if is_main_process():
         with building(output, force) as work:
             run.model.save(str(work))

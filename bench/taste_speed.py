@@ -1,0 +1,103 @@
+"""Throughput of `sembed taste` (all masked copies of a batch of names in one pass) against one masked copy at a time.
+
+Both taste the same names (test-split names of `sembed convert --from
+gazetteer`, POI and non-POI) with the same character BERT on the CPU: a model
+`sembed train --method poi|mlm` wrote (--model), or else an untrained one of
+the default shape (4 layers x 128; speed does not depend on training). The
+batched figure is `taste_records` over JSONL records (reading and writing
+included); the reference calls the model once per masked copy (the paper's
+"each time we masked one character then put into the BERT"). Both must give
+the same hits. Target (issue 7): batched >= 5x faster.
+
+    python bench/taste_speed.py [--model DIR] [--names 1000] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from common import log, save
+
+from sembed_cli.commands.taste import taste_records
+from sembed_cli.io import RecordSink, RecordSource, TextFields
+from sembed_cli.readers import FORMATS, ReadSettings
+from sembed_cli.taste import Taster
+
+
+def test_names(n: int) -> list[str]:
+    names = [r["text"] for r in FORMATS["gazetteer"].read([], ReadSettings()) if r["split"] == "test"]
+    step = max(1, len(names) // n)
+    return names[::step][:n]
+
+
+def untrained_model(names: list[str]):
+    import torch
+    from transformers import BertForMaskedLM
+
+    from sembed_cli import char_tokenizer
+    from sembed_cli.training.masked_lm import CharBertShape
+
+    torch.manual_seed(0)
+    tokenizer = char_tokenizer.build(names)
+    return BertForMaskedLM(CharBertShape().config(tokenizer)).eval(), tokenizer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--names", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=256, help="records per taste batch (the command's default)")
+    args = parser.parse_args()
+
+    import orjson
+    import torch
+
+    torch.set_num_threads(args.threads)
+    names = test_names(args.names)
+    if args.model:
+        from sembed_cli.training.masked_lm import load_masked_lm
+
+        model, tokenizer = load_masked_lm(args.model)
+    else:
+        model, tokenizer = untrained_model(names)
+    taster = Taster(model, tokenizer)
+    copies = sum(len(tokenizer(n)["input_ids"]) - 2 for n in names)
+    log(f"{len(names)} names, {copies} masked copies, {torch.get_num_threads()} threads, load average "
+        f"{os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "in.jsonl", Path(tmp) / "out.jsonl"
+        src.write_bytes(b"".join(orjson.dumps({"text": n}) + b"\n" for n in names))
+        taster.taste(names[:50])  # warm-up
+        start = time.perf_counter()
+        with RecordSink(str(dst), flush_every=args.batch_size) as sink:
+            fields = TextFields()
+            sink.write_all(taste_records(RecordSource(str(src)).checked(fields.of), taster, fields, args.batch_size,
+                                         0.5))
+        batched_s = time.perf_counter() - start
+        batched = [(r["taste_hits"], r["taste_length"]) for r in map(orjson.loads, dst.read_bytes().splitlines())]
+    start = time.perf_counter()
+    single = [taster.taste_one_copy_at_a_time(n) for n in names]
+    single_s = time.perf_counter() - start
+    assert batched == [(t.hits, t.length) for t in single], "batched and one-at-a-time tastes differ"
+    result = {
+        "names": len(names), "masked_copies": copies, "model": args.model or "untrained CharBertShape() (4 x 128)",
+        "device": "cpu", "torch_threads": torch.get_num_threads(), "batch_size_records": args.batch_size,
+        "sembed_taste_names_per_s": round(len(names) / batched_s, 1),
+        "one_copy_at_a_time_names_per_s": round(len(names) / single_s, 1),
+        "speedup": round(single_s / batched_s, 2), "target_speedup": 5.0,
+        "batched_s": round(batched_s, 2), "one_copy_at_a_time_s": round(single_s, 2), "same_hits": True,
+        "load_average_after": round(os.getloadavg()[0], 2),
+    }
+    log(f"sembed taste (batched)   {result['sembed_taste_names_per_s']:8.1f} names/s ({batched_s:.2f}s)")
+    log(f"one masked copy a time   {result['one_copy_at_a_time_names_per_s']:8.1f} names/s ({single_s:.2f}s)")
+    log(f"speed-up                 {result['speedup']:8.2f}x (target >= 5); same hits: yes")
+    log(f"written {save('taste_speed', result)}")
+
+
+if __name__ == "__main__":
+    main()

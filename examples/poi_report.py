@@ -1,0 +1,177 @@
+"""Helpers of examples/poi_reproduction.sh: seeded samples of the gazetteer records, perturbed queries, the report.
+
+    python examples/poi_report.py sample WORK --train-names N --stage2-records N --dev N --test N --seed S
+        --index-names N|0 < gaz.jsonl
+    python examples/poi_report.py perturb N SEED < poi-names.jsonl > queries.jsonl
+    python examples/poi_report.py recall < searched.jsonl
+    python examples/poi_report.py table WORK [--markdown F] [--json F]
+
+The paper's figures are copied from its text (Zhang et al., "BERT has a Mouth,
+and it can Taste", section 5: F0.5 of the masked LM "lm" and with the triplet
+loss "lm+tri", on the training and dev/test sets of its Chinese data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from sembed_cli.readers.gazetteer import name_key  # noqa: E402
+
+PAPER = {"lm": {"train": 0.84, "dev/test": 0.84}, "lm+tri": {"train": 0.90, "dev/test": 0.89}}
+SUFFIXES = (" County", " Parish", " Province", " Region", " District", " Governorate", " Prefecture", " City",
+            " Municipality", " Oblast", " Department", " State")
+
+
+def records():
+    return [json.loads(line) for line in sys.stdin if line.strip()]
+
+
+def write(path: Path, rows) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def sample(args) -> None:
+    rows = records()
+    rng = random.Random(args.seed)
+    train_poi = [r for r in rows if r["split"] == "train" and r["is_poi"]]
+    train_other = [r for r in rows if r["split"] == "train" and not r["is_poi"]]
+    stage1 = rng.sample(train_poi, min(args.train_names, len(train_poi)))
+    half = args.stage2_records // 2
+    stage2 = rng.sample(stage1, min(half, len(stage1))) + rng.sample(train_other, min(half, len(train_other)))
+    rng.shuffle(stage2)
+    dev = rng.sample([r for r in rows if r["split"] == "dev"], args.dev)
+    test = rng.sample([r for r in rows if r["split"] == "test"], args.test)
+    work = Path(args.work)
+    write(work / "stage1.jsonl", stage1)
+    write(work / "stage2.jsonl", stage2)
+    write(work / "eval.jsonl", dev + test)
+    pois = [{"id": i, **r} for i, r in enumerate(r for r in rows if r["is_poi"])]
+    write(work / "poi-names.jsonl", pois[:args.index_names] if args.index_names else pois)
+    counts = {"records": len(rows), "poi": sum(r["is_poi"] for r in rows)}
+    for split in ("train", "dev", "test"):
+        counts[split] = {"poi": sum(r["is_poi"] for r in rows if r["split"] == split),
+                         "non_poi": sum(not r["is_poi"] for r in rows if r["split"] == split)}
+    counts["sources"] = {}
+    for r in rows:
+        counts["sources"][r["source"]] = counts["sources"].get(r["source"], 0) + 1
+    counts["used"] = {"stage1_names": len(stage1), "stage2_records": len(stage2), "dev": len(dev), "test": len(test)}
+    (work / "counts.json").write_text(json.dumps(counts, indent=2))
+
+
+def perturb_one(text: str, rng: random.Random) -> tuple[str, str] | None:
+    """A query made from a real name: its suffix dropped, a typo, or a word missing."""
+    for suffix in SUFFIXES:
+        if text.endswith(suffix) and len(text) > len(suffix) + 2:
+            return "dropped suffix", text[:-len(suffix)]
+    words = text.split()
+    if len(words) > 1 and rng.random() < 0.5:
+        drop = rng.randrange(len(words))
+        return "missing word", " ".join(w for i, w in enumerate(words) if i != drop)
+    if len(text) < 5:
+        return None
+    i = rng.randrange(1, len(text) - 1)
+    kind = rng.choice(("swap", "delete", "replace"))
+    if kind == "swap":
+        typo = text[:i] + text[i + 1] + text[i] + text[i + 2:]
+    elif kind == "delete":
+        typo = text[:i] + text[i + 1:]
+    else:
+        typo = text[:i] + rng.choice("abcdefghijklmnopqrstuvwxyz") + text[i + 1:]
+    return ("typo", typo) if typo != text else None
+
+
+def perturb(args) -> None:
+    rng = random.Random(args.seed)
+    names = records()
+    out = []
+    for record in rng.sample(names, len(names)):
+        if len(out) >= args.n:
+            break
+        made = perturb_one(record["text"], rng)
+        if made and name_key(made[1]) != name_key(record["text"]):
+            out.append({"text": made[1], "perturbation": made[0], "target": record["text"], "target_id": record["id"]})
+    for row in out:
+        print(json.dumps(row, ensure_ascii=False))
+
+
+def recall(args) -> None:
+    by_kind: dict[str, list[int]] = {}
+    for r in records():
+        hit = any(name_key(n["text"]) == name_key(r["target"]) for n in r["neighbors"][:10])
+        by_kind.setdefault(r["perturbation"], []).append(hit)
+        by_kind.setdefault("all", []).append(hit)
+    print(json.dumps({kind: {"n": len(v), "recall_at_10": round(sum(v) / len(v), 4)} for kind, v in by_kind.items()}))
+
+
+def table(args) -> None:
+    work = Path(args.work)
+    metrics = {p.name.removesuffix(".json"): json.loads(p.read_text()) for p in sorted((work / "metrics").glob("*.json"))}
+    times = dict(line.split("\t") for line in (work / "times.tsv").read_text().splitlines() if line)
+    counts = json.loads((work / "counts.json").read_text())
+    lines = ["# POI identification (Zhang et al., \"BERT has a Mouth, and it can Taste\"), reproduced", "",
+             f"Run {time.strftime('%Y-%m-%d')} on {platform.machine()} ({os.cpu_count()} cores), CPU only; "
+             f"settings: {os.environ.get('POI_SETTINGS', '')}", "",
+             "## Data (`sembed convert --from gazetteer`)", "",
+             f"{counts['records']} distinct names: {counts['poi']} POI, {counts['records'] - counts['poi']} non-POI.", "",
+             "| split | POI | non-POI |", "| --- | ---: | ---: |"]
+    for split in ("train", "dev", "test"):
+        lines.append(f"| {split} | {counts[split]['poi']} | {counts[split]['non_poi']} |")
+    lines += ["", "Sources: " + ", ".join(f"{k} {v}" for k, v in counts["sources"].items()) + ".",
+              f"Used here: {json.dumps(counts['used'])}.", "",
+              "## Taste F0.5 (POI = positive class, top-10 hits / characters)", "",
+              "| model | threshold | precision | recall | F0.5 | paper F0.5 (dev/test) |",
+              "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for stage, paper in (("stage1", "lm"), ("stage2", "lm+tri")):
+        m = metrics.get(f"{stage}.poi")
+        if not m:
+            continue
+        for label, row in (("0.5", m), (f"{m['tuned_threshold']:.3g} (best F0.5 on dev)", m["at_tuned_threshold"])):
+            lines.append(f"| {paper} ({stage}) | {label} | {row['precision']:.3f} | {row['recall']:.3f} | "
+                         f"{row['f0_5']:.3f} | {PAPER[paper]['dev/test']:.2f} |")
+    if "recall" in metrics:
+        lines += ["", "## Search: recall@10 of perturbed real names (FAISS index over all POI names, stage-2 model)", "",
+                  "| perturbation | queries | recall@10 |", "| --- | ---: | ---: |"]
+        for kind, m in metrics["recall"].items():
+            lines.append(f"| {kind} | {m['n']} | {m['recall_at_10']:.3f} |")
+    lines += ["", "## Time (seconds)", "", "| stage | s |", "| --- | ---: |"]
+    lines += [f"| {k} | {v} |" for k, v in times.items()]
+    text = "\n".join(lines) + "\n"
+    sys.stderr.write(text)
+    if args.markdown:
+        Path(args.markdown).write_text(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"paper": PAPER, "counts": counts, "metrics": metrics, "times_s": times},
+                                              indent=2) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("sample")
+    p.add_argument("work")
+    for name in ("--train-names", "--stage2-records", "--dev", "--test", "--seed", "--index-names"):
+        p.add_argument(name, type=int, required=True)
+    p = sub.add_parser("perturb")
+    p.add_argument("n", type=int)
+    p.add_argument("seed", type=int)
+    sub.add_parser("recall")
+    p = sub.add_parser("table")
+    p.add_argument("work")
+    p.add_argument("--markdown")
+    p.add_argument("--json")
+    args = parser.parse_args()
+    {"sample": sample, "perturb": perturb, "recall": recall, "table": table}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""sembed taste: the POI paper's "let BERT taste": is a name a point of interest, by how well a masked-LM guesses it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .. import sentence_models
+from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
+from ..options import BatchSize, Device, Input, Output, Quiet, SkipErrors, TextKeys, Verbose
+
+MaskedLM = Annotated[Optional[str], typer.Option(
+    "--model", "-m", envvar="SEMBED_TASTE_MODEL", metavar="DIR", show_default=False,
+    help="Masked-LM directory: one `sembed train --method mlm --from-scratch` or `--method poi` wrote, or any "
+         "Hugging Face masked-LM directory (required). Never downloaded.")]
+TopK = Annotated[int, typer.Option("--top-k", min=1, metavar="K", help="A hit: the true token among the top K "
+                                                                      "predictions (the paper: 10).")]
+Threshold = Annotated[float, typer.Option("--threshold", min=0.0, max=1.0, metavar="T",
+                                          help="is_poi = taste_score >= T (the paper: 0.5).")]
+
+
+def taste_records(records, taster, fields: TextFields, batch_size: int, threshold: float):
+    """Each record with taste_score, taste_hits, taste_length and is_poi for each text field (a lazy iterator)."""
+
+    def store(record: dict, key: str, taste) -> None:
+        prediction = derived_key(key, "is_poi")
+        if prediction in record:
+            record[prediction + "_gold"] = record.pop(prediction)
+        record[derived_key(key, "taste_score")] = round(taste.score, 6)
+        record[derived_key(key, "taste_hits")] = taste.hits
+        record[derived_key(key, "taste_length")] = taste.length
+        record[prediction] = taste.length > 0 and taste.score >= threshold
+
+    return map_texts(records, fields, batch_size, taster.taste, store)
+
+
+def taste_command(
+    input: Input = "-",
+    output: Output = "-",
+    model: MaskedLM = None,
+    text_keys: TextKeys = None,
+    top_k: TopK = 10,
+    threshold: Threshold = 0.5,
+    batch_size: BatchSize = 256,
+    device: Device = "auto",
+    skip_errors: SkipErrors = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Tell POI names from other text by how well a masked-LM trained on POI names guesses them back.
+
+    The POI paper's "let BERT taste" (Zhang et al., section 4): each token
+    of the text (a character for the character model of `sembed train
+    --method mlm --from-scratch`, a word-piece for a word-piece model) is
+    masked in turn; a hit is the true token among the model's top --top-k
+    predictions at the masked position. Reads text (or --text-key). Writes
+    taste_hits, taste_length (tokens tasted), taste_score = hits / length
+    and is_poi = taste_score >= --threshold (false for a text with no
+    token). An is_poi already in the record (the gold label of `sembed
+    convert --from gazetteer`) is kept as is_poi_gold, for `sembed eval poi`.
+    For another key K the fields are taste_score_K ... (text_a: taste_score_a).
+
+    All masked copies of a batch of records (--batch-size) go through the
+    model together, in chunks of about 32k tokens; output is flushed after
+    each batch. Texts longer than the model's positions are cut.
+
+    \b
+    Example:
+      sembed convert --from gazetteer | sembed taste -m poi-model \\
+        | sembed eval poi --tune-split dev --test-split test
+    """
+    from ..errors import SembedError
+    from ..taste import Taster
+    from ..training.masked_lm import load_masked_lm
+
+    if model is None:
+        raise SembedError("taste needs a masked-LM", "pass --model DIR, e.g. from sembed train --method mlm "
+                                                       "--from-scratch")
+    resolved = sentence_models.resolve_device(device)
+    lm, tokenizer = load_masked_lm(model, resolved)
+    taster = Taster(lm, tokenizer, top_k)
+    fields = TextFields(text_keys)
+    run_stream(RecordSource(input, skip_errors=skip_errors), fields.of,
+               lambda records: taste_records(records, taster, fields, batch_size, threshold), output, batch_size,
+               "tasting")

@@ -1,0 +1,77 @@
+"""eval salience: a salience table against word norms (word, rating), and its highest and lowest words.
+
+The NWS paper (section 4.2, Table 3) correlates the learnt scores with
+psycholinguistic ratings (concreteness, imageability, valence, arousal,
+dominance). Norms come as JSONL records or as the delimited files they are
+published in (CSV, or tab-separated .tsv/.txt, with a header row).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from ..errors import BadRecord, SembedError
+from ..io import RecordSource, check_number, check_text, text_lines
+from ..word_saliency import SalienceTable, correlation_with_norms
+
+DELIMITED = {".csv": ",", ".tsv": "\t", ".txt": "\t"}
+
+
+class NormReader:
+    """(word, rating) of one record."""
+
+    def __init__(self, word_key: str = "word", rating_key: str = "rating"):
+        self.word_key, self.rating_key = word_key, rating_key
+
+    def __call__(self, record: dict) -> tuple[str, float]:
+        if self.word_key not in record:
+            raise BadRecord(f"missing key '{self.word_key}' (the rated word)")
+        return check_text(record, self.word_key).strip(), check_number(record, self.rating_key, "the rating")
+
+
+def delimited_records(path: str, source: RecordSource):
+    """The rows of a CSV/TSV file with a header as (line number, dict) pairs, the values as numbers where they are."""
+    delimiter = DELIMITED[Path(path).suffix.lower()]
+    lines = text_lines(path, source.rejects)
+    header = None
+    for number, line in lines:
+        if not line.strip():
+            continue
+        row = next(csv.reader([line], delimiter=delimiter))
+        if header is None:
+            header = [name.strip() for name in row]
+            continue
+        record = dict(zip(header, row))
+        for key, value in record.items():
+            try:
+                record[key] = float(value)
+            except ValueError:
+                pass
+        yield number, record
+
+
+def read_norms(path: str, reader: NormReader, skip_errors: bool = False) -> tuple[list[tuple[str, float]], RecordSource]:
+    source = RecordSource(path, skip_errors=skip_errors)
+    norms: list[tuple[str, float]] = []
+    if Path(path).suffix.lower() in DELIMITED:
+        for number, record in delimited_records(path, source):
+            try:
+                norms.append(reader(record))
+            except BadRecord as e:
+                source.rejects.reject(number, e.message)
+    else:
+        norms = []
+        for _ in source.checked(lambda record: norms.append(reader(record))):
+            pass
+    if not norms:
+        raise SembedError(f"no rated words in {source.rejects.name}", "give word and rating fields (--word-key, "
+                                                                       "--rating-key)")
+    return norms, source
+
+
+def salience_report(table_path: str, norms: list[tuple[str, float]], extremes: int, min_sentences: int) -> dict:
+    table = SalienceTable.load(table_path)
+    top, bottom = table.extremes(extremes, min_sentences)
+    return {"task": "salience", "table": str(table_path), "words": len(table.words),
+            **correlation_with_norms(table, norms), "top": top, "bottom": bottom}

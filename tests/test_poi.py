@@ -1,0 +1,266 @@
+"""The POI paper's pieces: character tokenizer, train --method mlm --from-scratch and poi, taste, eval poi.
+
+Models here are tiny (1 layer, hidden size 16) and trained for a few steps on
+a few dozen names, so the tests check the machinery, not the quality (the
+reproduction in examples/poi_reproduction.sh does that).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import jsonl, sembed
+
+torch = pytest.importorskip("torch")
+
+from sembed_cli import char_tokenizer  # noqa: E402
+from sembed_cli.taste import Taster  # noqa: E402
+from sembed_cli.training.masked_lm import MLM_IGNORE, load_masked_lm, mask_one  # noqa: E402
+from sembed_cli.training.poi_triplet import batch_all_triplet_loss  # noqa: E402
+
+PLACES = ["Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Bristol", "Clinton", "Salem",
+          "Madison", "Georgetown", "Arlington", "Ashland", "Burlington", "Manchester", "Milton", "Newport",
+          "Oakland", "Clayton", "Dayton", "Lexington", "Marion", "Auburn", "Hudson", "Jackson County"]
+WORDS = ["aardvark", "quixotic", "zymurgy", "blithe", "euro", "dollar", "klingon", "esperanto", "syzygy", "quorum"]
+TINY = ("--layers", "1", "--hidden", "16", "--batch-size", "32", "--device", "cpu", "-q")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def same_weights(a: Path, b: Path) -> bool:
+    """Equal up to float rounding (the order of CPU reductions may differ between runs)."""
+    from safetensors.torch import load_file
+
+    left, right = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    return left.keys() == right.keys() and all(torch.allclose(left[k], right[k], atol=1e-6) for k in left)
+
+
+def names_records() -> str:
+    return jsonl(*({"text": t, "is_poi": True, "split": "train"} for t in PLACES),
+                 *({"text": t, "is_poi": False, "split": "train"} for t in WORDS),
+                 {"text": "Kingston", "is_poi": True, "split": "test"})
+
+
+@pytest.fixture(scope="module")
+def stage1(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("poi") / "stage1"
+    run = sembed("train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "-o", str(out),
+                 input=names_records())
+    assert run.exit_code == 0, run.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def stage2(stage1) -> Path:
+    out = stage1.parent / "stage2"
+    run = sembed("train", "--method", "poi", "--model", str(stage1), "--batch-size", "16", "--device", "cpu", "-q",
+                 "-o", str(out), input=names_records())
+    assert run.exit_code == 0, run.stderr
+    return out
+
+
+# --- pieces ------------------------------------------------------------------------------------------------
+
+def test_character_tokenizer_saves_as_a_normal_tokenizer(tmp_path):
+    from transformers import AutoTokenizer
+
+    built = char_tokenizer.build(["São Paulo", "Köln"])
+    built.save_pretrained(tmp_path)
+    loaded = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert loaded.convert_ids_to_tokens(loaded("Sao  paulo")["input_ids"]) == \
+        ["[CLS]", "s", "a", "o", "p", "a", "u", "l", "o", "[SEP]"]
+    assert loaded.mask_token == "[MASK]" and loaded.pad_token_id == 0
+
+
+def test_mask_one_masks_exactly_one_character_of_each_name():
+    ids = torch.tensor([[2, 10, 11, 12, 3], [2, 13, 3, 0, 0]])
+    generator = torch.Generator().manual_seed(0)
+    masked, labels = mask_one(ids, torch.tensor([3, 1]), 4, generator)
+    assert ((masked == 4).sum(1) == 1).all()
+    assert masked[1, 1] == 4 and labels[1, 1] == 13
+    position = int((masked[0] == 4).nonzero())
+    assert 1 <= position <= 3 and labels[0, position] == ids[0, position]
+    assert ((labels != MLM_IGNORE).sum(1) == 1).all()
+
+
+@pytest.mark.parametrize("distance", ["euclidean", "cosine", "manhattan"])
+def test_batch_all_triplet_loss_is_the_mean_over_positive_valid_triplets(distance):
+    from sembed_cli.training.poi_triplet import pairwise_distances
+
+    torch.manual_seed(1)
+    embeddings = torch.nn.functional.normalize(torch.randn(7, 5), dim=-1)
+    labels = torch.tensor([1, 1, 0, 1, 0, 0, 1])
+    loss, share = batch_all_triplet_loss(embeddings, labels, 0.3, distance)
+    d = pairwise_distances(embeddings, distance)
+    values = [max(0.0, (d[a, p] - d[a, n] + 0.3).item()) for a, p, n in itertools.product(range(7), repeat=3)
+              if a != p and labels[a] == labels[p] and labels[n] != labels[a]]
+    positive = [v for v in values if v > 1e-16]
+    assert loss.item() == pytest.approx(sum(positive) / len(positive), rel=1e-5)
+    assert share == pytest.approx(len(positive) / len(values))
+
+
+# --- training ----------------------------------------------------------------------------------------------
+
+def test_stage1_is_a_masked_lm_and_a_sentence_transformers_model(stage1):
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    assert AutoModelForMaskedLM.from_pretrained(str(stage1)).config.num_hidden_layers == 1
+    assert AutoTokenizer.from_pretrained(str(stage1)).mask_token == "[MASK]"
+    vector = SentenceTransformer(str(stage1), device="cpu").encode(["Springfield"])[0]
+    assert vector.shape == (16,) and abs(float((vector ** 2).sum()) - 1) < 1e-5
+    meta = json.loads((stage1 / "sembed.json").read_text())
+    assert meta["method"] == "mlm" and meta["data"]["names"] == len(PLACES) and meta["data"]["left_out"] == 11
+    assert meta["settings"]["samples_per_name"] == 2 and meta["settings"]["learning_rate"] == 1e-3
+    assert not (stage1.parent / "stage1.checkpoints").exists()
+
+
+def test_embed_works_on_the_poi_model(stage2):
+    run = sembed("embed", "--model", str(stage2), "--device", "cpu", input=jsonl({"text": "Salem"}))
+    assert run.exit_code == 0, run.stderr
+    assert len(run.records[0]["embedding"]) == 16
+    assert "LOAD REPORT" not in run.stderr  # each library finds exactly the weights it expects
+
+
+def test_stage2_metadata(stage2, stage1):
+    meta = json.loads((stage2 / "sembed.json").read_text())
+    assert meta["method"] == "poi" and meta["base_model"] == str(stage1)
+    assert meta["data"]["poi"] == len(PLACES) and meta["data"]["non_poi"] == len(WORDS)
+    assert meta["settings"]["distance"] == "euclidean" and meta["settings"]["batch_size"] == 16
+
+
+def test_same_seed_same_model(stage1, tmp_path):
+    again = tmp_path / "again"
+    run = sembed("train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "-o", str(again),
+                 input=names_records())
+    assert run.exit_code == 0
+    assert same_weights(again, stage1)
+
+
+def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(stage1, tmp_path, monkeypatch):
+    from sembed_cli.training import masked_lm
+
+    out = tmp_path / "resumed"
+    args = ("train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "--checkpoint-steps", "1",
+            "-o", str(out))
+    real = masked_lm.mlm_loss
+    calls = {"n": 0}
+
+    def interrupted(model, batch):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(model, batch)
+
+    monkeypatch.setattr(masked_lm, "mlm_loss", interrupted)
+    assert sembed(*args, input=names_records()).exit_code == 130
+    monkeypatch.setattr(masked_lm, "mlm_loss", real)
+    refused = sembed(*args, input=names_records())
+    assert refused.exit_code == 1 and "holds the checkpoints of an unfinished run" in refused.stderr
+    assert sembed(*args, "--resume", input=names_records()).exit_code == 0
+    assert same_weights(out, stage1)
+
+
+def test_mlm_without_from_scratch_is_not_built_yet(tmp_path):
+    run = sembed("train", "--method", "mlm", "-o", str(tmp_path / "m"), input=names_records())
+    assert run.exit_code == 1
+    assert run.stderr.startswith("error: --method mlm without --from-scratch (adapting an encoder such as "
+                                 "all-MiniLM-L6-v2 into an English masked-LM on prose, for gensets) is not built yet")
+
+
+def test_usage_errors(tmp_path, stage1):
+    run = sembed("train", "--method", "poi", "-o", str(tmp_path / "m"), input=names_records())
+    assert run.exit_code == 2 and "poi continues a stage-1 model" in run.stderr
+    run = sembed("train", "--method", "mlm", "--from-scratch", "--distance", "cosine", "-o", str(tmp_path / "m"),
+                 input=names_records())
+    assert run.exit_code == 2 and "only for --method poi" in run.stderr
+    run = sembed("train", "--method", "poi", "--model", str(stage1), "--distance", "hamming", "-o",
+                 str(tmp_path / "m"), input=names_records())
+    assert run.exit_code == 2 and "'hamming' is not one of 'euclidean', 'cosine', 'manhattan'" in run.stderr
+
+
+def test_model_directory_is_not_overwritten_without_force(stage1):
+    run = sembed("train", "--method", "mlm", "--from-scratch", *TINY, "-o", str(stage1), input=names_records())
+    assert run.exit_code == 1
+    assert run.stderr.strip() == f"error: {stage1} already exists (hint: pass --force to replace it, or choose another -o)"
+
+
+def test_bad_records_name_file_and_line(tmp_path):
+    bad = names_records() + '{"text": "Oslo", "is_poi": "yes"}\n'
+    run = sembed("train", "--method", "poi", "--model", "x", "-o", str(tmp_path / "m"), input=bad)
+    assert run.exit_code == 1  # the model is checked first
+    run = sembed("train", "--method", "mlm", "--from-scratch", *TINY, "-o", str(tmp_path / "m"), input=bad)
+    assert run.exit_code == 1
+    assert run.stderr.strip() == "error: <stdin>:36: 'is_poi' must be true or false, got a string"
+
+
+# --- taste -------------------------------------------------------------------------------------------------
+
+def test_batched_taste_equals_one_masked_copy_at_a_time(stage2):
+    model, tokenizer = load_masked_lm(str(stage2))
+    taster = Taster(model, tokenizer, top_k=3, max_tokens=64)  # small chunks: copies of one name cross a chunk
+    names = PLACES[:6] + WORDS[:4] + ["x"]
+    assert taster.taste(names) == [taster.taste_one_copy_at_a_time(n) for n in names]
+
+
+def test_taste_writes_its_fields_and_keeps_the_gold_label(stage2):
+    run = sembed("taste", "-q", "-m", str(stage2), "--device", "cpu",
+                 input=jsonl({"id": 1, "text": "Springfield", "is_poi": True}, {"id": 2, "text": "Paris"}))
+    assert run.exit_code == 0, run.stderr
+    first, second = run.records
+    assert list(first) == ["id", "text", "is_poi_gold", "taste_score", "taste_hits", "taste_length", "is_poi"]
+    assert first["taste_length"] == 11 and first["taste_score"] == round(first["taste_hits"] / 11, 6)
+    assert first["is_poi"] == (first["taste_score"] >= 0.5)
+    assert "is_poi_gold" not in second and second["taste_length"] == 5
+
+
+def test_taste_errors(stage2, tmp_path):
+    run = sembed("taste", input=jsonl({"text": "Paris"}))
+    assert run.exit_code == 1 and run.stderr.startswith("error: taste needs a masked-LM")
+    run = sembed("taste", "-m", str(tmp_path), input=jsonl({"text": "Paris"}))
+    assert run.exit_code == 1 and f"no masked-LM directory at '{tmp_path}'" in run.stderr
+    run = sembed("taste", "-q", "-m", str(stage2), "--device", "cpu", input=jsonl({"text": "Paris"}, {"text": " "}))
+    assert run.exit_code == 1 and len(run.records) == 1
+    assert run.stderr.strip() == "error: <stdin>:2: empty text in 'text'"
+
+
+# --- eval poi ------------------------------------------------------------------------------------------------
+
+def scored(*rows) -> str:
+    return jsonl(*({"taste_score": s, "is_poi_gold": g, "split": split} for s, g, split in rows))
+
+
+def test_eval_poi_precision_recall_f05():
+    run = sembed("eval", "poi", "-q", input=scored((0.9, True, "test"), (0.6, False, "test"), (0.4, True, "test"),
+                                                   (0.2, False, "test")))
+    assert run.exit_code == 0, run.stderr
+    report = run.records[0]
+    assert report == {"score": "taste_score", "threshold": 0.5, "n": 4, "tp": 1, "fp": 1, "fn": 1, "tn": 1,
+                      "precision": 0.5, "recall": 0.5, "f0_5": 0.5, "accuracy": 0.5}
+
+
+def test_eval_poi_tunes_the_threshold_on_dev_and_reports_test():
+    rows = [(0.9, True, "dev"), (0.8, True, "dev"), (0.7, False, "dev"), (0.6, False, "dev"), (0.5, True, "dev"),
+            (0.95, True, "test"), (0.75, False, "test"), (0.85, True, "test"), (0.3, False, "test")]
+    run = sembed("eval", "poi", "-q", "--tune-split", "dev", "--test-split", "test", input=scored(*rows))
+    report = run.records[0]
+    assert report["tuned_threshold"] == 0.8  # dev: P 1, R 2/3 -> F0.5 0.909, the best
+    assert report["tuning"]["f0_5"] == 0.9091
+    assert report["at_tuned_threshold"]["tp"] == 2 and report["at_tuned_threshold"]["fp"] == 0
+    assert report["n"] == 4 and report["split"] == "test"
+
+
+def test_eval_poi_bad_gold():
+    run = sembed("eval", "poi", input=jsonl({"taste_score": 0.5, "is_poi": "yes"}))
+    assert run.exit_code == 1
+    assert run.stderr.strip() == "error: <stdin>:1: 'is_poi' must be true or false, got a string"
