@@ -33,14 +33,7 @@ report="python examples/cf_bert_report.py"
 mkdir -p "$WORK/metrics"
 : > "$WORK/times.tsv"
 start=$(date +%s)
-stage() {  # stage NAME COMMAND...: run it, note its seconds
-  local name=$1 t0
-  shift
-  t0=$(date +%s)
-  echo "== $name" >&2
-  "$@"
-  echo -e "$name\t$(($(date +%s) - t0))" >> "$WORK/times.tsv"
-}
+source examples/stages.sh  # stage NAME COMMAND...: run it, note its seconds
 
 # 1. Records with S_cf, built once by the packaged parser and shared by training and embedding.
 prepare() {

@@ -31,14 +31,7 @@ report="python examples/poi_report.py"
 mkdir -p "$WORK/metrics"
 : > "$WORK/times.tsv"
 start=$(date +%s)
-stage() {  # stage NAME COMMAND...: run it, note its seconds
-  local name=$1 t0
-  shift
-  t0=$(date +%s)
-  echo "== $name" >&2
-  "$@"
-  echo -e "$name\t$(($(date +%s) - t0))" >> "$WORK/times.tsv"
-}
+source examples/stages.sh  # stage NAME COMMAND...: run it, note its seconds
 
 data() {
   sembed convert -q --from gazetteer -o "$WORK/gazetteer.jsonl"

@@ -94,6 +94,6 @@ for seed in $SEEDS; do
 done
 
 seconds=$(($(date +%s) - start))
-python examples/ta_sbert_report.py "$WORK" --seconds "$seconds" --steps "${STEPS:-all}" \
+python examples/ta_sbert_report.py ablation "$WORK" --seconds "$seconds" --steps "${STEPS:-all}" \
   --markdown examples/results/ta_sbert.md --json examples/results/ta_sbert.json
 [ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"

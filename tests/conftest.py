@@ -53,6 +53,17 @@ def jsonl(*records: dict) -> str:
 TINY_DIM = 32
 
 
+@pytest.fixture
+def one_torch_thread():
+    """Tiny models gain nothing from threads, and they crawl when another job holds a core of a small machine."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> str:
     """A 2-layer BERT (hidden size 32, random weights, the packaged MiniLM's vocabulary) with mean pooling and

@@ -28,13 +28,7 @@ PLACES = ["Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Bri
 WORDS = ["aardvark", "quixotic", "zymurgy", "blithe", "euro", "dollar", "klingon", "esperanto", "syzygy", "quorum"]
 TINY = ("--layers", "1", "--hidden", "16", "--batch-size", "32", "--device", "cpu", "-q")
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def same_weights(a: Path, b: Path) -> bool:

@@ -18,13 +18,7 @@ from sembed_cli.training.ta_sbert import TokenAttentionLoss, new_parameters, res
 WORDS = "man woman dog cat child plays runs eats guitar ball park kitchen".split()
 LABELS = ("entailment", "neutral", "contradiction")
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def nli_pairs(n: int = 32, seed: int = 3) -> list[dict]:

@@ -28,14 +28,7 @@ from sembed_cli.training.siamese import ComponentFocusCosineLoss  # noqa: E402
 
 WORDS = "man woman dog cat child runs eats plays guitar piano ball park street kitchen the a is on in".split()
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """The tiny model gains nothing from threads, and they crawl when another job holds a core of a small machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def pairs(n: int = 40, seed: int = 1, s_cf: bool = True) -> list[dict]:

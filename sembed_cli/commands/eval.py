@@ -15,7 +15,8 @@ from ..options import Input, Output, Quiet, Seed, SkipErrors, TextKeys, Verbose
 T = TypeVar("T")
 
 eval_app = typer.Typer(
-    help="Evaluate embeddings: STS correlation, entailment and transfer classification.\n\n"
+    help="Evaluate: STS correlation, entailment and transfer classification of embeddings; POI taste decisions; "
+         "salience tables against word ratings.\n\n"
          "Each command reads every record (a metric needs them all, so nothing streams out) but keeps only what "
          "it needs, and writes one JSON object of metrics to stdout and a table to stderr (-q: no table).",
     no_args_is_help=True, rich_markup_mode=None)

@@ -77,13 +77,15 @@ class LoopSchedule:
 
 # --- data ----------------------------------------------------------------------------------------------
 
-def read_poi_names(source: RecordSource, text_key: str = "text") -> tuple[list[str], dict]:
-    """The training POI names of a record stream: records whose is_poi is not false and whose split, if any, is train.
+def read_train_split(source: RecordSource, text_key: str = "text", label_required: bool = False
+                     ) -> tuple[list[str], list[bool], int]:
+    """(names, is_poi, records left out) of the train split of a record stream, in input order.
 
-    Returns the names (in input order) and the data description for the metadata.
+    A record belongs to the train split when its split field is "train" or absent. is_poi, when present,
+    must be true or false; absent, it is true (a plain list of POI names) unless `label_required`.
     """
     names: list[str] = []
-    digest = ContentHash()
+    labels: list[bool] = []
     left_out = 0
 
     def keep(record: dict) -> None:
@@ -91,26 +93,42 @@ def read_poi_names(source: RecordSource, text_key: str = "text") -> tuple[list[s
         if text_key not in record:
             raise BadRecord(f"missing key '{text_key}'")
         text = check_text(record, text_key)
+        if label_required and "is_poi" not in record:
+            raise BadRecord("missing key 'is_poi' (poi trains on POI names and non-POI queries)")
         is_poi = record.get("is_poi", True)
         if not isinstance(is_poi, bool):
             raise BadRecord(f"'is_poi' must be true or false, got {json_type(is_poi)}")
-        if not is_poi or record.get("split", "train") != "train":
+        if record.get("split", "train") != "train":
             left_out += 1
             return
         names.append(text)
-        digest.add(text)
+        labels.append(is_poi)
 
     for _ in console.progress(source.checked(keep), "reading names"):
         pass
     summary = source.summary()
     if summary:
         console.warn(summary)
+    return names, labels, left_out
+
+
+def read_poi_names(source: RecordSource, text_key: str = "text") -> tuple[list[str], dict]:
+    """The training POI names of a record stream: records whose is_poi is not false and whose split, if any, is train.
+
+    Returns the names (in input order) and the data description for the metadata.
+    """
+    names, labels, left_out = read_train_split(source, text_key)
+    names = [name for name, is_poi in zip(names, labels) if is_poi]
+    left_out += len(labels) - len(names)
     if not names:
         raise SembedError(f"no POI training names in {source.rejects.name}",
                           "mlm --from-scratch reads records with text (and is_poi true, split train when present), "
                           "e.g. from sembed convert --from gazetteer")
     if left_out:
         console.say(f"training on {len(names)} POI names of the train split; {left_out} other records left out")
+    digest = ContentHash()
+    for name in names:
+        digest.add(name)
     return names, {"input": source.rejects.name, "names": len(names), "left_out": left_out,
                    "skipped": len(source.rejects.skipped), "sha256": digest.hexdigest()}
 

@@ -28,11 +28,11 @@ import torch
 
 from .. import console, sentence_models
 from ..artifacts import ContentHash, describe, refuse_existing
-from ..errors import BadRecord, SembedError
-from ..io import RecordSource, check_text, json_type
+from ..errors import SembedError
+from ..io import RecordSource
 from . import checkpoints
 from .masked_lm import (COMMAND, MLM_IGNORE, LoopSchedule, encode_names, finish, length_batches, load_masked_lm,
-                        mask_one, run_loop)
+                        mask_one, read_train_split, run_loop)
 
 DISTANCES = ("euclidean", "cosine", "manhattan")
 DEFAULT_MARGIN = 0.5  # on unit-length embeddings (Euclidean distances lie in [0, 2])
@@ -78,37 +78,15 @@ def mean_pooled(hidden: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
 
 def read_labelled_names(source: RecordSource, text_key: str = "text") -> tuple[list[str], list[bool], dict]:
     """(names, is_poi) of the train split (all records when there is no split field), with the data description."""
-    names: list[str] = []
-    labels: list[bool] = []
-    digest = ContentHash()
-    left_out = 0
-
-    def keep(record: dict) -> None:
-        nonlocal left_out
-        if text_key not in record:
-            raise BadRecord(f"missing key '{text_key}'")
-        text = check_text(record, text_key)
-        if "is_poi" not in record:
-            raise BadRecord("missing key 'is_poi' (poi trains on POI names and non-POI queries)")
-        if not isinstance(record["is_poi"], bool):
-            raise BadRecord(f"'is_poi' must be true or false, got {json_type(record['is_poi'])}")
-        if record.get("split", "train") != "train":
-            left_out += 1
-            return
-        names.append(text)
-        labels.append(record["is_poi"])
-        digest.add([text, record["is_poi"]])
-
-    for _ in console.progress(source.checked(keep), "reading names"):
-        pass
-    summary = source.summary()
-    if summary:
-        console.warn(summary)
+    names, labels, left_out = read_train_split(source, text_key, label_required=True)
     if len(set(labels)) < 2:
         raise SembedError(f"poi needs POI names and non-POI queries of the train split in {source.rejects.name}",
                           "e.g. sembed convert --from gazetteer")
     if left_out:
         console.say(f"training on the {len(names)} records of the train split; {left_out} others left out")
+    digest = ContentHash()
+    for name, is_poi in zip(names, labels):
+        digest.add([name, is_poi])
     return names, labels, {"input": source.rejects.name, "records": len(names), "poi": sum(labels),
                            "non_poi": len(labels) - sum(labels), "left_out": left_out,
                            "skipped": len(source.rejects.skipped), "sha256": digest.hexdigest()}
