@@ -157,3 +157,13 @@ def test_plain_shows_the_weights_on_stderr_and_explain_needs_token_attention(ta_
     assert f"error: the model at '{tiny_model}' has no Token Attention pooling" in run.stderr
     run = sembed("embed", "--method", "avg", "--explain", input=jsonl({"text": "Dogs run"}))
     assert run.exit_code == 2 and "only for --method model" in run.stderr
+
+
+def test_the_reconstruction_head_can_start_from_the_word_piece_embeddings(tiny_model):
+    model = reshape(sentence_models.open_model(tiny_model, "cpu"), "ta", reconstruction=True,
+                    reconstruction_init="embeddings")
+    embeddings = model[0].auto_model.get_input_embeddings().weight
+    assert torch.equal(model[2].projection.weight, embeddings)
+    assert model[2].projection.weight.data_ptr() != embeddings.data_ptr()  # a copy: trained apart from the encoder
+    uniform = reshape(sentence_models.open_model(tiny_model, "cpu"), "ta", reconstruction=True)
+    assert uniform[2].projection.weight.abs().max().item() <= 0.245

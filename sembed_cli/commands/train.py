@@ -49,7 +49,8 @@ STEPPED = SENTENCE_ENCODERS | {Method.mlm, Method.poi}  # a learning-rate schedu
 ONLY_FOR: dict[str, set[Method]] = {  # an option given on the command line to any other method is a usage error
     "cf_weight": {Method.cf},
     "score_range": {Method.sbert, Method.cf, Method.ta},
-    "pooling": {Method.ta}, "no_recon": {Method.ta}, "objective": {Method.ta}, "validation": {Method.ta},
+    "pooling": {Method.ta}, "no_recon": {Method.ta}, "recon_init": {Method.ta}, "objective": {Method.ta},
+    "validation": {Method.ta},
     "vectors": {Method.nws}, "init": {Method.nws}, "save_epochs": {Method.nws},
     "from_scratch": {Method.mlm}, "layers": {Method.mlm}, "hidden": {Method.mlm}, "samples": {Method.mlm},
     "distance": {Method.poi}, "margin": {Method.poi}, "triplet_weight": {Method.poi},
@@ -140,6 +141,10 @@ Pooling = Annotated[Literal["ta", "mean"], typer.Option(
     "--pooling", metavar="ta|mean", help="ta: Token Attention pooling (eq. 1-4); mean: the encoder's tokens averaged "
                                          "(the ablation's SBERT row).")]
 NoRecon = Annotated[bool, typer.Option("--no-recon", help="ta: leave out the reconstruction head and loss (eq. 5, 7).")]
+ReconInit = Annotated[Literal["uniform", "embeddings"], typer.Option(
+    "--recon-init", metavar="uniform|embeddings",
+    help="ta: initial W_r of the reconstruction head (the paper does not say): uniform like Token Attention, or a "
+         "copy of the encoder's word-piece embeddings (as BERT's tied masked-LM decoder).")]
 Objective = Annotated[Literal["nli", "sts"], typer.Option(
     "--objective", metavar="nli|sts", help="ta: nli: softmax classifier over (u, v, |u - v|) on the pairs' label "
                                            "(eq. 6); sts: cosine similarity against the scaled score, MSE.")]
@@ -167,6 +172,7 @@ def train_command(
     score_range: ScoreRangeOption = None,
     pooling: Pooling = "ta",
     no_recon: NoRecon = False,
+    recon_init: ReconInit = "uniform",
     objective: Objective = "nli",
     validation: Validation = None,
     vectors: NwsVectors = "glove-6b-50d",
@@ -303,7 +309,7 @@ def train_command(
     source = RecordSource(input, skip_errors=skip_errors)
     if method in SENTENCE_ENCODERS:
         _train_sentence_encoder(source, method, output, model, epochs, batch_size, lr, warmup, max_steps, cf_weight,
-                                score_range, pooling, not no_recon, objective, validation, text_keys,
+                                score_range, pooling, not no_recon, recon_init, objective, validation, text_keys,
                                 checkpoint_steps, resume, force, seed, device)
     elif method == Method.nws:
         _train_nws(source, output, vectors, init, save_epochs, epochs, batch_size, lr, text_keys, resume, force, seed,
@@ -315,8 +321,8 @@ def train_command(
 
 
 def _train_sentence_encoder(source, method, output, model, epochs, batch_size, lr, warmup, max_steps, cf_weight,
-                            score_range, pooling, reconstruction, objective, validation, text_keys, checkpoint_steps,
-                            resume, force, seed, device) -> None:
+                            score_range, pooling, reconstruction, recon_init, objective, validation, text_keys,
+                            checkpoint_steps, resume, force, seed, device) -> None:
     """sbert, cf and ta: a sentence-transformers encoder fine-tuned on pairs (training/siamese.py, ta_sbert.py)."""
     from ..training.scored_pairs import PairFields, ScoreRange
     from ..training.sentence_trainer import Schedule
@@ -336,7 +342,8 @@ def _train_sentence_encoder(source, method, output, model, epochs, batch_size, l
             raise typer.BadParameter("only with --objective sts", param_hint="'--score-range'")
         if validation is not None and objective != "nli":
             raise typer.BadParameter("only with --objective nli", param_hint="'--validation'")
-        ta_sbert.train_ta(source, output, pooling=pooling, reconstruction=reconstruction, objective=objective,
+        ta_sbert.train_ta(source, output, pooling=pooling, reconstruction=reconstruction,
+                          reconstruction_init=recon_init, objective=objective,
                           validation=RecordSource(validation) if validation else None, **common)
     else:
         from ..training import siamese

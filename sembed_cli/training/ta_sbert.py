@@ -33,12 +33,18 @@ from .sentence_trainer import MethodParts, Schedule, train_and_save
 RECONSTRUCTION_WEIGHT = 0.017  # eq. 7, the paper's best ratio (Fig. 6)
 HEAD_LEARNING_RATE = 3e-5  # "3e-5 for TA and other parameters" (section IV-A)
 POOLINGS = ("ta", "mean")
+RECONSTRUCTION_INITS = ("uniform", "embeddings")
 OBJECTIVES = ("nli", "sts")
 VALIDATION_BATCH = 64
 
 
-def reshape(model, pooling: str, reconstruction: bool):
-    """The encoder of `model` followed by the chosen pooling and, optionally, the reconstruction head."""
+def reshape(model, pooling: str, reconstruction: bool, reconstruction_init: str = "uniform"):
+    """The encoder of `model` followed by the chosen pooling and, optionally, the reconstruction head.
+
+    The paper initialises Token Attention uniformly (section IV-A) and says nothing of W_r: "uniform" treats it
+    like Token Attention, "embeddings" starts it as a copy of the encoder's word-piece embeddings (BERT's own
+    masked-LM decoder is tied to them), so reconstruction starts from what the encoder already keeps.
+    """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
@@ -46,7 +52,12 @@ def reshape(model, pooling: str, reconstruction: bool):
     dim = encoder.get_embedding_dimension()
     modules = [encoder, TokenAttention(dim) if pooling == "ta" else Pooling(dim, "mean")]
     if reconstruction:
-        modules.append(TokenReconstruction(dim, len(encoder.tokenizer)))
+        embeddings = encoder.auto_model.get_input_embeddings().weight
+        head = TokenReconstruction(dim, embeddings.shape[0])
+        if reconstruction_init == "embeddings":
+            with torch.no_grad():
+                head.projection.weight.copy_(embeddings)
+        modules.append(head)
     return SentenceTransformer(modules=modules, device=str(model.device))
 
 
@@ -103,7 +114,8 @@ def nli_accuracy(model, loss: TokenAttentionLoss, pairs: dict[str, list], fields
 
 
 def train_ta(source: RecordSource, output: Path, *, base_model: str, schedule: Schedule, pooling: str = "ta",
-             reconstruction: bool = True, objective: str = "nli", score_range: ScoreRange = ScoreRange(),
+             reconstruction: bool = True, reconstruction_init: str = "uniform", objective: str = "nli",
+             score_range: ScoreRange = ScoreRange(),
              fields: PairFields = PairFields(), labels: LabelSet = LabelSet(), validation: RecordSource | None = None,
              device: str = "auto", checkpoint_steps: int = 500, resume: bool = False, force: bool = False) -> dict:
     """Fine-tune `base_model` as TA-SBERT on the pairs of `source` and write it to `output`; returns its metadata."""
@@ -127,6 +139,7 @@ def train_ta(source: RecordSource, output: Path, *, base_model: str, schedule: S
     held_out = read(validation)[0] if validation is not None else None  # a bad file fails before training
     settings = {"pooling": pooling, "reconstruction": reconstruction,
                 "reconstruction_weight": RECONSTRUCTION_WEIGHT if reconstruction else None,
+                "reconstruction_init": reconstruction_init if reconstruction else None,
                 "objective": "softmax over (u, v, |u - v|), cross-entropy on NLI labels" if objective == "nli"
                 else "cosine similarity, MSE against the scaled score",
                 "labels": list(labels.names) if objective == "nli" else None,
@@ -134,7 +147,7 @@ def train_ta(source: RecordSource, output: Path, *, base_model: str, schedule: S
                 "head_learning_rate": HEAD_LEARNING_RATE, "text_keys": list(fields.texts),
                 "validation": validation.rejects.name if validation is not None else None}
     parts = MethodParts(
-        prepare_model=lambda model: reshape(model, pooling, reconstruction),
+        prepare_model=lambda model: reshape(model, pooling, reconstruction, reconstruction_init),
         learning_rates=new_parameters,
         validate=(lambda model, loss: nli_accuracy(model, loss, held_out, fields)) if held_out else None)
     metadata = train_and_save(output, method="ta", base_model=base_model, make_data=lambda: read(source),
