@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,21 @@ def stsb_test_sentences() -> list[str]:
         cols = line.split("\t")
         sentences += [cols[5], cols[6]]
     return sentences
+
+
+# The shared corpora, each converted as `sembed convert --help` recommends (format, folder, options).
+CONVERT = [("prose", "abc", ["--doc-break", "blank"]), ("prose", "state_union", []), ("prose", "inaugural", []),
+           ("lines", "webtext", []), ("lines", "movie_reviews", []), ("brown", "brown", [])]
+
+
+def convert_corpora(path: Path) -> float:
+    """All the shared corpora as doc_id, sent_id, text records in `path`; returns the seconds it took."""
+    started = time.perf_counter()
+    with open(path, "wb") as out:
+        for kind, folder, extra in CONVERT:
+            subprocess.run([str(ROOT / ".venv" / "bin" / "sembed"), "convert", "-q", "--from", kind,
+                            str(DATA / "corpora" / folder), *extra], stdout=out, check=True)
+    return time.perf_counter() - started
 
 
 def write_jsonl(path: Path, sentences: list[str]) -> Path:

@@ -11,29 +11,15 @@ corpus, the epoch's seconds and sentences (and tokens) per second, with --thread
 from __future__ import annotations
 
 import argparse
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from common import DATA, ROOT, log, save
+from common import convert_corpora, log, save
 
 from sembed_cli import word_vectors
 from sembed_cli.io import RecordSource
 from sembed_cli.training.word_saliency import Settings, train_nws
-
-CONVERT = [("prose", "abc", ["--doc-break", "blank"]), ("prose", "state_union", []), ("prose", "inaugural", []),
-           ("lines", "webtext", []), ("lines", "movie_reviews", []), ("brown", "brown", [])]
-
-
-def convert_corpora(path: Path) -> float:
-    started = time.perf_counter()
-    with open(path, "wb") as out:
-        for kind, folder, extra in CONVERT:
-            subprocess.run([str(ROOT / ".venv" / "bin" / "sembed"), "convert", "-q", "--from", kind,
-                            str(DATA / "corpora" / folder), *extra], stdout=out, check=True)
-    return time.perf_counter() - started
-
 
 def main() -> None:
     parser = argparse.ArgumentParser()

@@ -29,14 +29,7 @@ start=$(date +%s)
 source examples/stages.sh  # stage NAME COMMAND...: run it, note its seconds
 
 prepare() {
-  {
-    sembed convert -q --from prose --doc-break blank "$C/abc"
-    sembed convert -q --from prose "$C/state_union"
-    sembed convert -q --from prose "$C/inaugural"
-    sembed convert -q --from lines "$C/webtext"
-    sembed convert -q --from lines "$C/movie_reviews"
-    sembed convert -q --from brown "$C/brown"
-  } > "$WORK/corpora.jsonl"
+  corpus_records "$C" > "$WORK/corpora.jsonl"
   sembed convert -q --from stsb "$DATA/stsb/sts-test.csv" > "$WORK/stsb-test.jsonl"
   sembed convert -q --from sick "$DATA/sick/SICK_test_annotated.txt" > "$WORK/sick-test.jsonl"
 }

@@ -11,6 +11,8 @@
 # 5. word saliency: train --method nws on the prose (packaged GloVe) -> embed --method nws -> eval sts
 # 6. POI: convert --from gazetteer (a sample) -> train --method mlm --from-scratch (a few steps)
 #    -> taste -> eval poi; index the POI names -> search a misspelt one
+# 7. syntax: train --method mlm (MiniLM made a masked-LM, a few steps) -> gensets on the prose
+#    -> train --method syntax -> embed --words --syntax-map -> eval structure
 # Each pipeline's JSONL goes to runs/quickstart/; a readable summary to stdout. The models here are
 # trained for seconds on toy data, to show the commands: see examples/*_reproduction.sh for the papers.
 set -euo pipefail
@@ -46,6 +48,12 @@ grep '"split":"dev"' "$out/gazetteer.jsonl" | sembed taste -q -m "$out/poi-model
 grep '"is_poi":true' "$out/gazetteer.jsonl" | sembed index -q -m "$out/poi-model" -o "$out/poi-index" --force
 echo '{"text": "Springfeild"}' | sembed search -q --index "$out/poi-index" --k 3 > "$out/search.jsonl"
 
+sembed train -q "$out/story.jsonl" --method mlm --max-steps 3 --batch-size 4 -o "$out/mlm" --force
+sembed gensets -q "$out/story.jsonl" --mlm "$out/mlm" --k 3 > "$out/sets.jsonl"
+sembed train -q "$out/sets.jsonl" --method syntax --epochs 2 -o "$out/syntax" --force
+sembed embed -q --words "$out/story.jsonl" --syntax-map "$out/syntax" \
+  | sembed eval structure -q --queries 50 --clusters 10 > "$out/structure.json"
+
 python - "$out/pairs.jsonl" "$out/story.jsonl" <<'PY'
 import json, sys
 pairs, story = ([json.loads(line) for line in open(path)] for path in sys.argv[1:])
@@ -62,7 +70,8 @@ python - "$out" <<'PY'
 import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
-sts, nws, poi = (json.loads((out / name).read_text()) for name in ("sts.json", "nws-sts.json", "poi.json"))
+sts, nws, poi, structure = (json.loads((out / name).read_text())
+                             for name in ("sts.json", "nws-sts.json", "poi.json", "structure.json"))
 grid = {round(g["cf_weight"], 1): g["pearson"] for g in sts["cf_grid"]}
 print(f"\nall-MiniLM-L6-v2 on the 3 pairs: Pearson {grid[0.0]:.1f} (W_cf = 0), {grid[0.2]:.1f} (W_cf = 0.2)")
 print(f"NWS (GloVe, scores learnt on the 6 prose sentences): Pearson {nws['pearson']:.1f}")
@@ -70,4 +79,8 @@ print(f"Token Attention of the toy TA-SBERT model: {(out / 'attention.txt').read
 print(f"POI taste of the toy character model on {poi['n']} dev names: F0.5 {poi['f0_5']:.2f}")
 [hit] = [json.loads(line) for line in open(out / "search.jsonl")]
 print(f"search 'Springfeild': {', '.join(n['text'] for n in hit['neighbors'])}")
+[first] = [json.loads(line) for line in open(out / "sets.jsonl")][:1]
+print("gensets (toy masked-LM): " + " / ".join(first["sentences"][:3]))
+print(f"syntax map on the prose's words: dependency-edge neighbours {structure['all']['dep_edge']:.2f}, "
+      f"lexical match {structure['all']['lexical_match']:.2f}")
 PY

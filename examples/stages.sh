@@ -8,3 +8,20 @@ stage() {
   "$@"
   echo -e "$name\t$(($(date +%s) - t0))" >> "$WORK/times.tsv"
 }
+
+# `corpus_records DIR [NAME...]`: the shared sentence-ordered corpora under DIR (all six, or the NAMEs) as
+# doc_id, sent_id, text records on stdout, each converted as `sembed convert --help` recommends.
+corpus_records() {
+  local dir=$1 name names
+  shift
+  names=${*:-abc state_union inaugural webtext movie_reviews brown}
+  for name in $names; do
+    case $name in
+      abc) sembed convert -q --from prose --doc-break blank "$dir/abc" ;;
+      state_union | inaugural) sembed convert -q --from prose "$dir/$name" ;;
+      webtext | movie_reviews) sembed convert -q --from lines "$dir/$name" ;;
+      brown) sembed convert -q --from brown "$dir/brown" ;;
+      *) echo "corpus_records: unknown corpus $name" >&2; return 2 ;;
+    esac
+  done
+}

@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from . import __version__, console
-from .commands import convert, embed, index, normalize, parse, search, spo, taste, train
+from .commands import convert, embed, gensets, index, normalize, parse, search, spo, taste, train
 from .commands.eval import eval_app
 from .errors import SembedError
 
@@ -90,6 +90,7 @@ app.command("convert")(convert.convert_command)
 app.command("parse")(parse.parse_command)
 app.command("spo")(spo.spo_command)
 app.command("normalize")(normalize.normalize_command)
+app.command("gensets")(gensets.gensets_command)
 app.command("embed")(embed.embed_command)
 app.command("train")(train.train_command)
 app.command("taste")(taste.taste_command)

@@ -11,7 +11,7 @@ Batched: every masked copy of every name of a batch (one copy per token: a
 character for a character model, a word-piece for a word-piece model) goes
 through the model together, in chunks of about `max_tokens` tokens (names
 taken shortest first, each chunk padded to its own longest), and only the
-masked positions' logits are ranked.
+masked positions go through the prediction head and are ranked.
 """
 
 from __future__ import annotations
@@ -45,6 +45,9 @@ class Taster:
         self.max_tokens = max_tokens
         self.device = next(model.parameters()).device
         self.special = torch.tensor(sorted(set(tokenizer.all_special_ids)))
+        # BERT-style masked-LMs (BertForMaskedLM: .bert, .cls) can rank the masked positions alone
+        self.encoder = getattr(model, "bert", None)
+        self.head = getattr(model, "cls", None) if self.encoder is not None else None
 
     def _encode(self, texts: list[str]):
         encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
@@ -95,8 +98,13 @@ class Taster:
 
     def _hits(self, copies: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor,
               truth: torch.Tensor) -> torch.Tensor:
-        logits = self.model(input_ids=copies.to(self.device), attention_mask=attention.to(self.device)).logits
-        masked = logits[torch.arange(len(copies), device=self.device), positions.to(self.device)]
+        rows = torch.arange(len(copies), device=self.device)
+        if self.head is not None:  # only the masked positions through the prediction head
+            hidden = self.encoder(input_ids=copies.to(self.device), attention_mask=attention.to(self.device))[0]
+            masked = self.head(hidden[rows, positions.to(self.device)])
+        else:
+            logits = self.model(input_ids=copies.to(self.device), attention_mask=attention.to(self.device)).logits
+            masked = logits[rows, positions.to(self.device)]
         top = masked.topk(min(self.top_k, masked.shape[-1]), dim=-1).indices
         return (top == truth.to(self.device).unsqueeze(1)).any(1).cpu()
 

@@ -50,6 +50,16 @@ def jsonl(*records: dict) -> str:
     return "".join(orjson.dumps(r).decode() + "\n" for r in records)
 
 
+def same_weights(a: Path, b: Path, atol: float = 1e-6) -> bool:
+    """The model.safetensors of two model directories are equal up to float rounding (the order of CPU reductions
+    may differ between runs)."""
+    import torch
+    from safetensors.torch import load_file
+
+    left, right = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    return left.keys() == right.keys() and all(torch.allclose(left[k], right[k], atol=atol) for k in left)
+
+
 TINY_DIM = 32
 
 

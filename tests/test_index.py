@@ -115,6 +115,15 @@ def test_refuses_embeddings_of_another_dimension(index_dir):
                                   f"'{json.loads((index_dir / 'sembed.json').read_text())['model']}'")
 
 
+def test_searching_in_batches_keeps_order_and_writes_every_batch_before_a_bad_record(index_dir):
+    queries = [{"text": name, "n": i} for i, name in enumerate(CITIES * 2)]
+    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "--k", "1", "--batch-size", "3",
+                 input=jsonl(*queries, {"text": ""}, {"text": "Salem"}))
+    assert run.exit_code == 1 and run.stderr.startswith(f"error: <stdin>:{len(queries) + 1}: ")
+    assert [r["n"] for r in run.records] == list(range(len(queries)))  # the batches before it, in order
+    assert [r["neighbors"][0]["text"] for r in run.records] == CITIES * 2
+
+
 def test_index_refuses_to_overwrite_without_force(index_dir, tiny_model):
     run = sembed("index", "-m", tiny_model, "--device", "cpu", "-o", str(index_dir), input=city_records())
     assert run.exit_code == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import jsonl, sembed
+from conftest import jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
 
@@ -29,14 +29,6 @@ WORDS = ["aardvark", "quixotic", "zymurgy", "blithe", "euro", "dollar", "klingon
 TINY = ("--layers", "1", "--hidden", "16", "--batch-size", "32", "--device", "cpu", "-q")
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def same_weights(a: Path, b: Path) -> bool:
-    """Equal up to float rounding (the order of CPU reductions may differ between runs)."""
-    from safetensors.torch import load_file
-
-    left, right = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
-    return left.keys() == right.keys() and all(torch.allclose(left[k], right[k], atol=1e-6) for k in left)
 
 
 def names_records() -> str:
@@ -163,13 +155,6 @@ def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(stage
     assert refused.exit_code == 1 and "holds the checkpoints of an unfinished run" in refused.stderr
     assert sembed(*args, "--resume", input=names_records()).exit_code == 0
     assert same_weights(out, stage1)
-
-
-def test_mlm_without_from_scratch_is_not_built_yet(tmp_path):
-    run = sembed("train", "--method", "mlm", "-o", str(tmp_path / "m"), input=names_records())
-    assert run.exit_code == 1
-    assert run.stderr.startswith("error: --method mlm without --from-scratch (adapting an encoder such as "
-                                 "all-MiniLM-L6-v2 into an English masked-LM on prose, for gensets) is not built yet")
 
 
 def test_usage_errors(tmp_path, stage1):

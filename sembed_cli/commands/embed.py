@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Annotated, Literal, Optional
 
 import typer
@@ -65,6 +66,12 @@ Explain = Annotated[bool, typer.Option(
 Plain = Annotated[bool, typer.Option(
     "--plain", help="With a TA-SBERT model: show each text on stderr with its words shaded by their Token Attention "
                     "weight (where stderr is not a terminal: word(weight)); implies --explain.")]
+Words = Annotated[bool, typer.Option(
+    "--words", help="One record per word instead, with its parse and contextualised vector (see below).")]
+SyntaxMapDir = Annotated[Optional[str], typer.Option(
+    "--syntax-map", metavar="DIR", show_default=False,
+    help="--words: write f(x), the syntactic transformation `sembed train --method syntax` saved in DIR, on the "
+         "vectors of the word encoder it was trained on (which replaces --model).")]
 EncodeBatchSize = Annotated[Optional[int], typer.Option(
     "--encode-batch-size", min=1, metavar="N", show_default=False,
     help=f"Texts per forward pass within a batch of records. Default: {CPU_ENCODE_BATCH} on the CPU, "
@@ -90,6 +97,7 @@ def check_record(fields: TextFields, component_focus: bool):
 
 
 def embed_command(
+    ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
     text_keys: TextKeys = None,
@@ -102,6 +110,8 @@ def embed_command(
     keep_parts: KeepParts = False,
     explain: Explain = False,
     plain: Plain = False,
+    words: Words = False,
+    syntax_map: SyntaxMapDir = None,
     npy: Npy = None,
     force: Force = False,
     batch_size: BatchSize = 1000,
@@ -151,6 +161,26 @@ def embed_command(
     and words the table lacks (scored as a word seen once), are counted on
     stderr; a text with no known word gets the zero vector, with a warning.
 
+    Words (--words; syntax-distillation paper, section 3.2): one record per
+    word of text (--text-key K: of K) instead of one per text. The parse is
+    tokens (tokens_K) as `sembed parse` writes it, with dependency labels;
+    a record without one is parsed with the packaged spaCy pipeline (run
+    `sembed parse -m NAME` first for another). Each word record has the
+    input record's fields but tokens and triples (and their _a/_b forms),
+    and word_index, word, lemma, pos, tag, dep (the token's), head_index,
+    head_dep (the head's dep; ROOT for a root, its own head), depth (edges
+    to the root), sentence_index (the record's number in the input from 0,
+    skipped bad records not counted; with --shard I/N, record k of the
+    shard is k * N + I - 1) and embedding
+    (embedding_row with --npy). The vector is --model's transformer (any
+    BERT-style encoder directory also works): the mean of its hidden layers
+    1..L concatenated with layer round(2/3 L), 768 values for MiniLM (the
+    paper: BERT-large's mean of all layers and layer 16), a word the mean
+    of its word-pieces, fp32. A text longer than the encoder's positions is
+    encoded in consecutive windows. --syntax-map DIR writes f(x) instead,
+    from the encoder the map was trained on. Output is flushed after each
+    batch of records.
+
     \b
     Example:
       sembed convert --from stsb sts-test.csv | sembed embed | sembed eval sts
@@ -158,11 +188,16 @@ def embed_command(
         | sembed embed --method nws --salience nws-glove | sembed eval sts
       sembed convert --from stsb sts-test.csv | sembed spo \\
         | sembed embed --cf-weight 0.2 --keep-parts -o sts-test.cf.jsonl
+      sembed convert --from conll treebank/dependency_treebank | sembed parse \\
+        | sembed embed --words --syntax-map syntax-map | sembed eval structure
     """
     from ..sentence_embedding import VectorFile, embed_records, has_token_attention  # numpy: not at --help time
 
     fields = TextFields(text_keys)
     explain = explain or plain
+    if words or syntax_map is not None:
+        return _embed_words(ctx, input, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts,
+                            explain, npy, force, batch_size, encode_batch_size, device, precision, shard, skip_errors)
     if method != "model":
         if explain:
             raise typer.BadParameter("only for --method model", param_hint="'--explain' / '--plain'")
@@ -223,3 +258,64 @@ def _embed_word_vectors(input, output, fields, method, vectors, salience, sif_co
     run_stream(source, fields.of, lambda records: embed_word_records(records, embedder, fields, batch_size),
                output, batch_size, "embedding")
     embedder.report()
+
+
+def _embed_words(ctx, input, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts, explain,
+                 npy, force, batch_size, encode_batch_size, device, precision, shard, skip_errors) -> None:
+    """--words [--syntax-map DIR]: one record per word (sembed_cli/word_records.py)."""
+    from ..contextual_words import WordEncoder
+    from ..io import RecordSink
+    from ..sentence_embedding import VectorFile
+    from ..syntax_map import SyntaxMap
+    from ..word_records import check_record as check_words, word_batches
+
+    if not words:
+        raise typer.BadParameter("only with --words", param_hint="'--syntax-map'")
+    for flag, given in (("--method", None if method == "model" else method), ("--cf-weight", cf_weight),
+                        ("--keep-parts", keep_parts or None), ("--explain' / '--plain", explain or None),
+                        ("--precision", None if precision in ("auto", "fp32") else precision)):
+        if given is not None:
+            raise typer.BadParameter("not with --words (word vectors come from the encoder, in fp32)",
+                                     param_hint=f"'{flag}'")
+    if text_keys and len(text_keys) != 1:
+        raise typer.BadParameter(f"--words reads one text: give --text-key once, got {len(text_keys)}",
+                                 param_hint="'--text-key'")
+    text_key = text_keys[0] if text_keys else "text"
+    matrix_file = VectorFile(npy, force) if npy else None  # refuses an existing file before the model loads
+    transformation = None
+    if syntax_map is not None:
+        transformation = SyntaxMap.load(syntax_map)
+        if ctx.get_parameter_source("model").name == "COMMANDLINE" and not _same_model(model, transformation.encoder):
+            raise typer.BadParameter(
+                f"the syntax map was trained on the word encoder of '{transformation.encoder.get('model_name')}'; "
+                "leave --model out with --syntax-map", param_hint="'--model'")
+        encoder = WordEncoder.from_description(transformation.encoder, device=device)
+    else:
+        encoder = WordEncoder.open(model, device=device)
+    encode_batch = encode_batch_size or (CUDA_ENCODE_BATCH if encoder.device.startswith("cuda") else CPU_ENCODE_BATCH)
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
+    records = console.progress(source.checked(check_words(text_key)), "embedding words")
+    with matrix_file if matrix_file is not None else nullcontext(), \
+            RecordSink(output, flush_every=1 << 30) as sink:  # flushed after each batch below
+        for batch in word_batches(records, encoder, text_key=text_key, batch_size=batch_size,
+                                  encode_batch_size=encode_batch, syntax_map=transformation, matrix_file=matrix_file,
+                                  shard=shard):
+            sink.write_all(batch)
+            sink.flush()
+    summary = source.summary()
+    if summary:
+        console.warn(summary)
+    if matrix_file is not None:
+        console.say(f"wrote {matrix_file.rows} vectors of {matrix_file.dim} dimensions to {matrix_file.path}")
+
+
+def _same_model(model: str, description: dict) -> bool:
+    """Whether --model names the encoder a syntax map's description records (by name or by directory)."""
+    if model == description.get("model_name"):
+        return True
+    try:
+        from ..contextual_words import transformer_path
+
+        return str(transformer_path(model).resolve()) == str(Path(str(description.get("model"))).resolve())
+    except SembedError:
+        return False

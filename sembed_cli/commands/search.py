@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .. import sentence_models
-from ..errors import BadRecord
+from ..errors import BadRecord, SembedError
 from ..io import RecordSource, batched, check_text, run_stream
 from ..options import BatchSize, Device, Input, Output, Quiet, SkipErrors, Verbose
 
@@ -60,13 +60,21 @@ class QueryVectors:
 
 def search_records(records, index, encoder, k: int, text_key: str, embedding_key: str, batch_size: int,
                    payload: bool = False, query_vectors: QueryVectors | None = None):
-    """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator)."""
+    """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator).
+
+    FAISS releases the GIL, so batch n is searched in a worker thread while this one writes out batch n - 1
+    and reads batch n + 1: the reading, checking and writing cost little on top of FAISS itself
+    (bench/search_speed.py). On an input error the batches before it still come out first.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
 
     take = query_vectors.take if query_vectors is not None else \
         (lambda record: np.asarray(record[embedding_key], dtype=np.float32))
     ids, payloads = index.ids, index.payloads
-    for batch in batched(records, batch_size):
+
+    def query_matrix(batch: list[dict]) -> np.ndarray:
         given = [i for i, r in enumerate(batch) if embedding_key in r]
         texts = [i for i, r in enumerate(batch) if embedding_key not in r]
         vectors = np.empty((len(batch), index.dimension), dtype=np.float32)
@@ -75,7 +83,10 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
         if texts:
             vectors[texts] = encoder.encode([batch[i][text_key] for i in texts], batch_size=256,
                                             show_progress_bar=False, convert_to_numpy=True)
-        scores, rows = index.search(vectors, k)
+        return vectors
+
+    def finish(batch: list[dict], searched) -> list[dict]:
+        scores, rows = searched.result()
         for record, row_scores, row_ids in zip(batch, np.round(scores.astype(np.float64), 6).tolist(), rows.tolist()):
             if payload:
                 record["neighbors"] = [{"id": ids[row], "text": payloads[row].get(text_key), "score": score,
@@ -83,7 +94,22 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
             else:
                 record["neighbors"] = [{"id": ids[row], "text": payloads[row].get(text_key), "score": score}
                                        for score, row in zip(row_scores, row_ids) if row >= 0]
-        yield from batch
+        return batch
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss-search") as worker:
+        pending = None
+        try:
+            for batch in batched(records, batch_size):
+                searching = (batch, worker.submit(index.search, query_matrix(batch), k))
+                if pending is not None:
+                    yield from finish(*pending)
+                pending = searching
+        except SembedError:
+            if pending is not None:
+                yield from finish(*pending)
+            raise
+        if pending is not None:
+            yield from finish(*pending)
 
 
 def search_command(

@@ -24,6 +24,7 @@ class Method(str, Enum):
     nws = "nws"
     mlm = "mlm"
     poi = "poi"
+    syntax = "syntax"
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,15 @@ RECIPES = {
     Method.nws: Recipe(5, 128, 0.01, 0.0),
     Method.mlm: Recipe(1, 512, 1e-3, 0.05),
     Method.poi: Recipe(1, 128, 2e-4, 0.1),
+    Method.syntax: Recipe(5, 500, 1e-3, 0.0),
 }
+MLM_ADAPTATION = Recipe(1, 32, 2e-4, 0.05)  # mlm without --from-scratch: a pretrained encoder fine-tuned (ours)
+
+
+def recipe_for(method: Method, from_scratch: bool = False) -> Recipe:
+    """The method's defaults; mlm's depend on its use: the POI paper's stage 1 from scratch, or adapting an encoder."""
+    return MLM_ADAPTATION if method == Method.mlm and not from_scratch else RECIPES[method]
+
 SENTENCE_ENCODERS = {Method.sbert, Method.cf, Method.ta}
 STEPPED = SENTENCE_ENCODERS | {Method.mlm, Method.poi}  # a learning-rate schedule over optimiser steps
 ONLY_FOR: dict[str, set[Method]] = {  # an option given on the command line to any other method is a usage error
@@ -54,7 +63,10 @@ ONLY_FOR: dict[str, set[Method]] = {  # an option given on the command line to a
     "vectors": {Method.nws}, "init": {Method.nws}, "save_epochs": {Method.nws},
     "from_scratch": {Method.mlm}, "layers": {Method.mlm}, "hidden": {Method.mlm}, "samples": {Method.mlm},
     "distance": {Method.poi}, "margin": {Method.poi}, "triplet_weight": {Method.poi},
-    "model": STEPPED - {Method.mlm}, "warmup": STEPPED, "max_steps": STEPPED, "checkpoint_steps": STEPPED,
+    "random_init": {Method.syntax}, "dimension": {Method.syntax}, "pairs_per_set": {Method.syntax},
+    "holdout": {Method.mlm},
+    "model": STEPPED | {Method.syntax},
+    "warmup": STEPPED, "max_steps": STEPPED, "checkpoint_steps": STEPPED,
 }
 
 
@@ -75,27 +87,29 @@ def _finite(value: Optional[float]) -> Optional[float]:
     return value
 
 
-MethodOption = Annotated[Method, typer.Option("--method", case_sensitive=False, metavar="sbert|cf|ta|nws|mlm|poi",
+MethodOption = Annotated[Method, typer.Option("--method", case_sensitive=False, metavar="sbert|cf|ta|nws|mlm|poi|syntax",
                                               show_default=False,
                                               help="sbert: Siamese cosine fine-tuning (SBERT); cf: CF-BERT; ta: "
-                                                   "TA-SBERT; nws: Neural Word Saliency scores; mlm: masked-LM (POI "
-                                                   "stage 1 with --from-scratch); poi: POI stage 2.")]
+                                                   "TA-SBERT; nws: Neural Word Saliency scores; mlm: masked-LM (an "
+                                                   "encoder adapted, for gensets; POI stage 1 with --from-scratch); "
+                                                   "poi: POI stage 2; syntax: the syntax-distillation map.")]
 ModelDir = Annotated[Path, typer.Option("-o", "--output", metavar="DIR", show_default=False, resolve_path=False,
                                         help="The model directory to write (required). Checkpoints go to "
                                              "DIR.checkpoints until it is written.")]
 StartModel = Annotated[str, typer.Option(
     "--model", "-m", metavar="MODEL",
-    help="sentence-transformers model to start from: a directory or all-MiniLM-L6-v2, the packaged default. "
-         "Never downloaded.")]
+    help="sentence-transformers model to start from: a directory or all-MiniLM-L6-v2, the packaged default (mlm: "
+         "the BERT encoder to adapt, a sentence-transformers or Hugging Face directory). Never downloaded.")]
 Epochs = Annotated[Optional[int], typer.Option("--epochs", min=1, metavar="N", show_default=False,
                                                help="Passes over the data. Default: the method's (see Defaults).")]
 TrainBatchSize = Annotated[Optional[int], typer.Option(
     "--batch-size", "-b", min=1, metavar="N", show_default=False,
-    help="Examples per optimiser step (pairs; names for mlm and poi). Default: the method's.")]
+    help="Examples per optimiser step (pairs; names for mlm --from-scratch and poi, sentences for mlm). Default: "
+         "the method's.")]
 LearningRate = Annotated[Optional[float], typer.Option(
     "--lr", min=0.0, metavar="LR", show_default=False,
     help="Peak learning rate (AdamW; AdaGrad for nws; ta: the encoder's, Token Attention and the heads take "
-         "3e-5). Default: the method's.")]
+         "3e-5; mlm adapting an encoder: the encoder's, its new head takes 25 times it). Default: the method's.")]
 Warmup = Annotated[Optional[float], typer.Option(
     "--warmup", min=0.0, max=1.0, metavar="SHARE", show_default=False,
     help="Share of all steps for the linear learning-rate warm-up. Default: the method's.")]
@@ -121,6 +135,10 @@ Hidden = Annotated[int, typer.Option("--hidden", min=8, metavar="N",
 Samples = Annotated[int, typer.Option("--samples", min=1, metavar="N",
                                       help="mlm: samples of each name an epoch, one character masked at random in "
                                            "each (the paper: 10).")]
+Holdout = Annotated[Optional[float], typer.Option(
+    "--holdout", min=0.0, max=0.5, metavar="SHARE", show_default=False,
+    help="mlm (adapting): share of the records never trained on, chosen by a hash of their text (the same for every "
+         "seed), named in sembed.json so a benchmark measures the model on them (default 0.02).")]
 Distance = Annotated[Literal["euclidean", "cosine", "manhattan"], typer.Option(
     "--distance", metavar="euclidean|cosine|manhattan", help="poi: distance of the batch-all triplet loss.")]
 Margin = Annotated[Optional[float], typer.Option("--margin", min=0.0, metavar="M", show_default=False,
@@ -152,6 +170,14 @@ Validation = Annotated[Optional[str], typer.Option(
     "--validation", metavar="FILE", show_default=False,
     help="ta --objective nli: held-out labelled pairs; the trained classifier's accuracy and cross-entropy on them "
          "go to stderr and into sembed.json (the paper's Fig. 9).")]
+RandomInit = Annotated[bool, typer.Option(
+    "--random-init", help="syntax: train the map on vectors of --model with its weights re-initialised at random "
+                          "(by --seed): the paper's control.")]
+Dimension = Annotated[int, typer.Option("--dimension", min=1, metavar="N",
+                                        help="syntax: dimensions of the map's output (the paper: 75).")]
+PairsPerSet = Annotated[int, typer.Option("--pairs-per-set", min=1, metavar="N",
+                                          help="syntax: samples (two sentences, two word indices) drawn from each "
+                                               "set an epoch (the paper: about 11).")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from its newest checkpoint "
                                                        "(repeat its command, with --resume; with --force too, start "
                                                        "over when the checkpoints are of another run).")]
@@ -182,9 +208,13 @@ def train_command(
     layers: Layers = 4,
     hidden: Hidden = 128,
     samples: Samples = 10,
+    holdout: Holdout = None,
     distance: Distance = "euclidean",
     margin: Margin = None,
     triplet_weight: TripletWeight = 1.0,
+    random_init: RandomInit = False,
+    dimension: Dimension = 75,
+    pairs_per_set: PairsPerSet = 11,
     text_keys: TextKeys = None,
     checkpoint_steps: CheckpointSteps = 500,
     resume: Resume = False,
@@ -246,14 +276,41 @@ def train_command(
              (--layers, --hidden) on the text of the records with is_poi
              true (or absent) and split train (or absent), each name
              --samples times an epoch with one character masked at
-             random. Without --from-scratch (adapting --model on prose,
-             for gensets) it is not built yet.
+             random. Without --from-scratch: --model, a BERT encoder
+             without a prediction head (all-MiniLM-L6-v2 by default),
+             becomes an English masked-LM on prose records (text; e.g.
+             sembed convert --from prose), the default of gensets
+             (examples/build_mlm.sh): BERT's head (dense + GELU +
+             LayerNorm, decoder tied to the word-piece embeddings, bias
+             from the word-piece frequencies) is trained at 25 x --lr
+             while the encoder is fine-tuned at --lr; [MASK], never
+             seen by such an encoder, starts as the average word piece;
+             BERT's masking over whole words, but of 40% of a
+             sentence's words (at least one; as Wettig et al. 2023: more
+             learnt a step): [MASK] 80%, random pieces 10%, kept 10%;
+             the loss at those pieces only; no dropout; sentences cut at
+             128 word pieces. --holdout (2%) of the records, chosen by a
+             hash of the text, are never trained on; sembed.json names
+             the rule (bench/mlm_recovery.py measures on them).
       poi    The POI paper's stage 2: --model, a stage-1 directory, goes
              on with batch-all online triplet mining (POI names against
              non-POI queries, one class; --distance, --margin) plus the
              masked-LM loss on the POI names: L = L_mlm + W * L_triplet.
              Reads text and is_poi of the train split (all records
              without split).
+      syntax The syntax-distillation map (section 3): reads `sembed
+             gensets` records (aligned `words` of a set of structurally
+             equivalent sentences); each word's vector from --model,
+             frozen (mean of all layers + the layer two thirds up, mean
+             over word pieces: `sembed embed --words`); f, one linear
+             layer to --dimension (75), learnt with the softmax triplet
+             loss (eq. 4) on word-pair differences f(x_i1) - f(x_i2) of
+             two sentences of a set (eq. 1-2), the negative the closest
+             pair of the batch from another set (eq. 5), both orders;
+             Adam. 5% of the sets are held out: their loss and triplet
+             accuracy go to stderr each epoch and into sembed.json.
+             --random-init: the same on a randomly initialised encoder.
+             DIR is applied by `sembed embed --words --syntax-map DIR`.
       mlm and poi write a Hugging Face masked-LM directory
       (AutoModelForMaskedLM, AutoTokenizer) that is also a
       sentence-transformers one (mean pooling, normalised), for
@@ -265,9 +322,15 @@ def train_command(
       ta         1 epoch, batch 16, AdamW 2e-5 / 3e-5, 10% (the paper's)
       nws        5 epochs (its curves flatten after 5 or 6), batch 128
                  pairs, AdaGrad 0.01 (the paper's)
-      mlm        1 epoch, batch 512 (the paper's), AdamW 1e-3, 5% (ours:
-                 the paper's 2.5e-6 is for 5 hours on 8 GPUs)
+      mlm        --from-scratch: 1 epoch, batch 512 (the paper's), AdamW
+                 1e-3, 5% (ours: the paper's 2.5e-6 is for 5 hours on 8
+                 GPUs); adapting an encoder: 1 epoch, batch 32
+                 sentences, AdamW 2e-4 (the new head 5e-3), 5% (ours; on
+                 a CPU an epoch of the shared corpora is hours:
+                 build_mlm.sh stops at --max-steps 2000)
       poi        1 epoch, batch 128, AdamW 2e-4, 10%
+      syntax     5 epochs, batch 500 samples, Adam 1e-3 (the paper's
+                 epochs and batch; it gives no rate), no warm-up
     AdamW has weight decay 0.01 and gradients clipped at norm 1; the
     learning rate decays linearly to 0 after the warm-up; data is shuffled
     each epoch by --seed. On a CPU, fewer epochs or --max-steps give a
@@ -295,6 +358,8 @@ def train_command(
           -k text_a -k text_b | sembed train --method ta -o sick-ta
       sembed convert --from prose --doc-break blank corpora/abc \\
         | sembed train --method nws -o abc-nws
+      sembed convert --from prose --doc-break blank corpora/abc \\
+        | sembed train --method mlm --max-steps 2000 -o abc-mlm
     """
     for name, methods in ONLY_FOR.items():
         source = ctx.get_parameter_source(name)  # typer carries its own click: compare the source by name
@@ -302,7 +367,7 @@ def train_command(
             flag = next(p.opts for p in ctx.command.params if p.name == name)[-1]
             raise typer.BadParameter(f"only for --method {'|'.join(m.value for m in Method if m in methods)}",
                                      param_hint=f"'{flag}'")
-    recipe = RECIPES[method]
+    recipe = recipe_for(method, from_scratch)
     epochs, batch_size = epochs or recipe.epochs, batch_size or recipe.batch_size
     lr = recipe.lr if lr is None else lr
     warmup = recipe.warmup if warmup is None else warmup
@@ -314,6 +379,12 @@ def train_command(
     elif method == Method.nws:
         _train_nws(source, output, vectors, init, save_epochs, epochs, batch_size, lr, text_keys, resume, force, seed,
                    device)
+    elif method == Method.syntax:
+        _train_syntax(source, output, model, random_init, dimension, pairs_per_set, epochs, batch_size, lr, text_keys,
+                      resume, force, seed, device)
+    elif method == Method.mlm and not from_scratch:
+        _adapt_encoder(ctx, source, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
+                       checkpoint_steps, holdout, resume, force, seed, device)
     else:
         _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
                          checkpoint_steps, from_scratch, layers, hidden, samples, distance, margin, triplet_weight,
@@ -366,20 +437,30 @@ def _train_nws(source, output, vectors, init, save_epochs, epochs, batch_size, l
               text_key=text_keys[0] if text_keys else "text", resume=resume, force=force)
 
 
+def _train_syntax(source, output, model, random_init, dimension, pairs_per_set, epochs, batch_size, lr, text_keys,
+                  resume, force, seed, device) -> None:
+    """syntax: the syntax-distillation map (training/syntax.py)."""
+    from ..training.syntax import Settings, train_syntax
+
+    if text_keys is not None:
+        raise typer.BadParameter("syntax reads the aligned `words` of gensets records", param_hint="'--text-key'")
+    settings = Settings(epochs=epochs, batch_size=batch_size, learning_rate=lr, pairs_per_set=pairs_per_set,
+                        dimension=dimension, seed=seed)
+    train_syntax(source, output, model=model, random_init=random_init, settings=settings, device=device,
+                 resume=resume, force=force)
+
+
 def _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
                      checkpoint_steps, from_scratch, layers, hidden, samples, distance, margin, triplet_weight,
                      resume, force, seed, device) -> None:
     """mlm and poi: the POI paper's two stages, on sembed's plain torch loop (see training/masked_lm.py)."""
-    from ..errors import SembedError
     from ..training.masked_lm import CharBertShape, LoopSchedule, train_from_scratch
     from ..training.poi_triplet import DEFAULT_MARGIN, train_poi
 
     if text_keys is not None and len(text_keys) != 1:
         raise typer.BadParameter(f"{method.value} reads one text field", param_hint="'--text-key'")
-    if method == Method.mlm and not from_scratch:
-        raise SembedError("--method mlm without --from-scratch (adapting an encoder such as all-MiniLM-L6-v2 into "
-                          "an English masked-LM on prose, for gensets) is not built yet",
-                          "add --from-scratch to train a character-level BERT on POI names")
+    if method == Method.mlm:
+        _refuse_options(ctx, ("model", "holdout"), "only without --from-scratch")
     if method == Method.poi and ctx.get_parameter_source("model").name == "DEFAULT":
         raise typer.BadParameter("poi continues a stage-1 model: give the directory `sembed train --method mlm "
                                  "--from-scratch` wrote", param_hint="'--model'")
@@ -395,3 +476,28 @@ def _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr,
         train_poi(source, output, base_model=model, schedule=schedule, distance=distance,
                   margin=DEFAULT_MARGIN if margin is None else margin, triplet_weight=triplet_weight,
                   text_key=text_key, device=device, resume=resume, force=force)
+
+
+def _refuse_options(ctx, names: tuple[str, ...], why: str) -> None:
+    """A usage error for any of the options `names` given on the command line."""
+    for name in names:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name == "COMMANDLINE":
+            flag = max(next(p.opts for p in ctx.command.params if p.name == name), key=len)
+            raise typer.BadParameter(why, param_hint=f"'{flag}'")
+
+
+def _adapt_encoder(ctx, source, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
+                   checkpoint_steps, holdout, resume, force, seed, device) -> None:
+    """mlm without --from-scratch: an encoder adapted into an English masked-LM (training/mlm_adaptation.py)."""
+    from ..training.masked_lm import LoopSchedule
+    from ..training.mlm_adaptation import DEFAULT_HOLDOUT, adapt_encoder
+
+    if text_keys is not None and len(text_keys) != 1:
+        raise typer.BadParameter("mlm reads one text field", param_hint="'--text-key'")
+    _refuse_options(ctx, ("layers", "hidden", "samples"), "only with --from-scratch")
+    schedule = LoopSchedule(epochs=epochs, batch_size=batch_size, learning_rate=lr, warmup_ratio=warmup,
+                            max_steps=max_steps, checkpoint_steps=checkpoint_steps, seed=seed)
+    adapt_encoder(source, output, base_model=model, schedule=schedule,
+                  holdout=DEFAULT_HOLDOUT if holdout is None else holdout,
+                  text_key=text_keys[0] if text_keys else "text", device=device, resume=resume, force=force)

@@ -227,10 +227,27 @@ def to_device(batch: dict, device: str) -> dict:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
+def parameter_groups(model, weight_decay: float, learning_rate: float,
+                     lr_scale: Callable[[str], float] | None = None) -> list[dict]:
+    """AdamW groups: weight decay except on biases and LayerNorms; each parameter at learning_rate * lr_scale(name)."""
+    groups: dict[tuple[bool, float], list] = {}
+    for name, parameter in model.named_parameters():  # a tied weight once, under its first name
+        exempt = any(x in name for x in ("bias", "LayerNorm"))
+        groups.setdefault((exempt, lr_scale(name) if lr_scale else 1.0), []).append(parameter)
+    return [{"params": params, "weight_decay": 0.0 if exempt else weight_decay, "lr": learning_rate * scale}
+            for (exempt, scale), params in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][1]))]
+
+
 def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_epoch: int,
              loss: Callable[[object, dict], tuple[torch.Tensor, dict]], schedule: LoopSchedule, device: str,
-             checkpoint_dir: Path, resume_from: Path | None) -> dict:
-    """Train `model` with `loss` over the epochs; checkpoints in `checkpoint_dir`; returns a summary."""
+             checkpoint_dir: Path, resume_from: Path | None, lr_scale: Callable[[str], float] | None = None,
+             log_steps: int = 0) -> dict:
+    """Train `model` with `loss` over the epochs; checkpoints in `checkpoint_dir`; returns a summary.
+
+    `lr_scale(name)`, when given, multiplies the schedule's learning rate for that parameter (one warm-up and decay
+    for all). With `log_steps`, a line with the mean losses since the last one goes to stderr every that many steps
+    (long epochs, logs that are not a terminal).
+    """
     from transformers import get_linear_schedule_with_warmup
     from transformers.utils import logging as transformers_logging
 
@@ -239,14 +256,14 @@ def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_ep
     total = steps_per_epoch * schedule.epochs
     if schedule.max_steps is not None:
         total = min(total, schedule.max_steps)
-    decay = [p for n, p in model.named_parameters() if not any(x in n for x in ("bias", "LayerNorm"))]
-    no_decay = [p for n, p in model.named_parameters() if any(x in n for x in ("bias", "LayerNorm"))]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": schedule.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=schedule.learning_rate)
+    optimizer = torch.optim.AdamW(parameter_groups(model, schedule.weight_decay, schedule.learning_rate, lr_scale),
+                                  lr=schedule.learning_rate)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(schedule.warmup_ratio * total), total)
     step = _load_checkpoint(resume_from, model, optimizer, scheduler) if resume_from else 0
     model.to(device).train()
     started, losses = time.perf_counter(), {}
+    recent: dict[str, float] = {}  # losses since the last log line
+    recent_steps = 0
     while step < total:
         epoch, skip = divmod(step, steps_per_epoch)
         running: dict[str, float] = {}
@@ -265,6 +282,13 @@ def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_ep
             count += 1
             for name, v in parts.items():
                 running[name] = running.get(name, 0.0) + v
+                recent[name] = recent.get(name, 0.0) + v
+            recent_steps += 1
+            if log_steps and step % log_steps == 0:
+                console.say(f"step {step}/{total}: mean loss " + ", ".join(f"{k} {v / recent_steps:.4f}"
+                                                                           for k, v in recent.items()) +
+                            f" ({time.perf_counter() - started:.0f} s)")
+                recent, recent_steps = {}, 0
             if schedule.checkpoint_steps and step % schedule.checkpoint_steps == 0 and step < total:
                 _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
             if step >= total:

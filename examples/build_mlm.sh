@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The default masked-LM of `sembed gensets`: the packaged all-MiniLM-L6-v2 encoder adapted into an English masked-LM
+# on all the shared corpora (`sembed train --method mlm`), on the CPU.
+#
+#   bash examples/build_mlm.sh [OUT]
+#
+# OUT defaults to $SEMBED_MLM, else ${XDG_DATA_HOME:-~/.local/share}/sembed/minilm-mlm, where gensets looks.
+# 1. The corpora (about 205k sentences: abc, state_union, inaugural, webtext, movie_reviews, brown) become doc_id,
+#    sent_id, text records, each as `sembed convert --help` recommends.
+# 2. sembed train --method mlm trains STEPS steps of BATCH sentences; HOLDOUT of the sentences (by a hash of their
+#    text) are never trained on, and sembed.json says which, for bench/mlm_recovery.py.
+# Prints how long each stage and the whole build took. OUT appears complete or not at all, and an existing OUT is
+# kept unless FORCE=1; an interrupted build goes on from its last checkpoint when run again.
+# Settings (environment): DATA (SEMBED_DATA, else ../shared/data), STEPS (2000), BATCH (32), HOLDOUT (0.02),
+# SEED (42), DEVICE (auto), FORCE (0), WORK (runs/build-mlm; removed at the end unless KEEP=1).
+set -euo pipefail
+OUT=${1:-${SEMBED_MLM:-${XDG_DATA_HOME:-$HOME/.local/share}/sembed/minilm-mlm}}
+OUT=$(realpath -m "$OUT")  # before the cd below
+cd "$(dirname "$0")/.."
+PATH="$(pwd)/.venv/bin:$PATH"
+DATA=${DATA:-${SEMBED_DATA:-../shared/data}}
+STEPS=${STEPS:-2000}
+BATCH=${BATCH:-32}
+HOLDOUT=${HOLDOUT:-0.02}
+SEED=${SEED:-42}
+DEVICE=${DEVICE:-auto}
+WORK=${WORK:-runs/build-mlm}
+C=$DATA/corpora
+
+if [ -e "$OUT" ] && [ "${FORCE:-0}" != 1 ]; then
+  echo "error: $OUT already exists (hint: FORCE=1 bash examples/build_mlm.sh to replace it)" >&2
+  exit 1
+fi
+mkdir -p "$WORK"
+: > "$WORK/times.tsv"
+start=$(date +%s)
+source examples/stages.sh  # stage NAME COMMAND...: run it, note its seconds
+
+corpora() {
+  {
+    sembed convert -q --from prose --doc-break blank "$C/abc"
+    sembed convert -q --from prose "$C/state_union"
+    sembed convert -q --from prose "$C/inaugural"
+    sembed convert -q --from lines "$C/webtext"
+    sembed convert -q --from lines "$C/movie_reviews"
+    sembed convert -q --from brown "$C/brown"
+  } > "$WORK/corpora.jsonl"
+}
+stage "convert the corpora" corpora
+force=()
+[ "${FORCE:-0}" = 1 ] && force=(--force)
+stage "train mlm" sembed train "$WORK/corpora.jsonl" --method mlm --max-steps "$STEPS" --batch-size "$BATCH" \
+  --holdout "$HOLDOUT" --seed "$SEED" --device "$DEVICE" -o "$OUT" --resume "${force[@]}"
+echo -e "total\t$(($(date +%s) - start))" >> "$WORK/times.tsv"
+awk -F'\t' '{printf "%-22s %6d s\n", $1, $2}' "$WORK/times.tsv" >&2
+echo "built $OUT in $(($(date +%s) - start)) s" >&2
+[ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"
