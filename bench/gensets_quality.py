@@ -33,9 +33,8 @@ from pathlib import Path
 from common import DATA, ROOT, log, save
 
 from sembed_cli import spacy_pipeline
-from sembed_cli.io import RecordSource
-from sembed_cli.structural_sets import (PRECISIONS, MaskedLM, SetGenerator, Tagger, default_mlm, replaceable,
-                                       resolve_precision)
+from sembed_cli.precision import PRECISIONS, resolve
+from sembed_cli.structural_sets import MaskedLM, SetGenerator, Tagger, default_mlm, replaceable
 
 PROSE = [("--doc-break", "blank", "abc"), ("state_union",), ("inaugural",)]
 MIN_WORDS, MAX_WORDS = 6, 30
@@ -129,7 +128,7 @@ def main() -> None:
     texts, source = pick_sentences(args.mlm, args.n, args.seed)
     start = time.perf_counter()
     nlp = spacy_pipeline.load(spacy_pipeline.DEFAULT_MODEL, ("tagger",))
-    precision = resolve_precision(args.precision, "cpu")
+    precision = resolve(args.precision, "cpu", cpu_bf16=True)
     mlm = MaskedLM.load(args.mlm, "cpu", precision)
     load_s = time.perf_counter() - start
     tagger = Tagger(nlp)

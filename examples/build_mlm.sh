@@ -9,10 +9,16 @@
 #    sent_id, text records, each as `sembed convert --help` recommends.
 # 2. sembed train --method mlm trains STEPS steps of BATCH sentences; HOLDOUT of the sentences (by a hash of their
 #    text) are never trained on, and sembed.json says which, for bench/mlm_recovery.py.
+# 2000 steps take about 18 minutes on 2 free cores (0.55 s a step). On a machine other jobs share, OMP_NUM_THREADS=1
+# avoids the threads' thrashing (there 2 threads ran 3 to 6 s a step, 1 thread about 1 s).
+# Top-10 recovery of masked content words (bench/mlm_recovery.py): 23.9% after the default 2000 steps; 30.9% after
+# 5000 more from that model (FROM=<the 2000-step OUT> STEPS=5000 SEED=43 bash examples/build_mlm.sh OUT2), still
+# rising; a GPU builds 20,000 steps and more in minutes.
 # Prints how long each stage and the whole build took. OUT appears complete or not at all, and an existing OUT is
 # kept unless FORCE=1; an interrupted build goes on from its last checkpoint when run again.
-# Settings (environment): DATA (SEMBED_DATA, else ../shared/data), STEPS (2000), BATCH (32), HOLDOUT (0.02),
-# SEED (42), DEVICE (auto), FORCE (0), WORK (runs/build-mlm; removed at the end unless KEEP=1).
+# Settings (environment): DATA (SEMBED_DATA, else ../shared/data), FROM (the encoder to start from: all-MiniLM-L6-v2;
+# a masked-LM this script built goes on training with its head), STEPS (2000), BATCH (32), HOLDOUT (0.02), SEED (42),
+# DEVICE (auto), FORCE (0), WORK (runs/build-mlm; removed at the end unless KEEP=1).
 set -euo pipefail
 OUT=${1:-${SEMBED_MLM:-${XDG_DATA_HOME:-$HOME/.local/share}/sembed/minilm-mlm}}
 OUT=$(realpath -m "$OUT")  # before the cd below
@@ -25,7 +31,7 @@ HOLDOUT=${HOLDOUT:-0.02}
 SEED=${SEED:-42}
 DEVICE=${DEVICE:-auto}
 WORK=${WORK:-runs/build-mlm}
-C=$DATA/corpora
+FROM=${FROM:-all-MiniLM-L6-v2}
 
 if [ -e "$OUT" ] && [ "${FORCE:-0}" != 1 ]; then
   echo "error: $OUT already exists (hint: FORCE=1 bash examples/build_mlm.sh to replace it)" >&2
@@ -37,20 +43,13 @@ start=$(date +%s)
 source examples/stages.sh  # stage NAME COMMAND...: run it, note its seconds
 
 corpora() {
-  {
-    sembed convert -q --from prose --doc-break blank "$C/abc"
-    sembed convert -q --from prose "$C/state_union"
-    sembed convert -q --from prose "$C/inaugural"
-    sembed convert -q --from lines "$C/webtext"
-    sembed convert -q --from lines "$C/movie_reviews"
-    sembed convert -q --from brown "$C/brown"
-  } > "$WORK/corpora.jsonl"
+  corpus_records "$DATA/corpora" > "$WORK/corpora.jsonl"
 }
 stage "convert the corpora" corpora
 force=()
 [ "${FORCE:-0}" = 1 ] && force=(--force)
-stage "train mlm" sembed train "$WORK/corpora.jsonl" --method mlm --max-steps "$STEPS" --batch-size "$BATCH" \
-  --holdout "$HOLDOUT" --seed "$SEED" --device "$DEVICE" -o "$OUT" --resume "${force[@]}"
+stage "train mlm" sembed train "$WORK/corpora.jsonl" --method mlm --model "$FROM" --max-steps "$STEPS" \
+  --batch-size "$BATCH" --holdout "$HOLDOUT" --seed "$SEED" --device "$DEVICE" -o "$OUT" --resume "${force[@]}"
 echo -e "total\t$(($(date +%s) - start))" >> "$WORK/times.tsv"
 awk -F'\t' '{printf "%-22s %6d s\n", $1, $2}' "$WORK/times.tsv" >&2
 echo "built $OUT in $(($(date +%s) - start)) s" >&2

@@ -103,7 +103,7 @@ def report(args: argparse.Namespace) -> tuple[str, dict]:
     for name in ("raw", "transformed"):
         lines.append(f"| paper: ELMo, {name} | " + " | ".join(cell(v) for v in PAPER_PURITY_ELMO[name]) + " |")
     difficult = metrics.get("raw", {}).get("difficult", {}).get("tags", [])
-    lines += ["", f"Difficult tags (highest entropy of dependency labels): "
+    lines += ["", "Difficult tags (highest entropy of dependency labels): "
               + ", ".join(t["tag"] for t in difficult) + ".",
               f"Sets: {result['variants_differing']:.1%} of the variants differ from their original, "
               f"{result['words_changed_per_variant']} words changed per variant on average."]

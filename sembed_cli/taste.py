@@ -11,11 +11,14 @@ Batched: every masked copy of every name of a batch (one copy per token: a
 character for a character model, a word-piece for a word-piece model) goes
 through the model together, in chunks of about `max_tokens` tokens (names
 taken shortest first, each chunk padded to its own longest), and only the
-masked positions go through the prediction head and are ranked.
+masked positions go through the prediction head and are ranked. The encoder
+may run in bf16 (`sembed taste --precision`); the head then runs in fp32 on
+its output, so that near-tied predictions are not left to bf16's rounding.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -47,7 +50,9 @@ class Taster:
         self.special = torch.tensor(sorted(set(tokenizer.all_special_ids)))
         # BERT-style masked-LMs (BertForMaskedLM: .bert, .cls) can rank the masked positions alone
         self.encoder = getattr(model, "bert", None)
-        self.head = getattr(model, "cls", None) if self.encoder is not None else None
+        head = getattr(model, "cls", None) if self.encoder is not None else None
+        half = next(model.parameters()).dtype != torch.float32
+        self.head = copy.deepcopy(head).float() if head is not None and half else head
 
     def _encode(self, texts: list[str]):
         encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
@@ -101,10 +106,10 @@ class Taster:
         rows = torch.arange(len(copies), device=self.device)
         if self.head is not None:  # only the masked positions through the prediction head
             hidden = self.encoder(input_ids=copies.to(self.device), attention_mask=attention.to(self.device))[0]
-            masked = self.head(hidden[rows, positions.to(self.device)])
+            masked = self.head(hidden[rows, positions.to(self.device)].float())
         else:
             logits = self.model(input_ids=copies.to(self.device), attention_mask=attention.to(self.device)).logits
-            masked = logits[rows, positions.to(self.device)]
+            masked = logits[rows, positions.to(self.device)].float()
         top = masked.topk(min(self.top_k, masked.shape[-1]), dim=-1).indices
         return (top == truth.to(self.device).unsqueeze(1)).any(1).cpu()
 

@@ -126,6 +126,16 @@ def test_adapted_model_is_a_masked_lm_with_a_tied_head(adapted, tiny_model):
     assert not (adapted.parent / "adapted.checkpoints").exists()
 
 
+def test_training_goes_on_from_an_adapted_model_with_its_head(adapted, tiny_model, tmp_path):
+    model, _, directory, new_head = mlm_adaptation.start_model(str(adapted), seed=1)
+    assert directory == adapted and not new_head
+    saved = load_masked_lm(str(adapted))[0]
+    assert torch.equal(model.cls.predictions.transform.dense.weight, saved.cls.predictions.transform.dense.weight)
+    run = adapt(str(adapted), tmp_path / "more", "--max-steps", "2")
+    assert run.exit_code == 0, run.stderr
+    assert json.loads((tmp_path / "more" / "sembed.json").read_text())["settings"]["head"] == "the base model's"
+
+
 def test_metadata_names_data_settings_and_the_held_out_rule(adapted, tiny_model):
     meta = json.loads((adapted / "sembed.json").read_text())
     assert meta["method"] == "mlm" and meta["base_model"] == tiny_model and meta["seed"] == 42

@@ -107,8 +107,8 @@ def test_same_seed_same_table_and_refusal_to_overwrite(tmp_path, vectors_file):
 
 
 def test_resume_ends_where_an_uninterrupted_run_does(tmp_path, vectors_file, monkeypatch):
-    whole = trainer.train_nws(RecordSource_of(tmp_path, corpus()), tmp_path / "whole",
-                              word_vectors.load(vectors_file), trainer.Settings(epochs=3, batch_size=8), device="cpu")
+    trainer.train_nws(RecordSource_of(tmp_path, corpus()), tmp_path / "whole",
+                      word_vectors.load(vectors_file), trainer.Settings(epochs=3, batch_size=8), device="cpu")
     calls = {"n": 0}
     original = trainer.PairBatches.loss
 

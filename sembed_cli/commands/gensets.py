@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from .. import spacy_pipeline
 from ..errors import SembedError
 from ..io import RecordSource, run_stream
-from ..options import BatchSize, Device, Input, Output, Quiet, Seed, ShardOption, SkipErrors, Verbose
+from ..options import (BatchSize, Device, Input, MaskedLMPrecision, Output, Quiet, Seed, ShardOption, SkipErrors,
+                       Verbose)
 from ..structural_sets import K, MLM_HINT, TOP, SetGenerator, default_mlm
 
 MaskedLMDir = Annotated[Optional[Path], typer.Option(
@@ -25,11 +26,6 @@ Top = Annotated[int, typer.Option("--top", min=1, metavar="N", help="Whole-word 
                                                                     "from (the paper: 30).")]
 TextKey = Annotated[str, typer.Option("--text-key", metavar="KEY", help="Text field to read; its tokens field "
                                                                         "(tokens_KEY) likewise.")]
-Precision = Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option(
-    "--precision", metavar="auto|fp32|bf16|fp16",
-    help="The masked-LM's precision: auto is fp16 on CUDA, and on the CPU bf16 where the CPU does bf16 natively "
-         "(AVX512-BF16, AMX: 1.4 to 1.8 times as fast, with the same tag agreement and substitution figures "
-         "in bench/gensets_quality.py), else fp32. Fix it for sets that match across machines.")]
 TaggerModel = Annotated[str, typer.Option(
     "--spacy-model", envvar="SEMBED_SPACY_MODEL", metavar="NAME",
     help="spaCy pipeline that tokenises and tags: an installed package name or a path.")]
@@ -57,7 +53,7 @@ def gensets_command(
     spacy_model: TaggerModel = spacy_pipeline.DEFAULT_MODEL,
     batch_size: BatchSize = 32,
     device: Device = "auto",
-    precision: Precision = "auto",
+    precision: MaskedLMPrecision = "auto",
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
@@ -105,11 +101,12 @@ def gensets_command(
       sembed train sets.jsonl --method syntax -o syntax-map
     """
     from .. import sentence_models
-    from ..structural_sets import MaskedLM, Tagger, resolve_precision
+    from ..precision import resolve
+    from ..structural_sets import MaskedLM, Tagger
 
     path = resolve_mlm(mlm)
     resolved = sentence_models.resolve_device(device)
-    precision = resolve_precision(precision, resolved)
+    precision = resolve(precision, resolved, cpu_bf16=True)
     nlp = spacy_pipeline.load(spacy_model, ("tagger",))
     source = RecordSource(input, skip_errors=skip_errors, shard=shard)
     generator = SetGenerator(MaskedLM.load(path, resolved, precision), Tagger(nlp), nlp.tokenizer, k=k, top=top,

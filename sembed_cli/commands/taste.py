@@ -8,7 +8,7 @@ import typer
 
 from .. import sentence_models
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
-from ..options import BatchSize, Device, Input, Output, Quiet, SkipErrors, TextKeys, Verbose
+from ..options import BatchSize, Device, Input, MaskedLMPrecision, Output, Quiet, SkipErrors, TextKeys, Verbose
 
 MaskedLM = Annotated[Optional[str], typer.Option(
     "--model", "-m", envvar="SEMBED_TASTE_MODEL", metavar="DIR", show_default=False,
@@ -44,6 +44,7 @@ def taste_command(
     threshold: Threshold = 0.5,
     batch_size: BatchSize = 256,
     device: Device = "auto",
+    precision: MaskedLMPrecision = "auto",
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -63,7 +64,10 @@ def taste_command(
 
     All masked copies of a batch of records (--batch-size) go through the
     model together, in chunks of about 32k tokens; output is flushed after
-    each batch. Texts longer than the model's positions are cut.
+    each batch. Texts longer than the model's positions are cut. Where the
+    encoder runs in bf16 (--precision auto on a CPU with native bf16), the
+    prediction head still runs in fp32; bench/taste_speed.py reports how
+    often its hits differ from fp32's.
 
     \b
     Example:
@@ -71,6 +75,7 @@ def taste_command(
         | sembed eval poi --tune-split dev --test-split test
     """
     from ..errors import SembedError
+    from ..precision import resolve
     from ..taste import Taster
     from ..training.masked_lm import load_masked_lm
 
@@ -78,7 +83,7 @@ def taste_command(
         raise SembedError("taste needs a masked-LM", "pass --model DIR, e.g. from sembed train --method mlm "
                                                        "--from-scratch")
     resolved = sentence_models.resolve_device(device)
-    lm, tokenizer = load_masked_lm(model, resolved)
+    lm, tokenizer = load_masked_lm(model, resolved, resolve(precision, resolved, cpu_bf16=True))
     taster = Taster(lm, tokenizer, top_k)
     fields = TextFields(text_keys)
     run_stream(RecordSource(input, skip_errors=skip_errors), fields.of,

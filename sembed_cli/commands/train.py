@@ -99,7 +99,8 @@ ModelDir = Annotated[Path, typer.Option("-o", "--output", metavar="DIR", show_de
 StartModel = Annotated[str, typer.Option(
     "--model", "-m", metavar="MODEL",
     help="sentence-transformers model to start from: a directory or all-MiniLM-L6-v2, the packaged default (mlm: "
-         "the BERT encoder to adapt, a sentence-transformers or Hugging Face directory). Never downloaded.")]
+         "the BERT encoder to adapt, a sentence-transformers or Hugging Face directory; a masked-LM it wrote goes on "
+         "training with its head). Never downloaded.")]
 Epochs = Annotated[Optional[int], typer.Option("--epochs", min=1, metavar="N", show_default=False,
                                                help="Passes over the data. Default: the method's (see Defaults).")]
 TrainBatchSize = Annotated[Optional[int], typer.Option(

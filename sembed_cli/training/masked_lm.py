@@ -32,6 +32,7 @@ from .. import console, sentence_models
 from ..artifacts import ContentHash, building, describe, write_metadata
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, json_type, write_json_atomic
+from ..precision import cast
 from . import checkpoints
 
 COMMAND = "sembed train"
@@ -333,8 +334,9 @@ def save_model_directory(directory: Path, model, tokenizer, max_length: int) -> 
     (directory / "2_Normalize").mkdir()
 
 
-def load_masked_lm(model: str, device: str = "cpu"):
-    """(model, tokenizer) of a Hugging Face masked-LM directory; never downloaded."""
+def load_masked_lm(model: str, device: str = "cpu", precision: str = "fp32"):
+    """(model, tokenizer) of a Hugging Face masked-LM directory, on `device` in `precision` (fp32, bf16, fp16; see
+    sembed_cli.precision); never downloaded."""
     path = Path(model).expanduser()
     if not (path / "config.json").exists():
         raise SembedError(f"no masked-LM directory at '{model}'",
@@ -352,7 +354,7 @@ def load_masked_lm(model: str, device: str = "cpu"):
         raise SembedError(f"cannot load the masked-LM at '{path}': {e}") from None
     if tokenizer.mask_token_id is None:
         raise SembedError(f"the tokenizer at '{path}' has no mask token")
-    return lm.to(device).eval(), tokenizer
+    return cast(lm.to(device), precision).eval(), tokenizer
 
 
 def finish(output: Path, model, tokenizer, max_length: int, metadata: dict, force: bool, checkpoint_dir: Path) -> dict:

@@ -206,9 +206,12 @@ def read_prose(source: RecordSource, text_key: str, holdout: float) -> tuple[lis
 # --- the model -----------------------------------------------------------------------------------------
 
 def encoder_directory(base_model: str) -> Path:
-    """The Hugging Face directory of a model's transformer: the sentence-transformers Transformer module's, or the
-    directory itself."""
+    """The Hugging Face directory of a model's transformer: the directory itself when it is a masked-LM (one
+    `sembed train --method mlm` wrote goes on training with its head), else the sentence-transformers Transformer
+    module's, else the directory itself."""
     path = sentence_models.resolve_path(base_model)
+    if is_masked_lm(path):
+        return path
     try:
         modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -217,6 +220,16 @@ def encoder_directory(base_model: str) -> Path:
         if isinstance(module, dict) and str(module.get("type", "")).endswith(".Transformer"):
             return path / module.get("path", "")
     return path
+
+
+def is_masked_lm(path: Path) -> bool:
+    """Whether the Hugging Face config in `path` names a masked-LM architecture (BertForMaskedLM and the like)."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    architectures = config.get("architectures") if isinstance(config, dict) else None
+    return any(str(name).endswith("ForMaskedLM") for name in architectures or [])
 
 
 def start_model(base_model: str, seed: int, dropout: float | None = None):
