@@ -48,8 +48,10 @@ corpora() {
 stage "convert the corpora" corpora
 force=()
 [ "${FORCE:-0}" = 1 ] && force=(--force)
+# as many passes over the sentences as STEPS steps need (train stops at --max-steps; its schedule ends there)
+epochs=$(( STEPS * BATCH / $(wc -l < "$WORK/corpora.jsonl") + 1 ))
 stage "train mlm" sembed train "$WORK/corpora.jsonl" --method mlm --model "$FROM" --max-steps "$STEPS" \
-  --batch-size "$BATCH" --holdout "$HOLDOUT" --seed "$SEED" --device "$DEVICE" -o "$OUT" --resume "${force[@]}"
+  --epochs "$epochs" --batch-size "$BATCH" --holdout "$HOLDOUT" --seed "$SEED" --device "$DEVICE" -o "$OUT" --resume "${force[@]}"
 echo -e "total\t$(($(date +%s) - start))" >> "$WORK/times.tsv"
 awk -F'\t' '{printf "%-22s %6d s\n", $1, $2}' "$WORK/times.tsv" >&2
 echo "built $OUT in $(($(date +%s) - start)) s" >&2
