@@ -60,6 +60,22 @@ def same_weights(a: Path, b: Path, atol: float = 1e-6) -> bool:
     return left.keys() == right.keys() and all(torch.allclose(left[k], right[k], atol=atol) for k in left)
 
 
+def interrupt_at_call(monkeypatch, owner, name: str, call: int):
+    """Patch `owner.name` to raise KeyboardInterrupt (Ctrl-C, a killed job) at its `call`-th call; returns the real
+    function, to put back with monkeypatch.setattr(owner, name, real)."""
+    real = getattr(owner, name)
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == call:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, interrupted)
+    return real
+
+
 TINY_DIM = 32
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import jsonl, same_weights, sembed
+from conftest import interrupt_at_call, jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
 
@@ -185,16 +185,7 @@ def test_same_seed_same_model(adapted, tiny_model, tmp_path):
 def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(adapted, tiny_model, tmp_path,
                                                                            monkeypatch):
     out = tmp_path / "resumed"
-    real = mlm_adaptation.masked_positions_loss
-    calls = {"n": 0}
-
-    def interrupted(model, batch):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return real(model, batch)
-
-    monkeypatch.setattr(mlm_adaptation, "masked_positions_loss", interrupted)
+    real = interrupt_at_call(monkeypatch, mlm_adaptation, "masked_positions_loss", 2)
     assert adapt(tiny_model, out, "--checkpoint-steps", "1").exit_code == 130
     monkeypatch.setattr(mlm_adaptation, "masked_positions_loss", real)
     refused = adapt(tiny_model, out, "--checkpoint-steps", "1")

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from conftest import jsonl, sembed
+from conftest import interrupt_at_call, jsonl, sembed
 
 torch = pytest.importorskip("torch")
 
@@ -109,16 +109,7 @@ def test_same_seed_same_table_and_refusal_to_overwrite(tmp_path, vectors_file):
 def test_resume_ends_where_an_uninterrupted_run_does(tmp_path, vectors_file, monkeypatch):
     trainer.train_nws(RecordSource_of(tmp_path, corpus()), tmp_path / "whole",
                       word_vectors.load(vectors_file), trainer.Settings(epochs=3, batch_size=8), device="cpu")
-    calls = {"n": 0}
-    original = trainer.PairBatches.loss
-
-    def failing(self, *args):
-        calls["n"] += 1
-        if calls["n"] == 14:  # in epoch 2 (9 steps an epoch)
-            raise KeyboardInterrupt
-        return original(self, *args)
-
-    monkeypatch.setattr(trainer.PairBatches, "loss", failing)
+    original = interrupt_at_call(monkeypatch, trainer.PairBatches, "loss", 14)  # in epoch 2 (9 steps an epoch)
     with pytest.raises(KeyboardInterrupt):
         trainer.train_nws(RecordSource_of(tmp_path, corpus()), tmp_path / "resumed", word_vectors.load(vectors_file),
                           trainer.Settings(epochs=3, batch_size=8), device="cpu")

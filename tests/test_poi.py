@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import jsonl, same_weights, sembed
+from conftest import interrupt_at_call, jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
 
@@ -139,16 +139,7 @@ def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(stage
     out = tmp_path / "resumed"
     args = ("train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "--checkpoint-steps", "1",
             "-o", str(out))
-    real = masked_lm.mlm_loss
-    calls = {"n": 0}
-
-    def interrupted(model, batch):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return real(model, batch)
-
-    monkeypatch.setattr(masked_lm, "mlm_loss", interrupted)
+    real = interrupt_at_call(monkeypatch, masked_lm, "mlm_loss", 2)
     assert sembed(*args, input=names_records()).exit_code == 130
     monkeypatch.setattr(masked_lm, "mlm_loss", real)
     refused = sembed(*args, input=names_records())

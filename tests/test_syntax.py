@@ -12,7 +12,7 @@ from sembed_cli.io import RecordSource
 from sembed_cli.syntax_map import SyntaxMap
 from sembed_cli.training import syntax as trainer
 
-from conftest import jsonl, sembed
+from conftest import interrupt_at_call, jsonl, sembed
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -120,16 +120,8 @@ def test_resume_ends_where_an_uninterrupted_run_does(tmp_path, tiny_model, monke
     settings = trainer.Settings(epochs=3, batch_size=64, dimension=4)
     whole = trainer.train_syntax(RecordSource(str(path)), tmp_path / "whole", model=tiny_model, settings=settings,
                                  device="cpu")
-    calls = {"n": 0}
-    original = trainer.batch_loss
-
-    def failing(*args):
-        calls["n"] += 1
-        if calls["n"] == 8:  # in epoch 2 (7 held-out batches at most before, 7 steps an epoch)
-            raise KeyboardInterrupt
-        return original(*args)
-
-    monkeypatch.setattr(trainer, "batch_loss", failing)
+    # in epoch 2 (7 held-out batches at most before, 7 steps an epoch)
+    original = interrupt_at_call(monkeypatch, trainer, "batch_loss", 8)
     with pytest.raises(KeyboardInterrupt):
         trainer.train_syntax(RecordSource(str(path)), tmp_path / "resumed", model=tiny_model, settings=settings,
                              device="cpu")
