@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from .errors import BadRecord
+from .io import json_type
+
+TOKEN_FIELDS = {"i": int, "text": str, "dep": str, "head": int}  # what S_cf and the word records read
+
 
 def doc_tokens(doc) -> list[dict]:
     """Each token as {i, text, lemma, pos, tag, dep, head}; indices are positions in the text."""
@@ -9,6 +14,22 @@ def doc_tokens(doc) -> list[dict]:
         {"i": t.i, "text": t.text, "lemma": t.lemma_, "pos": t.pos_, "tag": t.tag_, "dep": t.dep_, "head": t.head.i}
         for t in doc
     ]
+
+
+def check_tokens(name: str, tokens: object, dep_hint: str = "") -> None:
+    """A `name` field in the shape `sembed parse` writes, with at least TOKEN_FIELDS in every token; `dep_hint`
+    follows the message about a token without a dependency label."""
+    if not isinstance(tokens, list):
+        raise BadRecord(f"'{name}' must be a list of tokens, got {json_type(tokens)}")
+    for n, token in enumerate(tokens):
+        if not isinstance(token, dict):
+            raise BadRecord(f"'{name}'[{n}] must be a token object, got {json_type(token)}")
+        for field, kind in TOKEN_FIELDS.items():
+            value = token.get(field)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                expected = "a number" if kind is int else "a string"
+                hint = dep_hint if field == "dep" else ""
+                raise BadRecord(f"'{name}'[{n}] needs '{field}' as {expected}, got {json_type(value)}{hint}")
 
 
 def doc_triples(doc) -> list[list]:

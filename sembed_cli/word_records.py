@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from . import spacy_pipeline
+from .dependency import check_tokens
 from .errors import BadRecord
 from .io import batched, check_text, derived_key, json_type
 
@@ -19,28 +20,17 @@ WORD_FIELDS = ("word_index", "word", "lemma", "pos", "tag", "dep", "head_index",
                "sentence_index")
 ROOT = "ROOT"
 OPTIONAL_TOKEN_FIELDS = ("lemma", "pos", "tag")  # written as null when the parse lacks them
-REQUIRED_TOKEN_FIELDS = {"i": int, "text": str, "dep": str, "head": int}
 
 
 def check_word_tokens(name: str, tokens: object) -> None:
-    """A parse in the shape `sembed parse` writes, with the dependency labels this needs."""
-    if not isinstance(tokens, list):
-        raise BadRecord(f"'{name}' must be a list of tokens, got {json_type(tokens)}")
-    positions = set()
-    for n, token in enumerate(tokens):
-        if not isinstance(token, dict):
-            raise BadRecord(f"'{name}'[{n}] must be a token object, got {json_type(token)}")
-        for field, kind in REQUIRED_TOKEN_FIELDS.items():
-            value = token.get(field)
-            if not isinstance(value, kind) or isinstance(value, bool):
-                expected = "a number" if kind is int else "a string"
-                hint = " (run sembed parse: --words needs dependency labels)" if field == "dep" else ""
-                raise BadRecord(f"'{name}'[{n}] needs '{field}' as {expected}, got {json_type(value)}{hint}")
+    """A parse in the shape `sembed parse` writes, with the dependency labels this needs and heads among its tokens."""
+    check_tokens(name, tokens, " (run sembed parse: --words needs dependency labels)")
+    for n, token in enumerate(tokens):  # type: ignore[arg-type]
         for field in OPTIONAL_TOKEN_FIELDS:
             if token.get(field) is not None and not isinstance(token[field], str):
                 raise BadRecord(f"'{name}'[{n}] '{field}' must be a string, got {json_type(token[field])}")
-        positions.add(token["i"])
-    for n, token in enumerate(tokens):
+    positions = {token["i"] for token in tokens}  # type: ignore[union-attr]
+    for n, token in enumerate(tokens):  # type: ignore[arg-type]
         if token["head"] not in positions:
             raise BadRecord(f"'{name}'[{n}] has head {token['head']}, which is no token's 'i'")
 

@@ -13,7 +13,7 @@ from .. import console, sentence_models
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
 from ..options import BatchSize, Device, Force, Input, Output, Quiet, ShardOption, SkipErrors, TextKeys, Verbose
-from .spo import check_tokens
+from ..dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
 CUDA_ENCODE_BATCH = 128  # a GPU wants more texts per pass

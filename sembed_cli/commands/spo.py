@@ -6,13 +6,11 @@ from collections.abc import Iterable, Iterator
 
 from .. import spacy_pipeline
 from ..component_focus import s_cf
-from ..dependency import doc_tokens
-from ..errors import BadRecord
-from ..io import RecordSource, TextFields, batched, derived_key, json_type, run_stream, text_jobs
+from ..dependency import check_tokens, doc_tokens
+from ..io import RecordSource, TextFields, batched, derived_key, run_stream, text_jobs
 from ..options import BatchSize, Input, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys, Verbose
 from .parse import SPACY_BATCH
 
-TOKEN_FIELDS = {"i": int, "text": str, "dep": str, "head": int}
 
 
 def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFields(), batch_size: int = 1000,
@@ -48,20 +46,6 @@ def check_record(fields: TextFields):
                 check_tokens(name, record[name])
 
     return check
-
-
-def check_tokens(name: str, tokens: object) -> None:
-    """A parse in the shape `sembed parse` writes, at least the fields S_cf reads."""
-    if not isinstance(tokens, list):
-        raise BadRecord(f"'{name}' must be a list of tokens, got {json_type(tokens)}")
-    for n, token in enumerate(tokens):
-        if not isinstance(token, dict):
-            raise BadRecord(f"'{name}'[{n}] must be a token object, got {json_type(token)}")
-        for field, kind in TOKEN_FIELDS.items():
-            value = token.get(field)
-            if not isinstance(value, kind) or isinstance(value, bool):
-                expected = "a number" if kind is int else "a string"
-                raise BadRecord(f"'{name}'[{n}] needs '{field}' as {expected}, got {json_type(value)}")
 
 
 def spo_command(
