@@ -108,6 +108,20 @@ def test_loss_at_the_masked_positions_is_the_masked_lm_loss(tiny_model):
     assert ours.item() == pytest.approx(full.item(), rel=1e-5)
 
 
+def test_bf16_autocast_loss_is_close_to_fp32(tiny_model):
+    from sembed_cli.precision import autocast
+
+    model, tokenizer, _, _ = mlm_adaptation.start_model(tiny_model, seed=1)
+    pieces = tokenizer(SENTENCES[:8])["input_ids"]
+    batch = mlm_adaptation.MaskedSentences(tokenizer, pieces, WordMasking(), 8, 1).batch(
+        pieces, torch.Generator().manual_seed(1))
+    fp32, _ = mlm_adaptation.masked_positions_loss(model, batch)
+    with autocast("bf16", "cpu"):
+        bf16, _ = mlm_adaptation.masked_positions_loss(model, batch)
+    assert bf16.dtype == torch.float32  # the cross-entropy leaves autocast in fp32
+    assert bf16.item() == pytest.approx(fp32.item(), rel=0.02)
+
+
 # --- training ----------------------------------------------------------------------------------------------
 
 def test_adapted_model_is_a_masked_lm_with_a_tied_head(adapted, tiny_model):
@@ -192,6 +206,18 @@ def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(adapt
     assert refused.exit_code == 1 and "holds the checkpoints of an unfinished run" in refused.stderr
     assert adapt(tiny_model, out, "--checkpoint-steps", "1", "--resume").exit_code == 0
     assert same_weights(out, adapted, ROUNDING)
+
+
+def test_an_fp32_run_resumes_in_bf16_and_says_so(adapted, tiny_model, tmp_path, monkeypatch):
+    assert json.loads((adapted / "sembed.json").read_text())["training"]["precision"] == "fp32"  # the default
+    out = tmp_path / "mixed"
+    real = interrupt_at_call(monkeypatch, mlm_adaptation, "masked_positions_loss", 2)
+    assert adapt(tiny_model, out, "--checkpoint-steps", "1").exit_code == 130
+    monkeypatch.setattr(mlm_adaptation, "masked_positions_loss", real)
+    run = adapt(tiny_model, out, "--checkpoint-steps", "1", "--resume", "--precision", "bf16")
+    assert run.exit_code == 0, run.stderr
+    assert json.loads((out / "sembed.json").read_text())["training"]["precision"] == "bf16"
+    assert same_weights(out, adapted, 0.05) and not same_weights(out, adapted, ROUNDING)
 
 
 def test_max_steps_and_not_overwritten_without_force(adapted, tiny_model, tmp_path):

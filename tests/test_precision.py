@@ -32,6 +32,30 @@ def test_refused_precisions_say_what_is_allowed(wanted, cpu_bf16, message, hint)
     assert (caught.value.message, caught.value.hint) == (message, hint)
 
 
+@pytest.mark.parametrize("native, expected", [(False, "fp32"), (True, "bf16")])
+def test_training_is_fp32_unless_asked_and_auto_takes_native_bf16(monkeypatch, native, expected):
+    import torch
+
+    monkeypatch.setattr(precision, "native_bf16", lambda: native)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: native)
+    assert precision.resolve_training("auto", "cpu") == expected
+    assert precision.resolve_training("auto", "cuda:0") == expected
+    assert [precision.resolve_training(p, "cpu") for p in ("fp32", "bf16")] == ["fp32", "bf16"]
+    with pytest.raises(SembedError) as caught:
+        precision.resolve_training("fp16", "cuda")
+    assert (caught.value.message, caught.value.hint) == ("unknown training precision 'fp16'", "use auto, fp32, bf16")
+
+
+def test_autocast_runs_matrix_products_in_bf16_and_fp32_leaves_them():
+    import torch
+
+    layer = torch.nn.Linear(2, 2)
+    with precision.autocast("bf16", "cpu"):
+        assert layer(torch.ones(1, 2)).dtype == torch.bfloat16
+    with precision.autocast("fp32", "cpu"):
+        assert layer(torch.ones(1, 2)).dtype == torch.float32
+
+
 def test_cast_changes_the_parameters_dtype_and_fp32_leaves_them():
     import torch
 

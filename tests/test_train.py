@@ -283,6 +283,8 @@ def test_no_pairs_at_all_is_an_error(tiny_model, tmp_path):
     (("--method", "cf", "--score-range", "5:0"), "expected LOW < HIGH"),
     (("--method", "cf", "-k", "text_a"), "give it twice"),
     (("--method", "tfidf",), "'tfidf' is not one of"),
+    (("--method", "sbert", "--precision", "bf16"), "only for --method mlm|poi"),
+    (("--method", "mlm", "--precision", "fp16"), "'fp16' is not one of"),
 ])
 def test_usage_errors_exit_2(tmp_path, args, message):
     run = sembed("train", *args, "-o", str(tmp_path / "m"), input="")

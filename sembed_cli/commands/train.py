@@ -64,7 +64,7 @@ ONLY_FOR: dict[str, set[Method]] = {  # an option given on the command line to a
     "from_scratch": {Method.mlm}, "layers": {Method.mlm}, "hidden": {Method.mlm}, "samples": {Method.mlm},
     "distance": {Method.poi}, "margin": {Method.poi}, "triplet_weight": {Method.poi},
     "random_init": {Method.syntax}, "dimension": {Method.syntax}, "pairs_per_set": {Method.syntax},
-    "holdout": {Method.mlm},
+    "holdout": {Method.mlm}, "precision": {Method.mlm, Method.poi},
     "model": STEPPED | {Method.syntax},
     "warmup": STEPPED, "max_steps": STEPPED, "checkpoint_steps": STEPPED,
 }
@@ -179,6 +179,11 @@ Dimension = Annotated[int, typer.Option("--dimension", min=1, metavar="N",
 PairsPerSet = Annotated[int, typer.Option("--pairs-per-set", min=1, metavar="N",
                                           help="syntax: samples (two sentences, two word indices) drawn from each "
                                                "set an epoch (the paper: about 11).")]
+TrainPrecision = Annotated[Literal["fp32", "bf16", "auto"], typer.Option(
+    "--precision", metavar="fp32|bf16|auto",
+    help="mlm, poi: the forward pass's arithmetic; bf16 runs it under bf16 autocast (weights and optimiser stay "
+         "fp32): 1.8x faster on a CPU with AVX512-BF16 (bench/mlm_train_speed.py), and on recent GPUs; auto is bf16 "
+         "where the device does it natively, else fp32. fp32 (the default) gives the same model on every machine.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from its newest checkpoint "
                                                        "(repeat its command, with --resume; with --force too, start "
                                                        "over when the checkpoints are of another run).")]
@@ -218,6 +223,7 @@ def train_command(
     pairs_per_set: PairsPerSet = 11,
     text_keys: TextKeys = None,
     checkpoint_steps: CheckpointSteps = 500,
+    precision: TrainPrecision = "fp32",
     resume: Resume = False,
     force: Force = False,
     seed: Seed = 42,
@@ -341,7 +347,8 @@ def train_command(
     DIR.checkpoints every --checkpoint-steps steps (nws: every epoch) and
     at each epoch's end; after an interruption the same command with
     --resume continues from the newest one and ends with the weights an
-    uninterrupted run would have (same data and settings required). An
+    uninterrupted run would have (same data and settings required;
+    --device and --precision may change). An
     existing DIR, or checkpoints of an unfinished run, are replaced only
     with --force. DIR appears complete or not at all. sbert, cf and ta run
     under torchrun / accelerate launch for several GPUs. An option of
@@ -385,11 +392,11 @@ def train_command(
                       resume, force, seed, device)
     elif method == Method.mlm and not from_scratch:
         _adapt_encoder(ctx, source, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
-                       checkpoint_steps, holdout, resume, force, seed, device)
+                       checkpoint_steps, holdout, precision, resume, force, seed, device)
     else:
         _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
                          checkpoint_steps, from_scratch, layers, hidden, samples, distance, margin, triplet_weight,
-                         resume, force, seed, device)
+                         precision, resume, force, seed, device)
 
 
 def _train_sentence_encoder(source, method, output, model, epochs, batch_size, lr, warmup, max_steps, cf_weight,
@@ -453,7 +460,7 @@ def _train_syntax(source, output, model, random_init, dimension, pairs_per_set, 
 
 def _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
                      checkpoint_steps, from_scratch, layers, hidden, samples, distance, margin, triplet_weight,
-                     resume, force, seed, device) -> None:
+                     precision, resume, force, seed, device) -> None:
     """mlm and poi: the POI paper's two stages, on sembed's plain torch loop (see training/masked_lm.py)."""
     from ..training.masked_lm import CharBertShape, LoopSchedule, train_from_scratch
     from ..training.poi_triplet import DEFAULT_MARGIN, train_poi
@@ -472,11 +479,12 @@ def _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr,
     text_key = text_keys[0] if text_keys else "text"
     if method == Method.mlm:
         train_from_scratch(source, output, shape=CharBertShape(layers=layers, hidden=hidden), schedule=schedule,
-                           samples=samples, text_key=text_key, device=device, resume=resume, force=force)
+                           samples=samples, text_key=text_key, device=device, precision=precision, resume=resume,
+                           force=force)
     else:
         train_poi(source, output, base_model=model, schedule=schedule, distance=distance,
                   margin=DEFAULT_MARGIN if margin is None else margin, triplet_weight=triplet_weight,
-                  text_key=text_key, device=device, resume=resume, force=force)
+                  text_key=text_key, device=device, precision=precision, resume=resume, force=force)
 
 
 def _refuse_options(ctx, names: tuple[str, ...], why: str) -> None:
@@ -489,7 +497,7 @@ def _refuse_options(ctx, names: tuple[str, ...], why: str) -> None:
 
 
 def _adapt_encoder(ctx, source, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
-                   checkpoint_steps, holdout, resume, force, seed, device) -> None:
+                   checkpoint_steps, holdout, precision, resume, force, seed, device) -> None:
     """mlm without --from-scratch: an encoder adapted into an English masked-LM (training/mlm_adaptation.py)."""
     from ..training.masked_lm import LoopSchedule
     from ..training.mlm_adaptation import DEFAULT_HOLDOUT, adapt_encoder
@@ -501,4 +509,5 @@ def _adapt_encoder(ctx, source, output, model, epochs, batch_size, lr, warmup, m
                             max_steps=max_steps, checkpoint_steps=checkpoint_steps, seed=seed)
     adapt_encoder(source, output, base_model=model, schedule=schedule,
                   holdout=DEFAULT_HOLDOUT if holdout is None else holdout,
-                  text_key=text_keys[0] if text_keys else "text", device=device, resume=resume, force=force)
+                  text_key=text_keys[0] if text_keys else "text", device=device, precision=precision, resume=resume,
+                  force=force)

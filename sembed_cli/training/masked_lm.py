@@ -28,11 +28,11 @@ from pathlib import Path
 
 import torch
 
-from .. import console, sentence_models
+from .. import console, precision as precisions, sentence_models
 from ..artifacts import ContentHash, building, describe, write_metadata
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, json_type, write_json_atomic
-from ..precision import cast
+from ..precision import autocast, cast
 from . import checkpoints
 
 COMMAND = "sembed train"
@@ -242,12 +242,14 @@ def parameter_groups(model, weight_decay: float, learning_rate: float,
 def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_epoch: int,
              loss: Callable[[object, dict], tuple[torch.Tensor, dict]], schedule: LoopSchedule, device: str,
              checkpoint_dir: Path, resume_from: Path | None, lr_scale: Callable[[str], float] | None = None,
-             log_steps: int = 0) -> dict:
+             log_steps: int = 0, precision: str = "fp32") -> dict:
     """Train `model` with `loss` over the epochs; checkpoints in `checkpoint_dir`; returns a summary.
 
     `lr_scale(name)`, when given, multiplies the schedule's learning rate for that parameter (one warm-up and decay
     for all). With `log_steps`, a line with the mean losses since the last one goes to stderr every that many steps
-    (long epochs, logs that are not a terminal).
+    (long epochs, logs that are not a terminal). `precision` (fp32 or bf16, precision.resolve_training) is the
+    forward pass's: bf16 autocast keeps the weights, gradients and optimiser in fp32. Like the device it is not part
+    of the run's fingerprint: a run may resume in another precision.
     """
     from transformers import get_linear_schedule_with_warmup
     from transformers.utils import logging as transformers_logging
@@ -273,7 +275,8 @@ def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_ep
                                                        "steps")):
             if index < skip:
                 continue  # done before the interruption: the same batches, drawn again from (seed, epoch)
-            value, parts = loss(model, to_device(batch, device))
+            with autocast(precision, device):
+                value, parts = loss(model, to_device(batch, device))
             value.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), schedule.max_grad_norm)
             optimizer.step()
@@ -300,7 +303,8 @@ def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_ep
         if step < total:
             _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
     model.eval()
-    return {"steps": total, "final_epoch_losses": losses, "seconds": round(time.perf_counter() - started, 1)}
+    return {"steps": total, "final_epoch_losses": losses, "seconds": round(time.perf_counter() - started, 1),
+            "precision": precision}
 
 
 # --- the model directory -------------------------------------------------------------------------------
@@ -370,7 +374,8 @@ def finish(output: Path, model, tokenizer, max_length: int, metadata: dict, forc
 
 def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertShape = CharBertShape(),
                        schedule: LoopSchedule = LoopSchedule(), samples: int = 10, text_key: str = "text",
-                       device: str = "auto", resume: bool = False, force: bool = False) -> dict:
+                       device: str = "auto", precision: str = "fp32", resume: bool = False, force: bool = False
+                       ) -> dict:
     """POI paper stage 1: a character BERT trained from scratch on the POI training names of `source`."""
     from transformers import BertForMaskedLM
 
@@ -380,6 +385,7 @@ def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertSha
 
     refuse_existing(output, force)
     resolved = sentence_models.resolve_device(device)
+    precision = precisions.resolve_training(precision, resolved)
     names, data = read_poi_names(source, text_key)
     settings = {"from_scratch": True, "tokenizer": "characters (NFD, accents stripped, lower case, no blanks)",
                 "samples_per_name": samples, "masking": "one character at random per sample",
@@ -392,9 +398,9 @@ def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertSha
     model = BertForMaskedLM(shape.config(tokenizer))
     dataset = MaskedNames(tokenizer, names, samples, schedule.batch_size, shape.max_length, schedule.seed)
     console.say(f"mlm --from-scratch: {len(names)} names x {samples} samples, {len(tokenizer)} characters, "
-                f"{shape.layers} layers x {shape.hidden}, {dataset.steps_per_epoch} steps an epoch on {resolved}")
+                f"{shape.layers} layers x {shape.hidden}, {dataset.steps_per_epoch} steps an epoch on {resolved} ({precision})")
     summary = run_loop(model, dataset.epoch, dataset.steps_per_epoch, mlm_loss, schedule, resolved, checkpoint_dir,
-                       resume_from)
+                       resume_from, precision=precision)
     metadata = describe(COMMAND, data, settings, method="mlm", stage="poi stage 1 (masked LM from scratch)",
                         base_model=None, training=summary, seed=schedule.seed)
     return finish(output, model.cpu(), tokenizer, shape.max_length, metadata, force, checkpoint_dir)

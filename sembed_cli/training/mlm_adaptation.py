@@ -53,7 +53,7 @@ from typing import Iterator
 
 import torch
 
-from .. import console, sentence_models
+from .. import console, precision as precisions, sentence_models
 from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
@@ -166,7 +166,7 @@ def masked_positions_loss(model, batch: dict) -> tuple[torch.Tensor, dict]:
     """Cross-entropy of the prediction head at the masked pieces only (the vocabulary logits nowhere else)."""
     hidden = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
     chosen = batch["labels"] != MLM_IGNORE
-    logits = model.cls(hidden[chosen])
+    logits = model.cls(hidden[chosen])  # bf16 under autocast; the cross-entropy is fp32 there
     loss = torch.nn.functional.cross_entropy(logits, batch["labels"][chosen])
     return loss, {"mlm": loss.item()}
 
@@ -314,12 +314,13 @@ def head_lr_scale(scale: float):
 def adapt_encoder(source: RecordSource, output: Path, *, base_model: str = sentence_models.DEFAULT_MODEL,
                   schedule: LoopSchedule = LoopSchedule(), masking: WordMasking = WordMasking(),
                   holdout: float = DEFAULT_HOLDOUT, head_scale: float = HEAD_LR_SCALE, text_key: str = "text",
-                  device: str = "auto", resume: bool = False, force: bool = False) -> dict:
+                  device: str = "auto", precision: str = "fp32", resume: bool = False, force: bool = False) -> dict:
     """A BERT masked-LM from the encoder of `base_model`, trained on the prose of `source`; writes `output`."""
     if not 0.0 <= holdout < 1.0:
         raise SembedError(f"--holdout must be in [0, 1), got {holdout}")
     refuse_existing(output, force)
     resolved = sentence_models.resolve_device(device)
+    precision = precisions.resolve_training(precision, resolved)
     model, tokenizer, directory, new_head = start_model(base_model, schedule.seed, DROPOUT)
     texts, data = read_prose(source, text_key, holdout)
     pieces = [ids for ids in tokenizer(texts, truncation=True, max_length=masking.max_length)["input_ids"]
@@ -349,10 +350,11 @@ def adapt_encoder(source: RecordSource, output: Path, *, base_model: str = sente
         steps = min(steps, schedule.max_steps)
     console.say(f"mlm: adapting {base_model} ({model.config.num_hidden_layers} layers x {model.config.hidden_size}, "
                 f"{'new' if new_head else 'its'} head) on {len(pieces)} texts ({data['held_out_records']} held out), "
-                f"{steps} steps of {schedule.batch_size} on {resolved}")
+                f"{steps} steps of {schedule.batch_size} on {resolved} ({precision})")
     cpu_started = time.process_time()
     summary = run_loop(model, batches.epoch, batches.steps_per_epoch, masked_positions_loss, schedule, resolved,
-                       checkpoint_dir, resume_from, lr_scale=head_lr_scale(head_scale), log_steps=LOG_STEPS)
+                       checkpoint_dir, resume_from, lr_scale=head_lr_scale(head_scale), log_steps=LOG_STEPS,
+                       precision=precision)
     summary["cpu_seconds"] = round(time.process_time() - cpu_started, 1)  # all threads: a busy machine's measure
     summary["sentences_seen"] = min(steps * schedule.batch_size, len(pieces) * schedule.epochs)
     metadata = describe(COMMAND, data, settings, method="mlm", stage="masked-LM adaptation of an encoder",

@@ -26,7 +26,7 @@ from typing import Iterator
 
 import torch
 
-from .. import console, sentence_models
+from .. import console, precision as precisions, sentence_models
 from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import SembedError
 from ..io import RecordSource
@@ -123,8 +123,8 @@ class TripletAndMaskedLoss:
 
     def __call__(self, model, batch: dict) -> tuple[torch.Tensor, dict]:
         hidden = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
-        triplet, share = batch_all_triplet_loss(mean_pooled(hidden, batch["attention_mask"]), batch["is_poi"].long(),
-                                                self.margin, self.distance)
+        pooled = mean_pooled(hidden.float(), batch["attention_mask"])  # distances in fp32, also under bf16 autocast
+        triplet, share = batch_all_triplet_loss(pooled, batch["is_poi"].long(), self.margin, self.distance)
         parts = {"tri": triplet.item(), "positive_triplets": share}
         total = self.triplet_weight * triplet
         if (batch["mlm_labels"] != MLM_IGNORE).any():
@@ -137,12 +137,14 @@ class TripletAndMaskedLoss:
 
 def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: LoopSchedule = LoopSchedule(),
               distance: str = "euclidean", margin: float = DEFAULT_MARGIN, triplet_weight: float = 1.0,
-              text_key: str = "text", device: str = "auto", resume: bool = False, force: bool = False) -> dict:
+              text_key: str = "text", device: str = "auto", precision: str = "fp32", resume: bool = False,
+              force: bool = False) -> dict:
     """POI paper stage 2 on the stage-1 model `base_model`; writes the model directory `output`."""
     if distance not in DISTANCES:
         raise SembedError(f"unknown distance '{distance}'", f"use one of {', '.join(DISTANCES)}")
     refuse_existing(output, force)
     resolved = sentence_models.resolve_device(device)
+    precision = precisions.resolve_training(precision, resolved)
     model, tokenizer = load_masked_lm(base_model, "cpu")
     base_metadata = {}
     if (Path(base_model) / sentence_models.METADATA_FILE).exists():
@@ -160,11 +162,11 @@ def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: 
     random.seed(schedule.seed)
     batches = LabelledBatches(tokenizer, names, labels, schedule.batch_size, max_length, schedule.seed)
     console.say(f"poi: {data['poi']} POI names and {data['non_poi']} non-POI queries, {distance} distance, margin "
-                f"{margin:g}, {batches.steps_per_epoch} steps an epoch on {resolved}")
+                f"{margin:g}, {batches.steps_per_epoch} steps an epoch on {resolved} ({precision})")
     model.train()
     summary = run_loop(model, batches.epoch, batches.steps_per_epoch,
                        TripletAndMaskedLoss(distance, margin, triplet_weight), schedule, resolved, checkpoint_dir,
-                       resume_from)
+                       resume_from, precision=precision)
     metadata = describe(COMMAND, data, settings, method="poi", stage="poi stage 2 (triplet + masked LM)",
                         base_model=str(base_model), base_model_data=base_metadata.get("data"), training=summary,
                         seed=schedule.seed)
