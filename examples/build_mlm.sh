@@ -9,11 +9,13 @@
 #    sent_id, text records, each as `sembed convert --help` recommends.
 # 2. sembed train --method mlm trains STEPS steps of BATCH sentences; HOLDOUT of the sentences (by a hash of their
 #    text) are never trained on, and sembed.json says which, for bench/mlm_recovery.py.
-# 2000 steps take about 18 minutes on 2 free cores (0.55 s a step). On a machine other jobs share, OMP_NUM_THREADS=1
-# avoids the threads' thrashing (there 2 threads ran 3 to 6 s a step, 1 thread about 1 s).
+# 2000 steps take about 18 minutes on 2 free cores in fp32 (0.55 s a step), 12 in bf16 (0.37 s; PRECISION=auto on a
+# CPU with AVX512-BF16). On a machine other jobs share, OMP_NUM_THREADS=1 avoids the threads' thrashing (there 2
+# threads ran 3 to 6 s a step, 1 thread about 1 s).
 # Top-10 recovery of masked content words (bench/mlm_recovery.py): 23.9% after the default 2000 steps; 30.9% after
-# 5000 more from that model (FROM=<the 2000-step OUT> STEPS=5000 SEED=43 bash examples/build_mlm.sh OUT2), still
-# rising; a GPU builds 20,000 steps and more in minutes.
+# 5000 more from that model (FROM=<the 2000-step OUT> STEPS=5000 SEED=43 bash examples/build_mlm.sh OUT2); 40.2%
+# after 20,000 more from that one (FROM=OUT2 STEPS=20000 SEED=44 bash examples/build_mlm.sh OUT3; 110 minutes in
+# bf16 here). A GPU (DEVICE=cuda) builds 100,000 steps and more in minutes.
 # Prints how long each stage and the whole build took. OUT appears complete or not at all, and an existing OUT is
 # kept unless FORCE=1; an interrupted build goes on from its last checkpoint when run again.
 # Settings (environment): DATA (SEMBED_DATA, else ../shared/data), FROM (the encoder to start from: all-MiniLM-L6-v2;

@@ -182,7 +182,7 @@ PairsPerSet = Annotated[int, typer.Option("--pairs-per-set", min=1, metavar="N",
 TrainPrecision = Annotated[Literal["fp32", "bf16", "auto"], typer.Option(
     "--precision", metavar="fp32|bf16|auto",
     help="mlm, poi: the forward pass's arithmetic; bf16 runs it under bf16 autocast (weights and optimiser stay "
-         "fp32): 1.8x faster on a CPU with AVX512-BF16 (bench/mlm_train_speed.py), and on recent GPUs; auto is bf16 "
+         "fp32): 1.7x faster on a CPU with AVX512-BF16 (bench/mlm_train_speed.py), and on recent GPUs; auto is bf16 "
          "where the device does it natively, else fp32. fp32 (the default) gives the same model on every machine.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from its newest checkpoint "
                                                        "(repeat its command, with --resume; with --force too, start "
