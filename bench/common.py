@@ -7,7 +7,10 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -39,6 +42,18 @@ def convert_corpora(path: Path) -> float:
             subprocess.run([str(ROOT / ".venv" / "bin" / "sembed"), "convert", "-q", "--from", kind,
                             str(DATA / "corpora" / folder), *extra], stdout=out, check=True)
     return time.perf_counter() - started
+
+
+@contextmanager
+def corpora_records(records: Path | None) -> Iterator[Path]:
+    """`records` when given (the corpora converted before), else the corpora converted into a temporary file."""
+    if records is not None:
+        yield records
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "corpora.jsonl"
+        log(f"converted the corpora in {convert_corpora(path):.0f} s")
+        yield path
 
 
 def write_jsonl(path: Path, sentences: list[str]) -> Path:

@@ -31,13 +31,12 @@ import argparse
 import json
 import random
 import re
-import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import convert_corpora, log, save
+from common import corpora_records, log, save
 
 CONTENT_POS = ("NOUN", "PROPN", "VERB", "ADJ", "ADV")
 MAX_PIECES = 128
@@ -154,11 +153,7 @@ def main() -> None:
     if not held:
         raise SystemExit(f"{args.model}: its sembed.json names no held-out share (not an adapted masked-LM?)")
     model, tokenizer = load_masked_lm(args.model)
-    with tempfile.TemporaryDirectory() as tmp:
-        records = args.records
-        if records is None:
-            records = Path(tmp) / "corpora.jsonl"
-            log(f"converted the corpora in {convert_corpora(records):.0f} s")
+    with corpora_records(args.records) as records:
         sentences = held_out_sentences(records, held["share"], held["text_key"])
     log(f"{len(sentences)} held-out sentences (share {held['share']})")
     items = masked_words(sentences, tokenizer, args.sentences, args.seed)

@@ -22,11 +22,10 @@ from __future__ import annotations
 import argparse
 import copy
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
-from common import convert_corpora, log, save
+from common import corpora_records, log, save
 
 BATCH = 32
 WARMUP = 3
@@ -97,11 +96,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     start, tokenizer, _, _ = start_model(args.model, args.seed, dropout=0.0)
-    with tempfile.TemporaryDirectory() as tmp:
-        records = args.records
-        if records is None:
-            records = Path(tmp) / "corpora.jsonl"
-            log(f"converted the corpora in {convert_corpora(records):.0f} s")
+    with corpora_records(args.records) as records:
         batches = training_batches(tokenizer, records, args.steps, args.seed)
     variants = {"reference (transformers, fp32)": (reference_loss, "fp32"),
                 "sembed fp32": (masked_positions_loss, "fp32"), "sembed bf16": (masked_positions_loss, "bf16")}
