@@ -20,7 +20,7 @@
 # kept unless FORCE=1; an interrupted build goes on from its last checkpoint when run again.
 # Settings (environment): DATA (SEMBED_DATA, else ../shared/data), FROM (the encoder to start from: all-MiniLM-L6-v2;
 # a masked-LM this script built goes on training with its head), STEPS (2000), BATCH (32), HOLDOUT (0.02), SEED (42),
-# DEVICE (auto), PRECISION (auto: bf16 autocast where the CPU or GPU does bf16 natively, 1.8x faster on this CPU;
+# DEVICE (auto), PRECISION (auto: bf16 autocast where the CPU or GPU does bf16 natively, 1.7x faster on this CPU;
 # fp32 for the same model on every machine), FORCE (0), WORK (runs/build-mlm; removed at the end unless KEEP=1).
 set -euo pipefail
 OUT=${1:-${SEMBED_MLM:-${XDG_DATA_HOME:-$HOME/.local/share}/sembed/minilm-mlm}}
