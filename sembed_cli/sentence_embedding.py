@@ -24,7 +24,7 @@ import numpy as np
 
 from .commands.spo import spo_records
 from .errors import SembedError
-from .io import TextFields, batched, derived_key, temporary_sibling, text_jobs
+from .io import TextFields, batched, derived_key, temporary_sibling, text_jobs, write_json_atomic
 
 EMBEDDING = "embedding"
 BASIC = "embedding_basic"
@@ -158,6 +158,12 @@ def npy_header(rows: int, dim: int) -> bytes:
     return NPY_MAGIC + struct.pack("<H", len(text) + padding + 1) + text + b" " * padding + b"\n"
 
 
+def sidecar_path(path: str | Path) -> Path:
+    """Where the metadata of the .npy matrix `path` lives: FILE.npy -> FILE.npy.json."""
+    path = Path(path)
+    return path.with_name(path.name + ".json")
+
+
 class VectorFile:
     """A float32 .npy matrix written a window of rows at a time, so memory stays flat.
 
@@ -177,6 +183,7 @@ class VectorFile:
             raise SembedError(f"{self.path} already exists", "pass --force to replace it, or choose another --npy")
         self.rows = 0
         self.dim = 0
+        self.identity = None  # the model_identity.Identity of the vectors: written to the sidecar FILE.json
         self._tmp = temporary_sibling(self.path)
         self._file = None
 
@@ -201,6 +208,13 @@ class VectorFile:
         self.rows += len(matrix)
         return first
 
+    def sidecar(self) -> dict:
+        """FILE.npy.json: the model that made the rows (as each record's embedding_model names it) and the shape."""
+        from .model_identity import FIELD
+
+        return {FIELD: None if self.identity is None else str(self.identity), "rows": self.rows, "dim": self.dim,
+                "dtype": "float32"}
+
     def __exit__(self, exc_type, exc, tb) -> None:
         assert self._file is not None
         keep = exc_type is None or issubclass(exc_type, (SembedError, BrokenPipeError, KeyboardInterrupt))
@@ -210,6 +224,7 @@ class VectorFile:
                 self._file.write(npy_header(self.rows, self.dim))
             self._file.close()
             if keep:
+                write_json_atomic(sidecar_path(self.path), self.sidecar())  # first: the matrix never lacks its own
                 os.replace(self._tmp, self.path)
         except OSError as e:
             raise SembedError(f"cannot write {self.path}: {e.strerror}") from None

