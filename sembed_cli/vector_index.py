@@ -4,17 +4,20 @@ The directory (built atomically, see `artifacts.building`):
 
     index.faiss    the FAISS index (inner product over unit-length vectors: cosine)
     records.jsonl  row i's id and payload (the indexed record without its vectors)
-    sembed.json    what made it: model (path and fingerprint), dimension, type, count, settings, versions
+    sembed.json    what made it: embedding_model (the identity of the model that made the vectors: NAME@DIGEST,
+                   see model_identity), model, dimension, type, count, settings, versions
 
 Vectors are normalised to unit length before they are added or searched, so
 the inner product is the cosine. Types: `flat` (exact), `hnsw` (graph, no
 training), `ivf` (inverted lists over k-means cells); `auto` is flat up to
 AUTO_FLAT_LIMIT vectors and HNSW above.
 
-A model is recognised by its fingerprint: a hash of its vector for a fixed
-probe text. Queries embedded by another model (another fingerprint, or
-vectors of another dimension) are refused, because their neighbours would be
-meaningless.
+The index takes its model's identity from the records' embedding_model (or
+from the model that embedded the texts); queries embedded by another model
+(another identity, or vectors of another dimension) are refused, because
+their neighbours would be meaningless. Indexes written before identities
+recorded a fingerprint instead: a hash of the model's vector for a fixed
+probe text, still checked for them.
 """
 
 from __future__ import annotations
@@ -86,6 +89,27 @@ def build_faiss(vectors: np.ndarray, kind: str, seed: int = 42):
     return index
 
 
+def metadata_problem(metadata: object, dimension: int) -> str | None:
+    """What is wrong with an index's sembed.json (read back for FAISS's `dimension`), or None."""
+    from .model_identity import FIELD, Identity
+
+    if not isinstance(metadata, dict):
+        return "is not a JSON object"
+    if isinstance(metadata.get("dimension"), bool) or metadata.get("dimension") != dimension:
+        return f"gives dimension {metadata.get('dimension')!r}, but the index holds {dimension}-d vectors"
+    for key in ("model", "type"):
+        if not isinstance(metadata.get(key), str):
+            return f"has no '{key}' string"
+    if not isinstance(metadata.get("settings", {}), dict):
+        return "has 'settings' that are not an object"
+    if metadata.get(FIELD) is not None:
+        try:
+            Identity.parse(metadata[FIELD])
+        except (ValueError, AttributeError):
+            return f"has an '{FIELD}' that is not NAME@DIGEST: {metadata[FIELD]!r}"
+    return None
+
+
 @dataclass
 class VectorIndex:
     """A loaded index directory: the FAISS index, the rows' ids and payloads, and the metadata."""
@@ -100,6 +124,22 @@ class VectorIndex:
     def dimension(self) -> int:
         return int(self.metadata["dimension"])
 
+    @property
+    def identity(self):
+        """The model_identity.Identity of the vectors; None for an index written before identities."""
+        from .model_identity import FIELD, Identity
+
+        value = self.metadata.get(FIELD)
+        return Identity.parse(value) if value is not None else None
+
+    def vectors(self) -> np.ndarray:
+        """The indexed unit vectors, row by row (for `index --update`, which rebuilds from them)."""
+        if self.index.ntotal == 0:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        if hasattr(self.index, "make_direct_map"):  # IVF lists need a map from row to list entry first
+            self.index.make_direct_map()
+        return self.index.reconstruct_n(0, self.index.ntotal)
+
     @classmethod
     def load(cls, path: str | Path) -> VectorIndex:
         import faiss
@@ -107,14 +147,21 @@ class VectorIndex:
         path = Path(path)
         if not (path / INDEX_FILE).exists() or not (path / METADATA_FILE).exists():
             raise SembedError(f"no sembed index at '{path}'", "build one with sembed index -o DIR")
+        hint = "rebuild it with sembed index -o DIR --force"
         try:
             metadata = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
             index = faiss.read_index(str(path / INDEX_FILE))
             rows = [orjson.loads(line) for line in (path / RECORDS_FILE).read_bytes().splitlines() if line]
         except (OSError, ValueError, RuntimeError) as e:
-            raise SembedError(f"unreadable index at '{path}': {e}") from None
+            raise SembedError(f"unreadable index at '{path}': {e}", hint) from None
+        problem = metadata_problem(metadata, index.d)
+        if problem is not None:
+            raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", hint)
+        if not all(isinstance(row, dict) and "id" in row and isinstance(row.get("record"), dict) for row in rows):
+            raise SembedError(f"damaged index at '{path}': {RECORDS_FILE} has a line that is not "
+                              '{"id": ..., "record": {...}}', hint)
         if len(rows) != index.ntotal:
-            raise SembedError(f"damaged index at '{path}': {index.ntotal} vectors but {len(rows)} records")
+            raise SembedError(f"damaged index at '{path}': {index.ntotal} vectors but {len(rows)} records", hint)
         if metadata.get("type") == "hnsw":
             index.hnsw.efSearch = metadata.get("settings", {}).get("ef_search", HNSW_EF_SEARCH)
         elif metadata.get("type") == "ivf":

@@ -90,7 +90,7 @@ def test_vector_file_loads_with_numpy(tmp_path, rows, dim):
             assert vectors.append(data[start:start + 1000]) == start
     assert np.array_equal(np.load(tmp_path / "m.npy"), data)
     assert np.load(tmp_path / "m.npy", mmap_mode="r").shape == (rows, dim)
-    assert [p.name for p in tmp_path.iterdir()] == ["m.npy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npy", "m.npy.json"]
 
 
 def test_vector_file_left_out_after_an_internal_error(tmp_path):
@@ -136,7 +136,7 @@ def test_keep_parts_alone_means_w_zero_and_zero_weight_skips_s_cf(tiny_model):
     [kept] = sembed("embed", "-m", tiny_model, "--keep-parts", input=jsonl(*records)).records
     assert kept["embedding"] == kept["embedding_basic"] and kept["embedding_cf"] != kept["embedding_basic"]
     [zero] = sembed("embed", "-m", tiny_model, "--cf-weight", "0", input=jsonl({"text": records[0]["text"]})).records
-    assert list(zero) == ["text", "embedding"]
+    assert list(zero) == ["text", "embedding", "embedding_model"]
 
 
 def test_a_cf_model_applies_its_saved_weight(tiny_model, tmp_path):
@@ -159,12 +159,12 @@ def test_pairs_and_text_key(tiny_model, tiny):
     pair = {"text_a": "A dog runs.", "text_b": "A cat sleeps.", "score": 1.0}
     run = sembed("embed", "-m", tiny_model, input=jsonl(pair))
     [pair] = run.records
-    assert list(pair) == ["text_a", "text_b", "score", "embedding_a", "embedding_b"]
+    assert list(pair) == ["text_a", "text_b", "score", "embedding_a", "embedding_b", "embedding_model"]
     assert close(pair["embedding_b"], alone(tiny, "A cat sleeps."))
     run = sembed("embed", "-m", tiny_model, "-k", "question", "-k", "answer",
                  input=jsonl({"question": "Who ate the cake?", "answer": "The dog.", "text": "ignored"}))
     [qa] = run.records
-    assert list(qa) == ["question", "answer", "text", "embedding_question", "embedding_answer"]
+    assert list(qa) == ["question", "answer", "text", "embedding_question", "embedding_answer", "embedding_model"]
     assert close(qa["embedding_answer"], alone(tiny, "The dog."))
 
 
@@ -174,7 +174,7 @@ def test_npy_output_refuses_to_overwrite_without_force(tiny_model, tmp_path):
     inline = sembed("embed", "-m", tiny_model, input=records).records
     run = sembed("embed", "-m", tiny_model, "-b", "4", "--npy", str(npy), input=records)
     assert run.exit_code == 0, run.stderr
-    assert [list(r) for r in run.records] == [["id", "text", "embedding_row"]] * len(SENTENCES)
+    assert [list(r) for r in run.records] == [["id", "text", "embedding_row", "embedding_model"]] * len(SENTENCES)
     matrix = np.load(npy)
     assert matrix.shape == (len(SENTENCES), TINY_DIM)
     for record, expected in zip(run.records, inline):
@@ -188,7 +188,7 @@ def test_npy_output_refuses_to_overwrite_without_force(tiny_model, tmp_path):
     assert np.load(npy).shape == (len(SENTENCES), TINY_DIM)
     forced = sembed("embed", "-m", tiny_model, "--npy", str(npy), "--force", input=jsonl({"text": "other"}))
     assert forced.exit_code == 0 and np.load(npy).shape == (1, TINY_DIM)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors.npy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors.npy", "vectors.npy.json"]
 
 
 def test_npy_keeps_the_rows_of_records_written_before_a_bad_one(tiny_model, tmp_path):

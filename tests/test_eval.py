@@ -325,7 +325,7 @@ BAD_PAIRS = [
 
 
 @pytest.mark.parametrize("record, message", BAD_PAIRS + [
-    (_with(score=...), "missing key 'score' (the gold similarity score)"),
+    (_with(score=True), "'score' must be a number, got a boolean"),
     (_with(score="4.2"), "'score' must be a number, got a string"),
 ])
 def test_sts_bad_records(record, message):

@@ -125,7 +125,7 @@ def test_kmeans_purity_finds_separated_groups():
 
 @pytest.mark.parametrize("line, message", [
     ({k: v for k, v in WORDS[1].items() if k != "embedding"},
-     "missing key 'embedding' (run sembed embed --words first, without --npy)"),
+     "missing key 'embedding' (run sembed embed --words first, or give its matrix with --npy)"),
     ({k: v for k, v in WORDS[1].items() if k != "dep"}, "missing key 'dep' (run sembed embed --words first)"),
     (dict(WORDS[1], embedding=[1, 0]), "'embedding' has 2 dimensions, earlier records 3"),
     (dict(WORDS[1], depth=-1), "'depth' must be a non-negative integer, got a number -1"),
@@ -182,7 +182,7 @@ def test_embed_words_writes_one_record_per_word(tiny_model, one_torch_thread):
     assert len(words) == 9
     first = words[0]
     assert list(first) == ["id", "text", "label", "word_index", "word", "lemma", "pos", "tag", "dep", "head_index",
-                           "head_dep", "depth", "sentence_index", "embedding"]
+                           "head_dep", "depth", "sentence_index", "embedding", "embedding_model"]
     assert [(w["word"], w["dep"], w["head_dep"], w["depth"]) for w in words[:7]] == [
         ("The", "det", "nsubj", 2), ("old", "amod", "nsubj", 2), ("man", "nsubj", "ROOT", 1),
         ("saw", "ROOT", "ROOT", 0),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from contextlib import nullcontext
 from typing import Annotated, Optional, TypeVar
 
 import typer
@@ -23,6 +25,10 @@ eval_app = typer.Typer(
 
 EVAL_EPILOG = ("Bad records stop with 'error: FILE:LINE: what is wrong' and exit 1 "
                "(--skip-errors: leave them out, counted on stderr).")
+VECTORS_EPILOG = (EVAL_EPILOG + " Vectors of two models are never compared: every record's embedding_model (which "
+                  "`sembed embed` writes) must name the same model, and a record with one after records without "
+                  "(or the reverse) is refused; records none of which has the field (older files, vectors from "
+                  "elsewhere) are accepted as they are.")
 
 
 # --- command-specific options ------------------------------------------------------------------------
@@ -71,12 +77,35 @@ FeatureKind = Annotated[str, typer.Option(
     help="abs-diff: |u - v| (CF-BERT section 4.4); senteval: (|u - v|, u * v) as SentEval's SICK-E.")]
 
 
+NpyVectors = Annotated[Optional[Path], typer.Option(
+    "--npy", metavar="FILE", show_default=False,
+    help="Read the vectors from this float32 matrix, which `sembed embed --npy FILE` wrote: each record names its "
+         "rows (embedding_row_a, ...), and FILE.json, when present, names the model (it must agree with the "
+         "records' embedding_model).")]
+
+
 # --- shared machinery --------------------------------------------------------------------------------
 
-def read_all(source: RecordSource, keep: Callable[[dict], T]) -> list[T]:
-    """What `keep` takes from every record; a BadRecord it raises is reported at FILE:LINE (or skipped)."""
+def read_all(source: RecordSource, keep: Callable[[dict], T], models=None, npy: Path | None = None) -> list[T]:
+    """What `keep` takes from every record; a BadRecord it raises is reported at FILE:LINE (or skipped).
+
+    `models` (a model_identity.OneModel) refuses records whose vectors are of another model than the first's;
+    `npy`: the vectors are rows of that `embed --npy` matrix (vector_rows.RowVectors)."""
+    from ..vector_rows import RowVectors
+
+    rows = RowVectors(npy) if npy is not None else None
     kept: list[T] = []
-    for _ in console.progress(source.checked(lambda record: kept.append(keep(record))), "reading records"):
+
+    def take(record: dict) -> None:
+        if rows is not None:
+            rows.attach(record)
+        if models is not None:
+            models(record)
+            if rows is not None:
+                models.agree(rows.identity, f"{rows.path}.json names")
+        kept.append(keep(record))
+
+    for _ in console.progress(source.checked(take), "reading records"):
         pass
     summary = source.summary()
     if summary:
@@ -153,7 +182,13 @@ def accuracy_table(report: dict):
 
 # --- sts ---------------------------------------------------------------------------------------------
 
-@eval_app.command("sts", epilog=EVAL_EPILOG)
+PairsFile = Annotated[Optional[str], typer.Option(
+    "--pairs", metavar="FILE", show_default=False,
+    help="Also write each pair's record to FILE as it is read (JSONL; '-': stdout, the metrics then need -o), "
+         "without its vectors, with its similarity; unscored pairs too.")]
+
+
+@eval_app.command("sts", epilog=VECTORS_EPILOG)
 def sts_command(
     input: Input = "-",
     output: Output = "-",
@@ -162,6 +197,8 @@ def sts_command(
     gold_key: GoldKey = "score",
     group_by: GroupBy = None,
     cf_grid: CfGrid = None,
+    pairs: PairsFile = None,
+    npy: NpyVectors = None,
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -182,6 +219,19 @@ def sts_command(
     writes "cf_grid" (the metrics for every W_cf) and best_cf_weight (by
     Pearson, as the paper's Table 7), without embedding again.
 
+    A pair without a gold score (no score field, or null: SemEval 2015 and
+    2016 leave some pairs unscored, and `sembed convert` writes them without
+    one) is left out of the correlation and counted on stderr and under
+    "unscored". --pairs FILE writes every pair's record as it is read,
+    without its vectors (embedding...), with "similarity" (the cosine, or
+    the --similarity-key value), scored or not: stdout keeps the one metrics
+    object unless --pairs is '-', which writes the pairs there instead and
+    needs -o for the metrics. Not with --cf-grid (a similarity per W).
+
+    Cosines are taken of each vector divided by its largest absolute value,
+    so no magnitude overflows; --npy FILE reads the vectors of `sembed
+    embed --npy FILE` (records with embedding_row_a, ...).
+
     Fewer than two pairs, or a constant similarity or score column, leaves
     the correlation undefined: an error.
 
@@ -190,28 +240,54 @@ def sts_command(
         sembed convert --from stsb sts-test.csv | sembed embed | sembed eval sts --group-by genre
         sembed convert --from sick SICK_test_annotated.txt | sembed spo \\
           | sembed embed --cf-weight 0.2 --keep-parts | sembed eval sts --cf-grid 0:1:0.1
+        sembed convert --from semeval-sts STS.input.answers-forums.txt \\
+          | sembed embed --npy forums.npy | sembed eval sts --npy forums.npy --pairs forums-pairs.jsonl
     """
     import numpy as np
 
     from ..evaluation import fields, sts
+    from ..model_identity import OneModel
 
     if cf_grid is not None and similarity_key is not None:
         raise typer.BadParameter("--cf-grid sweeps embedding parts; it cannot use --similarity-key", param_hint="--cf-grid")
+    if cf_grid is not None and pairs is not None:
+        raise typer.BadParameter("--cf-grid gives each pair a similarity per W_cf; leave out --pairs",
+                                 param_hint="--pairs")
+    if pairs == "-" and output == "-":
+        raise typer.BadParameter("--pairs - writes the pairs to stdout: give the metrics a file with -o",
+                                 param_hint="--pairs")
     if cf_grid is not None:
         (basic_a, basic_b), (cf_a, cf_b) = pair_keys(text_keys, "embedding_basic"), pair_keys(text_keys, "embedding_cf")
         reader = sts.CfParts((basic_a, cf_a), (basic_b, cf_b))
     else:
         reader = sts.PairSimilarity(*pair_keys(text_keys, "embedding"), similarity_key)
+    models = OneModel(ignore=("cf",) if cf_grid is not None else ())  # the parts are the same for every W_cf
+    unscored = 0
 
-    def keep(record: dict) -> tuple:
+    def keep(record: dict) -> tuple | None:
+        nonlocal unscored
         value = reader(record)
-        return (value, check_number(record, gold_key, "the gold similarity score"),
-                fields.group(record, group_by) if group_by else None)
+        group = fields.group(record, group_by) if group_by else None
+        gold = None if record.get(gold_key) is None else check_number(record, gold_key, "the gold similarity score")
+        if sink is not None:
+            sink.write({**{k: v for k, v in record.items() if not k.startswith("embedding")}, "similarity": value})
+        if gold is None:
+            unscored += 1
+            return None
+        return value, gold, group
 
-    rows = read_all(RecordSource(input, skip_errors=skip_errors), keep)
+    with RecordSink(pairs) if pairs is not None else nullcontext() as sink:
+        rows = [row for row in read_all(RecordSource(input, skip_errors=skip_errors), keep, models, npy)
+                if row is not None]
+    if unscored:
+        console.warn(f"{unscored} pair(s) have no gold score ('{gold_key}'): left out of the correlation")
+    if not rows:
+        raise SembedError(f"no pair has a gold score ('{gold_key}')", "give the score field with --gold-key")
     kept, gold = np.array([row[0] for row in rows]), np.array([row[1] for row in rows])
     report = sts.report(kept, gold, reader.name, gold_key, group_by, [row[2] for row in rows] if group_by else None,
                         sts.parse_grid(cf_grid) if cf_grid is not None else None)
+    if unscored:
+        report["unscored"] = unscored
     for problem in sts.undefined_groups(report):
         console.warn(problem)
     write_report(report, output)
@@ -236,7 +312,7 @@ def classification_report(task: str, rows: list[tuple], features: str, label_key
     return {"task": task, "features": features, "label": label_key, **result.as_dict(), "seed": seed}
 
 
-@eval_app.command("entailment", epilog=EVAL_EPILOG)
+@eval_app.command("entailment", epilog=VECTORS_EPILOG)
 def entailment_command(
     input: Input = "-",
     output: Output = "-",
@@ -246,6 +322,7 @@ def entailment_command(
     folds: Folds = 10,
     c: InverseStrength = "1",
     seed: Seed = 0,
+    npy: NpyVectors = None,
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -272,18 +349,19 @@ def entailment_command(
         sembed convert --from sick SICK_test_annotated.txt | sembed embed | sembed eval entailment
     """
     from ..evaluation.entailment import FEATURES, PairFeatures
+    from ..model_identity import OneModel
 
     if features not in FEATURES:
         raise typer.BadParameter(f"'{features}' is not one of {', '.join(FEATURES)}", param_hint="--features")
     key_a, key_b = pair_keys(text_keys, "embedding")
     reader = PairFeatures(key_a, key_b, label_key, features)
-    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader)
+    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader, OneModel(), npy)
     report = classification_report("entailment", rows, reader.name, label_key, folds, seed, c)
     write_report(report, output)
     show(accuracy_table(report))
 
 
-@eval_app.command("classify", epilog=EVAL_EPILOG)
+@eval_app.command("classify", epilog=VECTORS_EPILOG)
 def classify_command(
     input: Input = "-",
     output: Output = "-",
@@ -292,6 +370,7 @@ def classify_command(
     folds: Folds = 10,
     c: InverseStrength = "1",
     seed: Seed = 0,
+    npy: NpyVectors = None,
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -315,13 +394,14 @@ def classify_command(
         sembed convert --from mr senteval/sentence_polarity | sembed embed | sembed eval classify
     """
     from ..evaluation.classify import LabelledVector
+    from ..model_identity import OneModel
 
     keys = text_keys or ["text"]
     if len(keys) != 1:
         raise typer.BadParameter(f"classify reads one embedding: give --text-key once, got {len(keys)}",
                                  param_hint="--text-key")
     reader = LabelledVector(derived_key(keys[0], "embedding"), label_key)
-    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader)
+    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader, OneModel(), npy)
     report = classification_report("classify", rows, reader.name, label_key, folds, seed, c)
     write_report(report, output)
     show(accuracy_table(report))
@@ -518,7 +598,7 @@ SentenceKey = Annotated[str, typer.Option("--sentence-key", metavar="KEY",
                                                "one sentence).")]
 
 
-@eval_app.command("structure", epilog=EVAL_EPILOG)
+@eval_app.command("structure", epilog=VECTORS_EPILOG)
 def structure_command(
     input: Input = "-",
     output: Output = "-",
@@ -529,6 +609,7 @@ def structure_command(
     embedding_key: EmbeddingKey = "embedding",
     sentence_key: SentenceKey = "sentence_index",
     seed: Seed = 0,
+    npy: NpyVectors = None,
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -537,8 +618,7 @@ def structure_command(
 
     Reads every word record (the neighbours are searched among all of them,
     so nothing streams out), as `sembed embed --words` writes them, and keeps
-    embedding (--embedding-key; the vectors must be in the JSONL, not in an
-    --npy file), word, pos, tag, dep, head_dep, depth and sentence_index
+    embedding (--embedding-key; or its row of --npy FILE), word, pos, tag, dep, head_dep, depth and sentence_index
     (--sentence-key): about 3 KB a word for 768-d vectors.
 
     Syntax-distillation paper, section 4.2: --queries random query words,
@@ -572,9 +652,10 @@ def structure_command(
     from rich.table import Table
 
     from ..evaluation.structure import StructureWords, structure_report
+    from ..model_identity import OneModel
 
     kept = StructureWords(embedding_key, sentence_key)
-    read_all(RecordSource(input, skip_errors=skip_errors), kept)
+    read_all(RecordSource(input, skip_errors=skip_errors), kept, OneModel(), npy)
     ks = tuple(int(k) for k in clusters.split(","))
     report = structure_report(kept, queries, seed, difficult, min_tag_count, ks)
     write_report(report, output)

@@ -76,8 +76,10 @@ class LabelledVector:
         return vector.astype(np.float32), fields.label(record, self.label_key)
 
 
-def check_labels(labels: Sequence[str], folds: int) -> tuple[dict[str, int], list[str]]:
-    """Class counts (sorted by label); an error when k-fold classification is impossible, notes when it is thin."""
+def check_labels(labels: Sequence[str], folds: int) -> tuple[dict[str, int], list[str], int]:
+    """Class counts (sorted by label), notes when the data are thin, and the folds to use: fewer than asked when
+    even the largest class has fewer records than folds (stratified folds cannot be made then); an error when
+    k-fold classification is impossible."""
     counts = Counter(labels)
     n = len(labels)
     if n < folds:
@@ -87,9 +89,18 @@ def check_labels(labels: Sequence[str], folds: int) -> tuple[dict[str, int], lis
         only = next(iter(counts))
         raise SembedError(f"every one of the {n} records has the label '{only}': nothing to classify",
                           "give records of at least two labels")
-    notes = [f"label '{label}' has only {count} record(s), fewer than the {folds} folds: some test folds lack it"
-             for label, count in sorted(counts.items()) if count < folds]
-    return dict(sorted(counts.items())), notes
+    largest = max(counts.values())
+    notes = []
+    if largest < folds:
+        if largest < 2:
+            raise SembedError(f"every label has a single record: {folds}-fold cross-validation needs at least 2 of "
+                              "one label", "give more records")
+        notes.append(f"{folds}-fold cross-validation needs a label with {folds} records, the largest has {largest}: "
+                     f"{largest} folds instead")
+        folds = largest
+    notes += [f"label '{label}' has only {count} record(s), fewer than the {folds} folds: some test folds lack it"
+              for label, count in sorted(counts.items()) if count < folds]
+    return dict(sorted(counts.items())), notes, folds
 
 
 def cross_validate(features: np.ndarray, labels: Sequence[str], folds: int = DEFAULT_FOLDS, seed: int = 0,
@@ -103,10 +114,13 @@ def cross_validate(features: np.ndarray, labels: Sequence[str], folds: int = DEF
     from sklearn.model_selection import StratifiedKFold
     from threadpoolctl import threadpool_limits
 
-    classes, notes = check_labels(labels, folds)
+    classes, notes, folds = check_labels(labels, folds)
     index = {label: i for i, label in enumerate(classes)}
     y = np.fromiter((index[label] for label in labels), dtype=np.int64, count=len(labels))
     x = np.asarray(features, dtype=np.float64)
+    if not np.isfinite(x).all():  # u * v of huge vectors (SentEval's features) overflows float32
+        raise SembedError("the features overflow (a value past the float range): the vectors are too large",
+                          "scale the embeddings down, or use --features abs-diff")
     splits = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     accuracies: list[float] = []
     chosen: list[float] = []
@@ -134,6 +148,9 @@ def inner_search(x: np.ndarray, y: np.ndarray, folds: int, seed: int) -> float:
     """SentEval's choice of C: the grid value with the best mean accuracy over an inner k-fold split."""
     from sklearn.model_selection import StratifiedKFold
 
+    folds = min(folds, int(np.bincount(y).max()))  # a small training split: as many folds as its largest class
+    if folds < 2:
+        return DEFAULT_C
     splits = list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y))
     scores = []
     for c in C_GRID:

@@ -39,6 +39,8 @@ def vector(record: dict, key: str, hint: str = "run sembed embed first") -> np.n
     if key not in record:
         raise BadRecord(f"missing key '{key}' ({hint})")
     value = record[key]
+    if isinstance(value, np.ndarray):  # a row of an `embed --npy` matrix (vector_rows.RowVectors)
+        return _finite(key, np.asarray(value, dtype=np.float64))
     if not isinstance(value, list):
         raise BadRecord(f"'{key}' must be a list of numbers, got {json_type(value)}")
     if not value:
@@ -46,12 +48,27 @@ def vector(record: dict, key: str, hint: str = "run sembed embed first") -> np.n
     bad = next((x for x in value if type(x) is not float and type(x) is not int), _NONE)
     if bad is not _NONE:  # bool is not int here: True is no coordinate
         raise BadRecord(f"'{key}' must be a list of numbers, found {json_type(bad)}")
-    array = np.asarray(value, dtype=np.float64)
+    return _finite(key, np.asarray(value, dtype=np.float64))
+
+
+def _finite(key: str, array: np.ndarray) -> np.ndarray:
     finite = np.isfinite(array)
     if not finite.all():
         index = int(np.argmin(finite))
         raise BadRecord(f"'{key}' has a NaN or infinite value at index {index}")
     return array
+
+
+SAFE_MAGNITUDES = (1e-100, 1e100)  # sums of squares of values in this range stay far inside float64's
+
+
+def unit_scaled(vector: np.ndarray) -> np.ndarray:
+    """`vector`, divided by its largest absolute value where that is outside SAFE_MAGNITUDES, so its norm and dot
+    products neither overflow nor underflow to zero: a cosine or correlation is the same of the scaled vector. In
+    the safe range it is returned as it is, so ordinary results keep every bit (and their ties)."""
+    peak = float(np.max(np.abs(vector))) if len(vector) else 0.0
+    low, high = SAFE_MAGNITUDES
+    return vector / peak if peak > 0 and not low <= peak <= high else vector
 
 
 def nonzero(key: str, norm: float) -> None:

@@ -64,7 +64,7 @@ class StructureWords:
     _sentence_codes: dict = field(default_factory=dict)
 
     def __call__(self, record: dict) -> None:
-        vector = fields.vector(record, self.embedding_key, "run sembed embed --words first, without --npy")
+        vector = fields.vector(record, self.embedding_key, "run sembed embed --words first, or give its matrix with --npy")
         self.dimension.check({self.embedding_key: vector})
         word = _string(record, "word")
         pos, tag, dep, head_dep = (_string(record, key) for key in ("pos", "tag", "dep", "head_dep"))

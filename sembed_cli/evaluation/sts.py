@@ -33,6 +33,7 @@ class UndefinedCorrelation(SembedError):
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
     """NWS eq. 10: sum((x - mean x)(y - mean y)) / (sqrt(sum (x - mean x)^2) sqrt(sum (y - mean y)^2))."""
     dx, dy = x - x.mean(), y - y.mean()
+    dx, dy = fields.unit_scaled(dx), fields.unit_scaled(dy)  # the same r, without overflow in the sums of squares
     r = float(dx @ dy / math.sqrt(float(dx @ dx) * float(dy @ dy)))
     return max(-1.0, min(1.0, r))  # rounding can step past +-1, where eq. 11 is undefined
 
@@ -148,10 +149,13 @@ def undefined_groups(result: dict) -> list[str]:
 
 
 def cosine(a: np.ndarray, b: np.ndarray, key_a: str, key_b: str) -> float:
+    """The cosine of two finite vectors, each scaled by its largest absolute value first, so vectors of any
+    magnitude (1e200, 1e-200) give the cosine their directions have."""
+    a, b = fields.unit_scaled(a), fields.unit_scaled(b)
     norm_a, norm_b = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     fields.nonzero(key_a, norm_a)
     fields.nonzero(key_b, norm_b)
-    return float(a @ b) / (norm_a * norm_b)
+    return max(-1.0, min(1.0, float(a @ b) / (norm_a * norm_b)))
 
 
 class PairSimilarity:
@@ -209,6 +213,12 @@ class CfParts:
         for key, v in vectors.items():
             fields.nonzero(key, float(np.linalg.norm(v)))
         a, c, b, d = vectors.values()
+        # the cosine of a + W c and b + W d is the same with each side's parts scaled by one factor: scale them so
+        # that the dot products cannot overflow
+        peak_a, peak_b = max(np.max(np.abs(a)), np.max(np.abs(c))), max(np.max(np.abs(b)), np.max(np.abs(d)))
+        low, high = fields.SAFE_MAGNITUDES
+        if not (low <= peak_a <= high and low <= peak_b <= high):
+            a, c, b, d = a / peak_a, c / peak_a, b / peak_b, d / peak_b
         return np.array([a @ a, a @ c, c @ c, b @ b, b @ d, d @ d, a @ b, a @ d, c @ b, c @ d])
 
 

@@ -1,0 +1,69 @@
+"""Reading back the vectors `embed --npy FILE` wrote: records hold row numbers, the matrix holds the rows.
+
+`embed --npy` gives each record the row of each vector in a field named
+after it plus _row (embedding_row, embedding_row_a, embedding_basic_row_b,
+...), and FILE.npy.json (the sidecar) names the model that made the rows.
+`RowVectors` puts each row back under the vector's own name (embedding_a...)
+as a float32 array, so `index` and `eval` read these records as if the
+vectors were in the JSONL. The matrix is memory-mapped: only the rows used
+are read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import model_identity
+from .errors import BadRecord, SembedError
+from .io import json_type
+
+ROW = "_row"
+PREFIX = "embedding"
+
+
+def vector_field(row_field: str) -> str | None:
+    """The vector field a row-number field stands for (embedding_row_a -> embedding_a), None for other fields."""
+    if not row_field.startswith(PREFIX) or ROW not in row_field or row_field == model_identity.FIELD:
+        return None
+    return row_field.replace(ROW, "", 1)
+
+
+class RowVectors:
+    """A .npy matrix `embed --npy` wrote, with its sidecar's identity; `attach` fills a record's vectors in."""
+
+    def __init__(self, path: str | Path):
+        import numpy as np
+
+        from .sentence_embedding import sidecar_path
+
+        self.path = Path(path)
+        try:
+            self.matrix = np.load(self.path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise SembedError(f"cannot read the vectors in {self.path}: {e}", "pass a .npy file `sembed embed --npy` "
+                                                                              "wrote") from None
+        if self.matrix.ndim != 2 or self.matrix.dtype.kind != "f":
+            raise SembedError(f"{self.path} holds a {self.matrix.ndim}-d {self.matrix.dtype} array, not a matrix of "
+                              "float vectors")
+        self.identity: model_identity.Identity | None = None
+        sidecar = sidecar_path(self.path)
+        if sidecar.exists():
+            try:
+                meta = json.loads(sidecar.read_text(encoding="utf-8"))
+                value = meta.get(model_identity.FIELD) if isinstance(meta, dict) else None
+                self.identity = model_identity.Identity.parse(value) if value is not None else None
+            except (OSError, ValueError, AttributeError) as e:
+                raise SembedError(f"unreadable {sidecar}: {e}", "it is the metadata `sembed embed --npy` writes "
+                                                                "next to the matrix") from None
+
+    def attach(self, record: dict) -> dict:
+        """The record with each embedding..._row replaced by the row it names, as a float32 array."""
+        for field in [f for f in record if vector_field(f) is not None]:
+            row = record[field]
+            if isinstance(row, bool) or not isinstance(row, int):
+                raise BadRecord(f"'{field}' must be a row number, got {json_type(row)}")
+            if not 0 <= row < len(self.matrix):
+                raise BadRecord(f"'{field}' is {row}, but {self.path} has rows 0 to {len(self.matrix) - 1}")
+            record.setdefault(vector_field(field), self.matrix[row])
+        return record
