@@ -212,10 +212,11 @@ class OneModel:
                             "vectors of two models cannot be compared")
 
     def agree(self, other: Identity | None, what: str, hint: str | None = None) -> None:
-        """The records' identity against another source's (an index, a sidecar); a SembedError naming both."""
-        if not self.decided or (self.identity is None and other is None):
+        """The records' identity against another source's (an .npy sidecar); a SembedError naming both. Where
+        either says nothing, the other is taken at its word."""
+        if not self.decided or self.identity is None or other is None:
             return
-        if self.identity is None or other is None or not self.identity.same(other):
+        if not self.identity.same(other):
             raise SembedError(f"the records' vectors are of {name(self.identity)}, but {what} of {name(other)}", hint)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TINY_DIM, jsonl, sembed
+from sembed_cli.model_identity import of_sentence_model
 
 pytest.importorskip("faiss")
 
@@ -33,7 +34,7 @@ def test_index_directory_holds_index_records_and_metadata(index_dir, tiny_model)
     assert sorted(p.name for p in index_dir.iterdir()) == ["index.faiss", "records.jsonl", "sembed.json"]
     meta = json.loads((index_dir / "sembed.json").read_text())
     assert meta["model"] == tiny_model and meta["dimension"] == TINY_DIM and meta["type"] == "flat"
-    assert meta["count"] == len(CITIES) and len(meta["model_fingerprint"]) == 16
+    assert meta["count"] == len(CITIES) and meta["embedding_model"] == str(of_sentence_model(tiny_model))
     first = json.loads((index_dir / "records.jsonl").read_text().splitlines()[0])
     assert first == {"id": "c0", "record": {"id": "c0", "text": "Springfield", "country": "US"}}
 
@@ -103,16 +104,19 @@ def test_refuses_queries_of_another_model(index_dir, tmp_path):
     run = sembed("search", "--index", str(index_dir), "-m", str(other), "--device", "cpu", input=jsonl({"text": "x"}))
     assert run.exit_code == 1
     assert run.stderr.startswith(f"error: the index at '{index_dir}' holds vectors of the model ")
-    assert f"but the queries are embedded with '{other}', another model" in run.stderr
+    assert f"but the queries are embedded with '{other}@" in run.stderr and "another model" in run.stderr
+    assert len(run.stderr.splitlines()) == 1
 
 
 def test_refuses_embeddings_of_another_dimension(index_dir):
     run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu",
                  input=jsonl({"text": "Salem"}, {"embedding": [0.1] * 5}))
     assert run.exit_code == 1 and len(run.records) == 1
-    assert run.stderr.strip() == (f"error: <stdin>:2: 'embedding' has 5 dimensions, the index {TINY_DIM}: the query "
-                                  "was embedded with another model than "
-                                  f"'{json.loads((index_dir / 'sembed.json').read_text())['model']}'")
+    identity = json.loads((index_dir / "sembed.json").read_text())["embedding_model"]
+    assert run.stderr.splitlines() == [
+        f"warning: query vectors without embedding_model: taken to be of the index's model '{identity}'",
+        f"error: <stdin>:2: 'embedding' has 5 dimensions, the index {TINY_DIM}: the query was embedded with another "
+        f"model than '{identity}'"]
 
 
 def test_searching_in_batches_keeps_order_and_writes_every_batch_before_a_bad_record(index_dir):

@@ -102,7 +102,7 @@ def read_all(source: RecordSource, keep: Callable[[dict], T], models=None, npy: 
         if models is not None:
             models(record)
             if rows is not None:
-                models.agree(rows.identity, f"{rows.path}.json names")
+                models.agree(rows.identity, f"{rows.path}.json names vectors")
         kept.append(keep(record))
 
     for _ in console.progress(source.checked(take), "reading records"):

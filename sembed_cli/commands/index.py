@@ -289,7 +289,7 @@ class IndexRecords:
         if self.uses_vectors:
             self.models(record)
             if self.rows is not None:
-                self.models.agree(self.rows.identity, f"{self.rows.path}.json names")
+                self.models.agree(self.rows.identity, f"{self.rows.path}.json names vectors")
             value = vector(record, self.embedding_key)
             self.dimension.check({self.embedding_key: value})
             item = value.astype(np.float32)

@@ -16,7 +16,12 @@ IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_de
                                          help="The index directory `sembed index` wrote (required).")]
 QueryModel = Annotated[Optional[str], typer.Option(
     "--model", "-m", metavar="MODEL", show_default=False,
-    help="The model that embeds the query texts. Default: the index's own; another model is refused.")]
+    help="The model that embeds the query texts (another path to the index's model). Default: the index's own; "
+         "another model is refused.")]
+QueryTexts = Annotated[Optional[list[str]], typer.Option(
+    "--query", metavar="TEXT", show_default=False,
+    help="A query text (repeatable), searched instead of reading query records: each is the record "
+         "{\"text\": TEXT} (--text-key names the field).")]
 K = Annotated[int, typer.Option("--k", "-n", min=1, metavar="K", help="Neighbours per query (the paper: 10).")]
 TextKey = Annotated[str, typer.Option("--text-key", "-k", metavar="KEY", help="The query text field (embedded when "
                                                                               "the record has no --embedding-key).")]
@@ -33,15 +38,38 @@ class QueryVectors:
     message. Search is cheap per query, so the checking must be too (bench/search_speed.py).
     """
 
-    def __init__(self, key: str, dimension: int, model: str):
-        self.key, self.dimension, self.model = key, dimension, model
+    def __init__(self, key: str, dimension: int, model: str, identity=None):
+        self.key, self.dimension, self.model, self.identity = key, dimension, model, identity
         self._arrays: dict[int, object] = {}
+        self._same = {str(identity)} if identity is not None else set()  # identities seen to be the index's
+        self.unlabelled = False
+
+    def check_model(self, record: dict) -> None:
+        """A query vector labelled with another model than the index's is refused; an unlabelled one is taken to
+        be of the index's model, said once on stderr."""
+        from .. import console
+        from ..model_identity import FIELD, read
+
+        label = record.get(FIELD)
+        if label in self._same:
+            return
+        if label is None:
+            if not self.unlabelled and self.identity is not None:
+                console.warn(f"query vectors without embedding_model: taken to be of the index's model '{self.identity}'")
+            self.unlabelled = True
+            return
+        identity = read(record)
+        if self.identity is not None and not identity.same(self.identity):
+            raise BadRecord(f"the query's '{self.key}' is of '{identity}', but the index holds vectors of "
+                            f"'{self.identity}'")
+        self._same.add(label)
 
     def check(self, record: dict) -> None:
         import numpy as np
 
         from ..evaluation.fields import vector
 
+        self.check_model(record)
         value = record[self.key]
         array = np.asarray(value, dtype=np.float32) if isinstance(value, list) and value else None
         if array is None or array.dtype.kind != "f" or array.ndim != 1 or not np.isfinite(array).all():
@@ -112,11 +140,96 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
             yield from finish(*pending)
 
 
+class QueryEncoder:
+    """Embeds query texts as the index's vectors were made (its model, and CF-BERT's W_cf where its identity has
+    one), loaded at the first text query; `check` loads it at once (for --model)."""
+
+    TEXT_SETTINGS = ("cf",)  # identity settings a text query can be embedded with here
+
+    def __init__(self, loaded, model: str | None, device: str, text_key: str):
+        self.loaded, self.model, self.device, self.text_key = loaded, model, device, text_key
+        self._encoder = None
+        self.cf_weight: float | None = None
+
+    def check(self):
+        """The sentence-transformers model for the queries, after making sure it is the index's."""
+        if self._encoder is not None:
+            return self._encoder
+        from .. import model_identity
+        from ..vector_index import model_fingerprint
+
+        identity, metadata = self.loaded.identity, self.loaded.metadata
+        if identity is None:  # an index written before identities: its fingerprint decides
+            name = self.model or metadata.get("model_path") or metadata["model"]
+            encoder = sentence_models.load(name, sentence_models.resolve_device(self.device))
+            self.loaded.check_model(name, model_fingerprint(encoder))
+            self._encoder = encoder
+            return encoder
+        other = [key for key, _ in identity.settings if key not in self.TEXT_SETTINGS]
+        if other:
+            raise SembedError(f"the index holds vectors of '{identity}', which search cannot make from a text "
+                              f"({', '.join(other)})", "give query records with embeddings made the same way "
+                                                       "(sembed embed ... | sembed search)")
+        name = self.model or identity.name
+        try:
+            theirs = model_identity.of_sentence_model(name)
+        except SembedError as e:
+            raise SembedError(f"the index's model '{identity}' is not at hand: {e.message}",
+                              "pass the same model with --model, or query with embeddings") from None
+        if theirs.digest != identity.digest:
+            raise SembedError(f"the index at '{self.loaded.path}' holds vectors of the model '{identity}', but the "
+                              f"queries are embedded with '{theirs}', another model",
+                              "search with the index's model (leave out --model), or rebuild the index")
+        cf = dict(identity.settings).get("cf")
+        self.cf_weight = float(cf) if cf is not None else None
+        self._encoder = sentence_models.load(name, sentence_models.resolve_device(self.device))
+        return self._encoder
+
+    def encode(self, texts: list[str], **_):
+        """The query vectors of `texts` (float32, one row each)."""
+        import numpy as np
+
+        from ..io import TextFields, derived_key
+        from ..sentence_embedding import embed_records
+
+        encoder = self.check()
+        if not self.cf_weight:
+            return encoder.encode(texts, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
+        records = [{self.text_key: text} for text in texts]  # CF-BERT eq. 1 needs each text's S_cf: as embed does
+        embedded = embed_records(records, encoder, TextFields([self.text_key]), len(records), self.cf_weight)
+        return np.stack([record[derived_key(self.text_key, "embedding")] for record in embedded])
+
+
+class CommandLineQueries:
+    """--query TEXT ...: query records from the command line, read as a RecordSource reads a file."""
+
+    def __init__(self, texts: list[str], text_key: str, skip_errors: bool = False):
+        from ..io import Rejects
+
+        self.texts, self.text_key = texts, text_key
+        self.rejects = Rejects("--query", skip_errors)
+
+    def checked(self, check):
+        for number, text in enumerate(self.texts, 1):
+            record = {self.text_key: text}
+            try:
+                check(record)
+            except BadRecord as e:
+                self.rejects.reject(number, e.message)
+                continue
+            yield record
+
+    def summary(self) -> str | None:
+        return self.rejects.summary()
+
+
 def search_command(
+    ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
     index: IndexPath = ...,
     model: QueryModel = None,
+    query: QueryTexts = None,
     k: K = 10,
     text_key: TextKey = "text",
     embedding_key: EmbeddingKey = "embedding",
@@ -130,31 +243,38 @@ def search_command(
     """The k nearest indexed records of each query record, by cosine.
 
     Reads query records with an embedding (--embedding-key) or a text
-    (--text-key), embedded with the index's model (the one its sembed.json
-    names; --model for another path to the same model: a model with another
-    fingerprint is refused, and so is an embedding of another dimension).
-    Writes each record with neighbors: a list of {id, text, score} (score:
-    the cosine), best first; --payload adds each neighbour's whole indexed
-    record. Queries go to FAISS a batch at a time (--batch-size); output is
-    flushed after each batch.
+    (--text-key), or takes the texts of --query. A text is embedded as the
+    index's vectors were (the model its sembed.json names in
+    embedding_model, with the W_cf of CF-BERT vectors; --model for another
+    path to the same model: another model is refused). An embedding must be
+    of the index's model: one whose embedding_model names another model is
+    refused, and so is one of another dimension; one without the field
+    (vectors from elsewhere) is taken to be of the index's model, with a
+    warning. Writes each record with neighbors: a list of {id, text, score}
+    (score: the cosine), best first; --payload adds each neighbour's whole
+    indexed record. Queries go to FAISS a batch at a time (--batch-size);
+    output is flushed after each batch.
 
     \b
     Example:
       echo '{"text": "Springfeild"}' | sembed search --index poi-index
+      sembed search --index poi-index --query Springfeild --query 'Lake Pleasant'
       sembed convert --from gazetteer | sembed taste -m poi-model \\
-        | grep '"is_poi":true' | sembed search --index poi-index -k 10
+        | grep '"is_poi":true' | sembed search --index poi-index --k 10
     """
     from .. import console
-    from ..vector_index import VectorIndex, model_fingerprint
+    from ..vector_index import VectorIndex
 
+    if query and ctx.get_parameter_source("input").name == "COMMANDLINE":
+        raise typer.BadParameter("either query records (INPUT) or --query texts, not both", param_hint="'--query'")
     loaded = VectorIndex.load(index)
-    resolved = sentence_models.resolve_device(device)
-    name = model or loaded.metadata.get("model_path") or loaded.metadata["model"]
-    encoder = sentence_models.load(name, resolved)
-    loaded.check_model(name, model_fingerprint(encoder))
-    console.say(f"searching {loaded.index.ntotal} vectors ({loaded.metadata.get('type')}) of {loaded.metadata['model']}")
+    encoder = QueryEncoder(loaded, model, device, text_key)
+    if model is not None or query:
+        encoder.check()  # a wrong --model is refused before any query is read
+    name = str(loaded.identity or loaded.metadata["model"])
+    console.say(f"searching {loaded.index.ntotal} vectors ({loaded.metadata.get('type')}) of {name}")
 
-    query_vectors = QueryVectors(embedding_key, loaded.dimension, loaded.metadata["model"])
+    query_vectors = QueryVectors(embedding_key, loaded.dimension, name, loaded.identity)
 
     def check(record: dict) -> None:
         if embedding_key in record:
@@ -164,7 +284,8 @@ def search_command(
         else:
             raise BadRecord(f"missing key '{text_key}' (or '{embedding_key}')")
 
-    run_stream(RecordSource(input, skip_errors=skip_errors), check,
+    source = CommandLineQueries(query, text_key, skip_errors) if query else RecordSource(input, skip_errors=skip_errors)
+    run_stream(source, check,
                lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key, batch_size,
                                               payload, query_vectors),
                output, batch_size, "searching")
