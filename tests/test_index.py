@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,134 @@ def test_missing_index_and_bad_type(tmp_path):
     assert run.stderr.strip() == f"error: no sembed index at '{tmp_path}' (hint: build one with sembed index -o DIR)"
     run = sembed("index", "--type", "kdtree", "-o", str(tmp_path / "i"), input=jsonl({"text": "x"}))
     assert run.exit_code == 2 and "'kdtree' is not one of auto, flat, ivf, hnsw" in run.stderr
+
+
+# --- index --update: a nightly re-index embeds only what is new, and equals a full rebuild ---------------------
+
+def rows(names: list[str], start: int = 0) -> list[dict]:
+    return [{"id": f"c{start + i}", "text": t, "n": start + i} for i, t in enumerate(names)]
+
+
+def neighbours(index: Path, queries: list[str], k: int = 5) -> list[list[tuple]]:
+    run = sembed("search", "-q", "--index", str(index), "--device", "cpu", "--k", str(k),
+                 input=jsonl(*({"text": q} for q in queries)))
+    assert run.exit_code == 0, run.stderr
+    return [[(n["id"], n["text"], n["score"]) for n in r["neighbors"]] for r in run.records]
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_update_adds_new_replaces_changed_skips_unchanged_and_equals_a_rebuild(tiny_model, tmp_path, kind):
+    """For every type the update rebuilds the FAISS index from the kept and new vectors, as -o does from all the
+    records (the same rows in the same order, the same seed): the same neighbours, also for HNSW and IVF."""
+    names = [f"{a} {b}" for a in CITIES for b in CITIES[:5]]  # 80: enough for IVF's cells
+    first, later = rows(names[:60]), rows(names[40:], 40)  # 20 indexed again, 20 new
+    later[3]["text"] = "Springfield changed"  # c43: a changed text
+    index = tmp_path / "updated"
+    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", kind, "-o", str(index),
+                  input=jsonl(*first)).exit_code == 0
+    run = sembed("index", "--update", str(index), "--device", "cpu", input=jsonl(*later))
+    assert run.exit_code == 0, run.stderr
+    assert "20 new, 1 changed, 19 unchanged record(s); 80 in all" in run.stderr
+    assert "embedding 21 texts with" in run.stderr  # only the new and the changed
+    meta = json.loads((index / "sembed.json").read_text())
+    assert meta["count"] == 80 and meta["type"] == kind
+    assert meta["data"]["update"] == {"previous_count": 60, "added": 20, "replaced": 1, "unchanged": 19,
+                                      "previous_sha256": meta["data"]["update"]["previous_sha256"]}
+    rebuilt = tmp_path / "rebuilt"
+    everything = first[:40] + later  # in the update's order: the indexed rows, then the new ones
+    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", kind, "-o", str(rebuilt),
+                  input=jsonl(*everything)).exit_code == 0
+    assert (index / "records.jsonl").read_text() == (rebuilt / "records.jsonl").read_text()
+    queries = ["Salem Franklin", "Springfield changed", "Bristol Clinton", "Ashland", "Milton Fairview"]
+    for updated, fresh in zip(neighbours(index, queries), neighbours(rebuilt, queries)):
+        assert [n[:2] for n in updated] == [n[:2] for n in fresh]
+        assert [n[2] for n in updated] == pytest.approx([n[2] for n in fresh], abs=1e-5)
+
+
+def test_update_with_vectors_and_nothing_new(tiny_model, tmp_path):
+    embedded = sembed("embed", "-q", "-m", tiny_model, "--device", "cpu", input=city_records()).stdout
+    index = tmp_path / "idx"
+    assert sembed("index", "-q", "-o", str(index), input=embedded).exit_code == 0
+    before = (index / "index.faiss").read_bytes()
+    run = sembed("index", "--update", str(index), input=embedded)
+    assert run.exit_code == 0, run.stderr
+    assert f"0 new, 0 changed, {len(CITIES)} unchanged record(s)" in run.stderr
+    assert (index / "index.faiss").read_bytes() == before
+
+
+def test_a_failed_update_leaves_the_index_intact(tiny_model, tmp_path):
+    from sembed_cli.model_identity import FIELD
+
+    index = tmp_path / "idx"
+    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index),
+                  input=city_records()).exit_code == 0
+    files = {p.name: p.read_bytes() for p in index.iterdir()}
+    bad = sembed("index", "--update", str(index), "--device", "cpu",
+                 input=jsonl({"id": "x", "text": "Paris"}, {"id": "y", "text": ""}))
+    assert bad.exit_code == 1 and bad.stderr == "error: <stdin>:2: empty text in 'text'\n"
+    other = sembed("index", "--update", str(index), input=jsonl({"id": "z", "embedding": [0.5] * TINY_DIM,
+                                                                 FIELD: "other@0123456789ab"}))
+    assert other.exit_code == 1
+    assert other.stderr == (f"error: the records' vectors are of 'other@0123456789ab', but the index at '{index}' "
+                            f"holds vectors of '{of_sentence_model(tiny_model)}' (hint: embed them with the index's "
+                            "model, or build a new index)\n")
+    no_id = sembed("index", "--update", str(index), input=jsonl({"text": "Paris"}))
+    assert no_id.exit_code == 1
+    assert no_id.stderr == "error: <stdin>:1: missing key 'id' (--update finds indexed records by their id)\n"
+    assert {p.name: p.read_bytes() for p in index.iterdir()} == files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temporary directory left
+
+
+def test_update_and_output_usage(tmp_path):
+    run = sembed("index", input=jsonl({"text": "x"}))
+    assert run.exit_code == 2 and "give the index directory: -o DIR for a new index, or --update DIR" in run.stderr
+    run = sembed("index", "--update", str(tmp_path), input=jsonl({"text": "x"}))
+    assert run.exit_code == 1
+    assert run.stderr == f"error: no sembed index at '{tmp_path}' (hint: build one with sembed index -o DIR)\n"
+
+
+# --- damaged indexes and command-line queries -------------------------------------------------------------------
+
+@pytest.mark.parametrize("metadata, problem", [
+    ("[1, 2]", "sembed.json is not a JSON object"),
+    ("{}", f"sembed.json gives dimension None, but the index holds {TINY_DIM}-d vectors"),
+    ('{"dimension": 7, "model": "m", "type": "flat"}', f"sembed.json gives dimension 7, but the index holds "
+                                                       f"{TINY_DIM}-d vectors"),
+    (f'{{"dimension": {TINY_DIM}, "type": "flat"}}', "sembed.json has no 'model' string"),
+    (f'{{"dimension": {TINY_DIM}, "model": "m", "type": "flat", "embedding_model": "x"}}',
+     "sembed.json has an 'embedding_model' that is not NAME@DIGEST: 'x'"),
+])
+def test_damaged_index_metadata_is_a_clear_error(index_dir, tmp_path, metadata, problem):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(index_dir, damaged)
+    (damaged / "sembed.json").write_text(metadata)
+    run = sembed("search", "--index", str(damaged), "--query", "Salem")
+    assert run.exit_code == 1
+    assert run.stderr == (f"error: damaged index at '{damaged}': {problem} (hint: rebuild it with sembed index -o DIR "
+                          "--force)\n")
+
+
+def test_truncated_index_files_are_a_clear_error(index_dir, tmp_path):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(index_dir, damaged)
+    (damaged / "sembed.json").write_text('{"model": ')
+    run = sembed("search", "--index", str(damaged), "--query", "Salem")
+    assert run.exit_code == 1 and run.stderr.startswith(f"error: unreadable index at '{damaged}': ")
+    shutil.copy(index_dir / "sembed.json", damaged / "sembed.json")
+    (damaged / "records.jsonl").write_text('{"id": 1}\n' * len(CITIES))
+    run = sembed("search", "--index", str(damaged), "--query", "Salem")
+    assert run.exit_code == 1
+    assert run.stderr == (f"error: damaged index at '{damaged}': records.jsonl has a line that is not "
+                          '{"id": ..., "record": {...}} (hint: rebuild it with sembed index -o DIR --force)\n')
+
+
+def test_query_texts_on_the_command_line(index_dir):
+    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "--k", "1", "--query", "Salem",
+                 "--query", "Newport")
+    assert run.exit_code == 0, run.stderr
+    assert [(r["text"], r["neighbors"][0]["id"]) for r in run.records] == [("Salem", "c7"), ("Newport", "c15")]
+    run = sembed("search", "--index", str(index_dir), "--device", "cpu", "--query", "Salem", "--query", " ")
+    assert run.exit_code == 1 and len(run.records) == 1
+    assert run.stderr.splitlines()[-1] == "error: --query:2: empty text in 'text'"
+    run = sembed("search", "--index", str(index_dir), "--query", "Salem", "queries.jsonl")
+    assert run.exit_code == 2 and "either query records (INPUT) or --query texts, not both" in run.stderr
