@@ -460,3 +460,108 @@ def test_sick_test_pinned(data_dir):
     assert report["spearman"] == pytest.approx(SICK_R_PIN["spearman"], abs=0.05)
     entailment = sembed("eval", "entailment", "-q", input=records).records[0]
     assert entailment["n"] == 4927 and entailment["accuracy"] == pytest.approx(SICK_E_PIN, abs=0.05)
+
+
+# --- issue 14: huge vectors, small classification sets, unscored pairs, per-pair similarities ------------------
+
+def test_sts_on_vectors_scaled_by_1e200_equals_the_unscaled_result():
+    records = [r for r in pair_records(20) if r["id"] % 4]  # b = a gives cosines of 1 whose ties rounding may split
+    huge = [{**r, "embedding_a": [x * 1e200 for x in r["embedding_a"]],
+             "embedding_b": [x * 1e200 for x in r["embedding_b"]]} for r in records]
+    tiny = [{**r, "embedding_a": [x * 1e-200 for x in r["embedding_a"]]} for r in records]
+    plain = sembed("eval", "sts", "-q", input=jsonl(*records))
+    for scaled in (huge, tiny):
+        run = sembed("eval", "sts", "-q", input=jsonl(*scaled))
+        assert run.exit_code == 0, run.stderr
+        assert run.records[0]["pearson"] == pytest.approx(plain.records[0]["pearson"], abs=1e-3)
+        assert run.records[0]["spearman"] == pytest.approx(plain.records[0]["spearman"], abs=1e-3)
+
+
+def test_cf_grid_on_huge_parts_equals_the_unscaled_sweep():
+    records = pair_records(seed=3)
+    parts = [{**r, "embedding_basic_a": r["embedding_a"], "embedding_cf_a": r["embedding_b"],
+              "embedding_basic_b": r["embedding_b"], "embedding_cf_b": r["embedding_a"]} for r in records]
+    huge = [{**r, **{k: [x * 1e200 for x in r[k]] for k in r if k.startswith("embedding_basic") or
+                     k.startswith("embedding_cf")}} for r in parts]
+    plain = sembed("eval", "sts", "-q", "--cf-grid", "0,0.5", input=jsonl(*parts)).records[0]
+    scaled = sembed("eval", "sts", "-q", "--cf-grid", "0,0.5", input=jsonl(*huge)).records[0]
+    assert [e["pearson"] for e in scaled["cf_grid"]] == pytest.approx([e["pearson"] for e in plain["cf_grid"]],
+                                                                      abs=1e-3)
+
+
+def test_pearson_of_huge_columns():
+    assert sts.pearson(X * 1e300, Y) == pytest.approx(scipy.stats.pearsonr(X, Y).statistic, abs=1e-12)
+
+
+def test_classify_on_12_records_uses_fewer_folds_with_a_warning():
+    rng = np.random.default_rng(0)
+    records = [{"embedding": rng.normal(size=4).tolist(), "label": "ab"[i % 2]} for i in range(12)]
+    run = sembed("eval", "classify", input=jsonl(*records))
+    assert run.exit_code == 0, run.stderr
+    assert run.records[0]["folds"] == 6 and len(run.records[0]["fold_accuracies"]) == 6
+    assert run.stderr.startswith("warning: 10-fold cross-validation needs a label with 10 records, the largest has "
+                                 "6: 6 folds instead\n")
+    assert sembed("eval", "classify", "-q", "--c", "auto", input=jsonl(*records)).exit_code == 0
+    single = [{"embedding": [float(i), 1.0], "label": str(i)} for i in range(12)]
+    run = sembed("eval", "classify", input=jsonl(*single))
+    assert run.exit_code == 1
+    assert run.stderr == ("error: every label has a single record: 10-fold cross-validation needs at least 2 of one "
+                          "label (hint: give more records)\n")
+
+
+def test_entailment_features_that_overflow_are_a_clear_error():
+    records = [{**r, "label": "ab"[i % 2], "embedding_a": [x * 1e300 for x in r["embedding_a"]],
+                "embedding_b": [x * 1e300 for x in r["embedding_b"]]} for i, r in enumerate(pair_records(20))]
+    run = sembed("eval", "entailment", "--features", "senteval", input=jsonl(*records))
+    assert run.exit_code == 1
+    assert run.stderr == ("error: the features overflow (a value past float32's range): the vectors are too large "
+                          "(hint: scale the embeddings down)\n")
+
+
+def test_sts_leaves_unscored_pairs_out_and_counts_them():
+    records = pair_records()
+    unscored = [{k: v for k, v in r.items() if k != "score"} for r in records[:3]] + \
+        [{**records[3], "score": None}]
+    run = sembed("eval", "sts", input=jsonl(*unscored, *records[4:]))
+    assert run.exit_code == 0, run.stderr
+    expected = sembed("eval", "sts", "-q", input=jsonl(*records[4:])).records[0]
+    assert run.records == [{**expected, "unscored": 4}]
+    assert run.stderr.startswith("warning: 4 pair(s) have no gold score ('score'): left out of the correlation\n")
+    run = sembed("eval", "sts", input=jsonl(*unscored))
+    assert run.exit_code == 1
+    assert run.stderr.endswith("error: no pair has a gold score ('score') (hint: give the score field with "
+                               "--gold-key)\n")
+
+
+def test_semeval_files_with_blank_scores_go_through_the_pipeline(tmp_path):
+    (tmp_path / "STS.input.forum.txt").write_text("A man sings.\tA man is singing.\nA cat.\tA plane.\n"
+                                                  "Hi there.\tHello.\nA dog runs.\tA dog is running.\n")
+    (tmp_path / "STS.gs.forum.txt").write_text("4.8\n\n3\n4.5\n")
+    converted = sembed("convert", "-q", "--from", "semeval-sts", str(tmp_path / "STS.input.forum.txt"))
+    rng = np.random.default_rng(1)
+    records = [{**r, "embedding_a": rng.normal(size=5).tolist(), "embedding_b": rng.normal(size=5).tolist()}
+               for r in converted.records]
+    run = sembed("eval", "sts", input=jsonl(*records))
+    assert run.exit_code == 0, run.stderr
+    assert run.records[0]["n"] == 3 and run.records[0]["unscored"] == 1
+
+
+def test_sts_writes_each_pairs_similarity(tmp_path):
+    records = pair_records()
+    records[2].pop("score")
+    pairs = tmp_path / "pairs.jsonl"
+    run = sembed("eval", "sts", "-q", "--pairs", str(pairs), input=jsonl(*records))
+    assert run.exit_code == 0 and len(run.records) == 1  # stdout: the metrics only
+    written = [orjson.loads(line) for line in pairs.read_text().splitlines()]
+    assert [r["id"] for r in written] == list(range(12))
+    assert not any(k.startswith("embedding") for r in written for k in r)
+    assert [r["similarity"] for r in written] == pytest.approx(cosines(records).tolist(), abs=1e-12)
+    assert list(written[0]) == ["id", "text_a", "text_b", "genre", "score", "similarity"]
+    metrics = tmp_path / "metrics.json"
+    run = sembed("eval", "sts", "-q", "--pairs", "-", "-o", str(metrics), input=jsonl(*records))
+    assert run.exit_code == 0 and run.records == written
+    assert orjson.loads(metrics.read_bytes())["n"] == 11
+    run = sembed("eval", "sts", "--pairs", "-", input=jsonl(*records))
+    assert run.exit_code == 2 and "--pairs - writes the pairs to stdout: give the metrics a file with -o" in run.stderr
+    run = sembed("eval", "sts", "--pairs", str(pairs), "--cf-grid", "0,1", input=jsonl(*records))
+    assert run.exit_code == 2 and "--cf-grid gives each pair a similarity per W_cf; leave out --pairs" in run.stderr

@@ -73,7 +73,8 @@ class LabelledVector:
     def __call__(self, record: dict) -> tuple[np.ndarray, str]:
         vector = fields.vector(record, self.key)
         self.dimension.check({self.key: vector})
-        return vector.astype(np.float32), fields.label(record, self.label_key)
+        with np.errstate(over="ignore"):  # past float32's range: cross_validate refuses the features, clearly
+            return vector.astype(np.float32), fields.label(record, self.label_key)
 
 
 def check_labels(labels: Sequence[str], folds: int) -> tuple[dict[str, int], list[str], int]:
@@ -119,8 +120,8 @@ def cross_validate(features: np.ndarray, labels: Sequence[str], folds: int = DEF
     y = np.fromiter((index[label] for label in labels), dtype=np.int64, count=len(labels))
     x = np.asarray(features, dtype=np.float64)
     if not np.isfinite(x).all():  # u * v of huge vectors (SentEval's features) overflows float32
-        raise SembedError("the features overflow (a value past the float range): the vectors are too large",
-                          "scale the embeddings down, or use --features abs-diff")
+        raise SembedError("the features overflow (a value past float32's range): the vectors are too large",
+                          "scale the embeddings down")
     splits = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     accuracies: list[float] = []
     chosen: list[float] = []

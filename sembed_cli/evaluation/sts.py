@@ -211,7 +211,7 @@ class CfParts:
         vectors = {key: fields.vector(record, key, hint) for key in self.keys}
         self.dimension.check(vectors)
         for key, v in vectors.items():
-            fields.nonzero(key, float(np.linalg.norm(v)))
+            fields.nonzero(key, float(np.max(np.abs(v))))
         a, c, b, d = vectors.values()
         # the cosine of a + W c and b + W d is the same with each side's parts scaled by one factor: scale them so
         # that the dot products cannot overflow
