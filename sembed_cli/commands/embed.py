@@ -153,6 +153,15 @@ def embed_command(
     (so the rows of the records already written are there); an existing FILE
     needs --force. Read it with numpy.load(FILE, mmap_mode="r").
 
+    Every record also gets embedding_model, the identity of what made its
+    vectors (one for all of them): NAME@DIGEST, the model as given and a
+    short hash of its files, then ;cf=W, ;method=M;salience=..., ;words=...
+    where those change the vector (see the README, "Vectors know their
+    model"); --npy FILE writes it to FILE.json too. index, search and eval
+    read it and refuse to mix models. A record that already holds vectors
+    of another model (or of none named) that this run does not replace is
+    refused.
+
     Word-vector methods (--method, no sentence-transformers model; the text
     is tokenised as the vectors were built, lower-cased for GloVe and spaCy):
     avg is the mean of the word vectors; isf and nws are NWS eq. 1,

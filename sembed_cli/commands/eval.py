@@ -223,14 +223,16 @@ def sts_command(
     2016 leave some pairs unscored, and `sembed convert` writes them without
     one) is left out of the correlation and counted on stderr and under
     "unscored". --pairs FILE writes every pair's record as it is read,
-    without its vectors (embedding...), with "similarity" (the cosine, or
-    the --similarity-key value), scored or not: stdout keeps the one metrics
-    object unless --pairs is '-', which writes the pairs there instead and
-    needs -o for the metrics. Not with --cf-grid (a similarity per W).
+    without its vectors (the embedding... fields but embedding_model), with
+    "similarity" (the cosine, or the --similarity-key value), scored or
+    not: stdout keeps the one metrics object unless --pairs is '-', which
+    writes the pairs there instead and needs -o for the metrics. Not with
+    --cf-grid (a similarity per W).
 
-    Cosines are taken of each vector divided by its largest absolute value,
-    so no magnitude overflows; --npy FILE reads the vectors of `sembed
-    embed --npy FILE` (records with embedding_row_a, ...).
+    A vector whose largest absolute value is far from 1 (past 1e100 or
+    below 1e-100) is divided by it before its cosine, so no magnitude
+    overflows; --npy FILE reads the vectors of `sembed embed --npy FILE`
+    (records with embedding_row_a, ...).
 
     Fewer than two pairs, or a constant similarity or score column, leaves
     the correlation undefined: an error.
@@ -246,7 +248,7 @@ def sts_command(
     import numpy as np
 
     from ..evaluation import fields, sts
-    from ..model_identity import OneModel
+    from ..model_identity import FIELD, OneModel
 
     if cf_grid is not None and similarity_key is not None:
         raise typer.BadParameter("--cf-grid sweeps embedding parts; it cannot use --similarity-key", param_hint="--cf-grid")
@@ -270,7 +272,8 @@ def sts_command(
         group = fields.group(record, group_by) if group_by else None
         gold = None if record.get(gold_key) is None else check_number(record, gold_key, "the gold similarity score")
         if sink is not None:
-            sink.write({**{k: v for k, v in record.items() if not k.startswith("embedding")}, "similarity": value})
+            sink.write({**{k: v for k, v in record.items() if not k.startswith("embedding") or k == FIELD},
+                        "similarity": value})
         if gold is None:
             unscored += 1
             return None

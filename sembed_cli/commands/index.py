@@ -111,8 +111,9 @@ def index_command(
                                  param_hint="'-o' / '--update'")
     if index_type not in ("auto", "flat", "hnsw", "ivf"):
         raise typer.BadParameter(f"'{index_type}' is not one of auto, flat, ivf, hnsw", param_hint="'--type'")
+    # what the command line says overrides what the records or the index to update say (SEMBED_MODEL does not)
     given = {name for name in ("model", "index_type", "text_key", "embedding_key", "id_key")
-             if ctx.get_parameter_source(name).name in ("COMMANDLINE", "ENVIRONMENT")}
+             if ctx.get_parameter_source(name).name == "COMMANDLINE"}
     old = None
     if update is not None:
         old = VectorIndex.load(update)
