@@ -165,6 +165,17 @@ def of_sentence_model(model: str) -> Identity:
     return of_path(model, sentence_models.resolve_path(model))
 
 
+def of_word_vector_method(vectors: Identity, method: str, salience: str | None, sif_component: str) -> Identity:
+    """Sentence vectors of `embed --method` (avg, isf, sif, nws) from word vectors of identity `vectors`, with the
+    salience table at `salience` (isf, sif, nws)."""
+    identity = vectors.with_setting("method", method)
+    if salience is not None:
+        identity = identity.with_setting("salience", of_path(salience, salience))
+    if method == "sif" and sif_component == "batch":
+        identity = identity.with_setting("sif_component", "batch")
+    return identity
+
+
 # --- reading identities back -----------------------------------------------------------------------------------
 
 

@@ -227,3 +227,14 @@ def test_npy_sidecar_of_another_model_is_refused(tiny_model, other_model, tmp_pa
     assert run.exit_code == 1
     assert run.stderr == (f"error: the records' vectors are of '{of_sentence_model(tiny_model)}', but {npy}.json "
                           f"names vectors of '{of_sentence_model(other_model)}'\n")
+
+
+def test_search_embeds_text_queries_as_a_word_vector_index_was_made(tmp_path):
+    records = jsonl(*({"id": n, "text": text} for n, text in enumerate(["a red car", "the old dog", "blue sky"])))
+    embedded = sembed("embed", "-q", "--method", "avg", input=records)
+    if embedded.exit_code == 1 and "not installed" in embedded.stderr:
+        pytest.skip("the packaged GloVe vectors are not installed")
+    assert sembed("index", "-q", "-o", str(tmp_path / "i"), input=embedded.stdout).exit_code == 0
+    run = sembed("search", "-q", "--index", str(tmp_path / "i"), "--k", "1", "--query", "the old dog")
+    assert run.exit_code == 0, run.stderr
+    assert run.records[0]["neighbors"][0]["id"] == 1 and run.records[0]["neighbors"][0]["score"] == 1.0

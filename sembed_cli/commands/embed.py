@@ -280,12 +280,8 @@ def _embed_word_vectors(input, output, fields, method, vectors, salience, sif_co
     table = SalienceTable.load(salience) if salience is not None else None
     spec = vectors or (table.vectors if table is not None else word_vectors.DEFAULT_VECTORS)
     embedder = SentenceEmbedder(method, word_vectors.load(spec), table, sif_component)
-    identity = word_vectors.identity(embedder.vectors).with_setting("method", method)
-    if salience is not None:
-        identity = identity.with_setting("salience", model_identity.of_path(salience, salience))
-    if method == "sif" and sif_component == "batch":
-        identity = identity.with_setting("sif_component", "batch")
-    stamp = model_identity.Stamp(identity)
+    stamp = model_identity.Stamp(model_identity.of_word_vector_method(word_vectors.identity(embedder.vectors), method,
+                                                                      salience, sif_component))
     source = RecordSource(input, skip_errors=skip_errors, shard=shard)
     run_stream(source, lambda record: stamp.check(record, fields.of(record)),
                lambda records: stamp.label(embed_word_records(records, embedder, fields, batch_size)),

@@ -144,7 +144,8 @@ class QueryEncoder:
     """Embeds query texts as the index's vectors were made (its model, and CF-BERT's W_cf where its identity has
     one), loaded at the first text query; `check` loads it at once (for --model)."""
 
-    TEXT_SETTINGS = ("cf",)  # identity settings a text query can be embedded with here
+    TEXT_SETTINGS = ("cf",)  # identity settings a text query can be embedded with here, beside word-vector ones
+    WORD_VECTOR_SETTINGS = ("method", "salience", "sif_component")
 
     def __init__(self, loaded, model: str | None, device: str, text_key: str):
         self.loaded, self.model, self.device, self.text_key = loaded, model, device, text_key
@@ -165,7 +166,11 @@ class QueryEncoder:
             self.loaded.check_model(name, model_fingerprint(encoder))
             self._encoder = encoder
             return encoder
-        other = [key for key, _ in identity.settings if key not in self.TEXT_SETTINGS]
+        settings = dict(identity.settings)
+        if "method" in settings:
+            self._encoder = WordVectorQueries(identity, self.loaded.path)
+            return self._encoder
+        other = [key for key in settings if key not in self.TEXT_SETTINGS]
         if other:
             raise SembedError(f"the index holds vectors of '{identity}', which search cannot make from a text "
                               f"({', '.join(other)})", "give query records with embeddings made the same way "
@@ -193,11 +198,37 @@ class QueryEncoder:
         from ..sentence_embedding import embed_records
 
         encoder = self.check()
+        if isinstance(encoder, WordVectorQueries):
+            return encoder.encode(texts)
         if not self.cf_weight:
             return encoder.encode(texts, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
         records = [{self.text_key: text} for text in texts]  # CF-BERT eq. 1 needs each text's S_cf: as embed does
         embedded = embed_records(records, encoder, TextFields([self.text_key]), len(records), self.cf_weight)
         return np.stack([record[derived_key(self.text_key, "embedding")] for record in embedded])
+
+
+class WordVectorQueries:
+    """Query texts embedded as `embed --method avg|isf|sif|nws` made an index's vectors: the word vectors and the
+    salience table its identity names, checked against the digests recorded there."""
+
+    def __init__(self, identity, index_path: Path):
+        from .. import model_identity, word_vectors
+        from ..word_saliency import SalienceTable, SentenceEmbedder
+
+        settings = dict(identity.settings)
+        salience = model_identity.Identity.parse(settings["salience"]).name if "salience" in settings else None
+        vectors = word_vectors.load(identity.name)
+        sif_component = settings.get("sif_component", "corpus")
+        found = model_identity.of_word_vector_method(word_vectors.identity(vectors), settings["method"], salience,
+                                                     sif_component)
+        if not found.same(identity):
+            raise SembedError(f"the index at '{index_path}' holds vectors of '{identity}', but its word vectors and "
+                              f"salience table are now '{found}'", "query with embeddings, or rebuild the index")
+        table = SalienceTable.load(salience) if salience is not None else None
+        self.embedder = SentenceEmbedder(settings["method"], vectors, table, sif_component)
+
+    def encode(self, texts: list[str]):
+        return self.embedder.embed(texts)
 
 
 class CommandLineQueries:
