@@ -238,3 +238,16 @@ def test_search_embeds_text_queries_as_a_word_vector_index_was_made(tmp_path):
     run = sembed("search", "-q", "--index", str(tmp_path / "i"), "--k", "1", "--query", "the old dog")
     assert run.exit_code == 0, run.stderr
     assert run.records[0]["neighbors"][0]["id"] == 1 and run.records[0]["neighbors"][0]["score"] == 1.0
+
+
+def test_search_embeds_text_queries_with_the_indexs_cf_weight(tiny_model, tmp_path):
+    texts = ["A man attacks a woman", "The dog chases a cat", "Children play football"]
+    records = jsonl(*({"id": n, "text": text} for n, text in enumerate(texts)))
+    assert sembed("index", "-q", "-o", str(tmp_path / "i"),
+                  input=embed(tiny_model, records, "--cf-weight", "0.5")).exit_code == 0
+    assert json.loads((tmp_path / "i" / "sembed.json").read_text())[FIELD].endswith(";cf=0.5")
+    run = sembed("search", "-q", "--index", str(tmp_path / "i"), "--device", "cpu", "--k", "1",
+                 "--query", texts[1])
+    assert run.exit_code == 0, run.stderr
+    assert run.records[0]["neighbors"][0]["id"] == 1
+    assert run.records[0]["neighbors"][0]["score"] == pytest.approx(1.0, abs=1e-5)  # emb(text) + 0.5 emb(s_cf) too

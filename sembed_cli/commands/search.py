@@ -144,8 +144,7 @@ class QueryEncoder:
     """Embeds query texts as the index's vectors were made (its model, and CF-BERT's W_cf where its identity has
     one), loaded at the first text query; `check` loads it at once (for --model)."""
 
-    TEXT_SETTINGS = ("cf",)  # identity settings a text query can be embedded with here, beside word-vector ones
-    WORD_VECTOR_SETTINGS = ("method", "salience", "sif_component")
+    TEXT_SETTINGS = ("cf",)  # settings of a sentence-transformers identity that a text query is embedded with here
 
     def __init__(self, loaded, model: str | None, device: str, text_key: str):
         self.loaded, self.model, self.device, self.text_key = loaded, model, device, text_key
