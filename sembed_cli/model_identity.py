@@ -14,8 +14,12 @@ NAME is what the user called the model (a packaged name or a path, as given);
 DIGEST is a short content hash of its files (`content_digest`); the settings
 are what else changes the vector (CF-BERT's W_cf, a word-vector method and its
 salience table, the --words recipe, a syntax map), in the order they apply.
-A backend or precision that changes the vector is one more setting, added
-with `Identity.with_setting` where the vector is made. Two identities name
+A backend or quantisation whose vectors should not be compared with the
+model's own is one more setting, one line where the vector is made:
+`identity.with_setting("backend", "onnx-int8")`. The precision of
+`embed --precision` (fp16/bf16 on CUDA) is not: its vectors are the same
+model's within rounding, and an index built on a GPU answers queries
+embedded on the CPU. Two identities name
 the same vectors when their digest and settings agree (`Identity.key`): the
 name is for people, since one model has many paths.
 
