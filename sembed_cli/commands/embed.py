@@ -12,7 +12,7 @@ import typer
 from .. import console, sentence_models
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
-from ..options import BatchSize, Device, Force, Input, Output, Quiet, ShardOption, SkipErrors, TextKeys, Verbose
+from ..options import BatchSize, Device, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, TextKeys, Verbose
 from ..dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
@@ -100,6 +100,7 @@ def embed_command(
     ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
     text_keys: TextKeys = None,
     model: SentenceModel = sentence_models.DEFAULT_MODEL,
     method: EmbedMethod = "model",
@@ -195,14 +196,15 @@ def embed_command(
 
     fields = TextFields(text_keys)
     explain = explain or plain
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     if words or syntax_map is not None:
-        return _embed_words(ctx, input, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts,
-                            explain, npy, force, batch_size, encode_batch_size, device, precision, shard, skip_errors)
+        return _embed_words(ctx, source, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts,
+                            explain, npy, force, batch_size, encode_batch_size, device, precision, shard)
     if method != "model":
         if explain:
             raise typer.BadParameter("only for --method model", param_hint="'--explain' / '--plain'")
-        return _embed_word_vectors(input, output, fields, method, vectors, salience, sif_component, batch_size,
-                                   skip_errors, npy, cf_weight, keep_parts, shard)
+        return _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component,
+                                   batch_size, npy, cf_weight, keep_parts)
     matrix_file = VectorFile(npy, force) if npy else None  # refuses an existing file before the model loads
     weight = cf_weight if cf_weight is not None else sentence_models.saved_cf_weight(model)
     if cf_weight is None and weight is not None:
@@ -213,7 +215,6 @@ def embed_command(
         raise SembedError(f"the model at '{sentence_models.resolve_path(model)}' has no Token Attention pooling",
                           "--explain and --plain need a model that `sembed train --method ta` wrote")
     encode_batch = encode_batch_size or (CUDA_ENCODE_BATCH if resolved.startswith("cuda") else CPU_ENCODE_BATCH)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
 
     def transform(records):
         embedded = embed_records(records, encoder, fields, batch_size, weight, keep_parts, encode_batch, matrix_file,
@@ -222,7 +223,7 @@ def embed_command(
 
     with matrix_file if matrix_file is not None else nullcontext():
         run_stream(source, check_record(fields, keep_parts or bool(weight)), transform, output, batch_size,
-                   "embedding")
+                   "embedding", force=force)
     if matrix_file is not None:
         console.say(f"wrote {matrix_file.rows} vectors of {matrix_file.dim} dimensions to {matrix_file.path}")
 
@@ -237,8 +238,8 @@ def show_weights(records, fields: TextFields):
         yield record
 
 
-def _embed_word_vectors(input, output, fields, method, vectors, salience, sif_component, batch_size, skip_errors,
-                        npy, cf_weight, keep_parts, shard) -> None:
+def _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component, batch_size, npy,
+                        cf_weight, keep_parts) -> None:
     """--method avg|isf|sif|nws: word-vector sentence embeddings (sembed_cli/word_saliency.py)."""
     from .. import word_vectors
     from ..word_saliency import SalienceTable, SentenceEmbedder, embed_records as embed_word_records
@@ -254,14 +255,13 @@ def _embed_word_vectors(input, output, fields, method, vectors, salience, sif_co
     table = SalienceTable.load(salience) if salience is not None else None
     spec = vectors or (table.vectors if table is not None else word_vectors.DEFAULT_VECTORS)
     embedder = SentenceEmbedder(method, word_vectors.load(spec), table, sif_component)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
     run_stream(source, fields.of, lambda records: embed_word_records(records, embedder, fields, batch_size),
-               output, batch_size, "embedding")
+               output, batch_size, "embedding", force=force)
     embedder.report()
 
 
-def _embed_words(ctx, input, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts, explain,
-                 npy, force, batch_size, encode_batch_size, device, precision, shard, skip_errors) -> None:
+def _embed_words(ctx, source, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts, explain,
+                 npy, force, batch_size, encode_batch_size, device, precision, shard) -> None:
     """--words [--syntax-map DIR]: one record per word (sembed_cli/word_records.py)."""
     from ..contextual_words import WordEncoder
     from ..io import RecordSink
@@ -293,10 +293,10 @@ def _embed_words(ctx, input, output, text_keys, model, method, syntax_map, words
     else:
         encoder = WordEncoder.open(model, device=device)
     encode_batch = encode_batch_size or (CUDA_ENCODE_BATCH if encoder.device.startswith("cuda") else CPU_ENCODE_BATCH)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
-    records = console.progress(source.checked(check_words(text_key)), "embedding words")
+    records = source.checked(check_words(text_key))
     with matrix_file if matrix_file is not None else nullcontext(), \
-            RecordSink(output, flush_every=1 << 30) as sink:  # flushed after each batch below
+            console.StreamProgress("embedding words", source.position) as progress, \
+            RecordSink(output, flush_every=1 << 30, force=force, inputs=[source.path], progress=progress) as sink:
         for batch in word_batches(records, encoder, text_key=text_key, batch_size=batch_size,
                                   encode_batch_size=encode_batch, syntax_map=transformation, matrix_file=matrix_file,
                                   shard=shard):

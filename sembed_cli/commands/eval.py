@@ -10,7 +10,7 @@ import typer
 from .. import console
 from ..errors import SembedError
 from ..io import RecordSink, RecordSource, check_number, derived_key
-from ..options import Input, Output, Quiet, Seed, SkipErrors, TextKeys, Verbose
+from ..options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Verbose
 
 T = TypeVar("T")
 
@@ -94,8 +94,8 @@ def pair_keys(text_keys: Optional[list[str]], name: str) -> tuple[str, str]:
     return derived_key(keys[0], name), derived_key(keys[1], name)
 
 
-def write_report(report: dict, output: str) -> None:
-    with RecordSink(output) as sink:
+def write_report(report: dict, output: str, force: bool, input: str) -> None:
+    with RecordSink(output, force=force, inputs=[input]) as sink:
         sink.write(report)
 
 
@@ -157,6 +157,7 @@ def accuracy_table(report: dict):
 def sts_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     text_keys: TextKeys = None,
     similarity_key: SimilarityKey = None,
     gold_key: GoldKey = "score",
@@ -214,7 +215,7 @@ def sts_command(
                         sts.parse_grid(cf_grid) if cf_grid is not None else None)
     for problem in sts.undefined_groups(report):
         console.warn(problem)
-    write_report(report, output)
+    write_report(report, output, force, input)
     show(sts_table(report))
 
 
@@ -240,6 +241,7 @@ def classification_report(task: str, rows: list[tuple], features: str, label_key
 def entailment_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     text_keys: TextKeys = None,
     features: FeatureKind = "abs-diff",
     label_key: LabelKey = "label",
@@ -279,7 +281,7 @@ def entailment_command(
     reader = PairFeatures(key_a, key_b, label_key, features)
     rows = read_all(RecordSource(input, skip_errors=skip_errors), reader)
     report = classification_report("entailment", rows, reader.name, label_key, folds, seed, c)
-    write_report(report, output)
+    write_report(report, output, force, input)
     show(accuracy_table(report))
 
 
@@ -287,6 +289,7 @@ def entailment_command(
 def classify_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     text_keys: TextKeys = None,
     label_key: LabelKey = "label",
     folds: Folds = 10,
@@ -323,7 +326,7 @@ def classify_command(
     reader = LabelledVector(derived_key(keys[0], "embedding"), label_key)
     rows = read_all(RecordSource(input, skip_errors=skip_errors), reader)
     report = classification_report("classify", rows, reader.name, label_key, folds, seed, c)
-    write_report(report, output)
+    write_report(report, output, force, input)
     show(accuracy_table(report))
 
 
@@ -343,6 +346,7 @@ MinSentences = Annotated[int, typer.Option("--min-sentences", min=1, metavar="N"
 def salience_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     salience: SalienceTableDir = ...,
     word_key: WordKey = "word",
     rating_key: RatingKey = "rating",
@@ -378,7 +382,7 @@ def salience_command(
     if summary:
         console.warn(summary)
     report = salience_report(salience, norms, extremes, min_sentences)
-    write_report(report, output)
+    write_report(report, output, force, input)
     table = Table(title=f"salience vs {rating_key} (x100, Fisher 95% CI): {report['n']} of {report['rated']} rated "
                         f"words in the table", title_justify="left")
     for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
@@ -414,6 +418,7 @@ SplitKey = Annotated[str, typer.Option("--split-key", metavar="KEY", help="The f
 def poi_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     score_key: ScoreKey = "taste_score",
     gold_key: PoiGoldKey = None,
     threshold: PoiThreshold = 0.5,
@@ -471,7 +476,7 @@ def poi_command(
         report.update({"tune_split": tune_split, "tuned_threshold": round(best, 6),
                        "tuning": poi.metrics(tune_scores, tune_gold, best),
                        "at_tuned_threshold": poi.metrics(scores, gold, best)})
-    write_report(report, output)
+    write_report(report, output, force, input)
     show(poi_table(report))
 
 
@@ -522,6 +527,7 @@ SentenceKey = Annotated[str, typer.Option("--sentence-key", metavar="KEY",
 def structure_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     queries: Queries = 2000,
     difficult: DifficultTags = 5,
     min_tag_count: MinTagCount = 50,
@@ -577,7 +583,7 @@ def structure_command(
     read_all(RecordSource(input, skip_errors=skip_errors), kept)
     ks = tuple(int(k) for k in clusters.split(","))
     report = structure_report(kept, queries, seed, difficult, min_tag_count, ks)
-    write_report(report, output)
+    write_report(report, output, force, input)
     table = Table(title=f"nearest neighbour by cosine: {report['words']} words, {report['sentences']} sentences, "
                         f"{report['dimension']}-d", title_justify="left",
                   caption="difficult tags: " + (", ".join(t["tag"] for t in report["difficult"]["tags"]) or "none"),

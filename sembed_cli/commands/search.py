@@ -10,7 +10,7 @@ import typer
 from .. import sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, batched, check_text, run_stream
-from ..options import BatchSize, Device, Input, Output, Quiet, SkipErrors, Verbose
+from ..options import BatchSize, Device, Force, Input, Lines, Output, Quiet, SkipErrors, Verbose
 
 IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_default=False,
                                          help="The index directory `sembed index` wrote (required).")]
@@ -115,6 +115,8 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
 def search_command(
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
+    force: Force = False,
     index: IndexPath = ...,
     model: QueryModel = None,
     k: K = 10,
@@ -164,7 +166,7 @@ def search_command(
         else:
             raise BadRecord(f"missing key '{text_key}' (or '{embedding_key}')")
 
-    run_stream(RecordSource(input, skip_errors=skip_errors), check,
+    run_stream(RecordSource(input, skip_errors=skip_errors, lines=lines), check,
                lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key, batch_size,
                                               payload, query_vectors),
-               output, batch_size, "searching")
+               output, batch_size, "searching", force=force)

@@ -8,9 +8,9 @@ from .. import spacy_pipeline
 from ..component_focus import s_cf
 from ..dependency import check_tokens, doc_tokens
 from ..io import RecordSource, TextFields, batched, derived_key, run_stream, text_jobs
-from ..options import BatchSize, Input, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys, Verbose
+from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
+                       Verbose)
 from .parse import SPACY_BATCH
-
 
 
 def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFields(), batch_size: int = 1000,
@@ -51,6 +51,8 @@ def check_record(fields: TextFields):
 def spo_command(
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
+    force: Force = False,
     text_keys: TextKeys = None,
     model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,
     batch_size: BatchSize = 1000,
@@ -83,6 +85,6 @@ def spo_command(
     Example: sembed convert --from stsb sts-test.csv | sembed parse | sembed spo | sembed embed --cf-weight 0.2
     """
     fields = TextFields(text_keys)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     run_stream(source, check_record(fields), lambda records: spo_records(records, None, fields, batch_size, model),
-               output, batch_size, "building S_cf")
+               output, batch_size, "building S_cf", force=force)
