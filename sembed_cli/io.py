@@ -104,9 +104,9 @@ class Rejects:
         self.skip_errors = skip_errors
         self.skipped: list[tuple[int, str]] = []
 
-    def reject(self, line: int, message: str) -> None:
+    def reject(self, line: int, message: str, hint: str | None = None) -> None:
         if not self.skip_errors:
-            raise BadRecord(f"{self.name}:{line}: {message}")
+            raise BadRecord(f"{self.name}:{line}: {message}", hint)
         self.skipped.append((line, message))
 
     def summary(self) -> str | None:
@@ -244,7 +244,7 @@ class RecordSource:
                 try:
                     check(record)
                 except BadRecord as e:
-                    reject(line, e.message)
+                    reject(line, e.message, e.hint)
                     continue
             yield record
 
@@ -312,10 +312,13 @@ class TextFields:
 
     With explicit keys (``--text-key``) each must be present. Otherwise the
     record's own ``text``, ``text_a`` and ``text_b`` are used, at least one.
+    A command whose library takes texts up to a length (spaCy's parser) gives
+    that `limit`, (characters, whose limit), and a longer text is bad input.
     """
 
-    def __init__(self, keys: Sequence[str] | None = None):
+    def __init__(self, keys: Sequence[str] | None = None, limit: tuple[int, str] | None = None):
         self.keys = tuple(keys) if keys else None
+        self.limit = limit
 
     def of(self, record: dict) -> list[str]:
         if self.keys is None:
@@ -328,17 +331,20 @@ class TextFields:
                 if key not in record:
                     raise BadRecord(f"missing key '{key}'")
         for key in keys:
-            check_text(record, key)
+            check_text(record, key, self.limit)
         return keys
 
 
-def check_text(record: dict, key: str) -> str:
-    """The text in `record[key]`: a string that is not blank, or a BadRecord saying what it is instead."""
+def check_text(record: dict, key: str, limit: tuple[int, str] | None = None) -> str:
+    """The text in `record[key]`: a string that is not blank (nor past `limit`), or a BadRecord saying what it is."""
     value = record[key]
     if not isinstance(value, str):
         raise BadRecord(f"'{key}' must be a string, got {json_type(value)}")
     if not value.strip():
         raise BadRecord(f"empty text in '{key}'")
+    if limit is not None and len(value) > limit[0]:
+        raise BadRecord(f"'{key}' is {len(value):,} characters, over {limit[1]} of {limit[0]:,}",
+                        "split long texts first, e.g. with sembed convert --from prose")
     return value
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from .. import console, sentence_models
+from .. import console, sentence_models, spacy_pipeline
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
 from ..options import BatchSize, Device, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, TextKeys, Verbose
@@ -92,6 +92,8 @@ def check_record(fields: TextFields, component_focus: bool):
                 check_text(record, name)
             elif derived_key(key, "tokens") in record:
                 check_tokens(derived_key(key, "tokens"), record[derived_key(key, "tokens")])
+            else:
+                check_text(record, key, spacy_pipeline.LIMIT)  # S_cf comes from its parse
 
     return check
 

@@ -68,7 +68,7 @@ def normalize_command(
 
     Example: sembed convert --from stsb sts-test.csv | sembed normalize | sembed embed
     """
-    fields = TextFields(text_keys)
+    fields = TextFields(text_keys, spacy_pipeline.LIMIT)
     nlp = spacy_pipeline.load(model, spacy_pipeline.TAG)
     source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     run_stream(source, fields.of, lambda records: normalize_records(records, nlp, fields, batch_size),

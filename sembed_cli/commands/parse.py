@@ -52,7 +52,7 @@ def parse_command(
     Example:
       sembed convert --from stsb sts-test.csv | sembed parse | sembed spo
     """
-    fields = TextFields(text_keys)
+    fields = TextFields(text_keys, spacy_pipeline.LIMIT)
     nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
     source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     run_stream(source, fields.of, lambda records: parse_records(records, nlp, fields, batch_size, n_process),

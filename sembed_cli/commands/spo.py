@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from .. import spacy_pipeline
 from ..component_focus import s_cf
 from ..dependency import check_tokens, doc_tokens
-from ..io import RecordSource, TextFields, batched, derived_key, run_stream, text_jobs
+from ..io import RecordSource, TextFields, batched, check_text, derived_key, run_stream, text_jobs
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
                        Verbose)
 from .parse import SPACY_BATCH
@@ -37,13 +37,16 @@ def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFiel
 
 
 def check_record(fields: TextFields):
-    """The per-record check: usable text fields, and a usable `tokens` field wherever there is one."""
+    """The per-record check: usable text fields, and a usable `tokens` field wherever there is one (else a text
+    spaCy can parse)."""
 
     def check(record: dict) -> None:
         for key in fields.of(record):
             name = derived_key(key, "tokens")
             if name in record:
                 check_tokens(name, record[name])
+            else:
+                check_text(record, key, spacy_pipeline.LIMIT)
 
     return check
 
