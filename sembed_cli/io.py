@@ -256,7 +256,7 @@ _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_NUMBER = b"0" * 20  # orjson reads an integer past 64 bits as a float: 20 digits or more in a row may be one
 
 
-def loads(text: str) -> object:
+def loads(text: str | bytes) -> object:
     """One JSON value, exactly: orjson, except that a line with a run of 20 or more digits (an integer that may not
     fit 64 bits, such as a 30-digit id) is read again with the standard library, whose integers have no limit.
 
@@ -264,7 +264,7 @@ def loads(text: str) -> object:
     it back as the shortest text that reads as that double (1.10 as 1.1, 1e5 as 100000.0: the same number).
     """
     value = orjson.loads(text)
-    raw = text.encode()
+    raw = text if isinstance(text, bytes) else text.encode()
     if _LONG_NUMBER in raw.translate(_DIGITS_AS_ZERO):
         value = json.loads(text, parse_constant=_not_a_number)  # orjson said it is valid JSON
     return value

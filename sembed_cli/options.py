@@ -60,6 +60,11 @@ MaskedLMPrecision = Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Opt
          "(AVX512-BF16, AMX; faster there: 1.25x for gensets, 2.3x for taste in their benchmarks, with the "
          "quality they show), else fp32. "
          "Fix it for output that matches across machines.")]
+LongText = Annotated[Literal["truncate", "window", "error"], typer.Option(
+    "--long-text", metavar="truncate|window|error", envvar="SEMBED_LONG_TEXT",
+    help="A text longer than the model's window (its max_seq_length, in tokens): truncate keeps the window's worth "
+         "(the model's own behaviour), window embeds it whole as the token-weighted mean of consecutive windows cut "
+         "between words, error makes it bad input. Such texts are counted on stderr in any case.")]
 NProcess = Annotated[int, typer.Option("--n-process", min=1, metavar="N", help="spaCy worker processes.")]
 
 

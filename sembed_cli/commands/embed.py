@@ -12,7 +12,8 @@ import typer
 from .. import console, sentence_models, spacy_pipeline
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
-from ..options import BatchSize, Device, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, TextKeys, Verbose
+from ..options import (BatchSize, Device, Force, Input, Lines, LongText, Output, Quiet, ShardOption, SkipErrors,
+                       TextKeys, Verbose)
 from ..dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
@@ -78,12 +79,16 @@ EncodeBatchSize = Annotated[Optional[int], typer.Option(
          f"{CUDA_ENCODE_BATCH} on CUDA.")]
 
 
-def check_record(fields: TextFields, component_focus: bool):
-    """The per-record check: usable text fields; with component focusing, a usable s_cf (or tokens to build it)."""
+def check_record(fields: TextFields, component_focus: bool, long_texts=None):
+    """The per-record check: usable text fields (not too long for the model under --long-text error); with
+    component focusing, a usable s_cf (or tokens to build it)."""
     from ..sentence_embedding import S_CF
 
     def check(record: dict) -> None:
         keys = fields.of(record)
+        if long_texts is not None:
+            for key in keys:
+                long_texts.check(record, key)
         if not component_focus:
             return
         for key in keys:
@@ -116,6 +121,7 @@ def embed_command(
     words: Words = False,
     syntax_map: SyntaxMapDir = None,
     npy: Npy = None,
+    long_text: LongText = "truncate",
     force: Force = False,
     batch_size: BatchSize = 1000,
     encode_batch_size: EncodeBatchSize = None,
@@ -194,19 +200,27 @@ def embed_command(
       sembed convert --from conll treebank/dependency_treebank | sembed parse \\
         | sembed embed --words --syntax-map syntax-map | sembed eval structure
     """
-    from ..sentence_embedding import VectorFile, embed_records, has_token_attention  # numpy: not at --help time
+    from ..sentence_embedding import LongTexts, VectorFile, embed_records, has_token_attention  # numpy: not at --help
 
     fields = TextFields(text_keys)
     explain = explain or plain
     source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     if words or syntax_map is not None:
+        if long_text != "truncate":
+            raise typer.BadParameter("not with --words (a long text is always encoded in windows there)",
+                                     param_hint="'--long-text'")
         return _embed_words(ctx, source, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts,
                             explain, npy, force, batch_size, encode_batch_size, device, precision, shard)
     if method != "model":
         if explain:
             raise typer.BadParameter("only for --method model", param_hint="'--explain' / '--plain'")
+        if long_text != "truncate":
+            raise typer.BadParameter("only for --method model", param_hint="'--long-text'")
         return _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component,
                                    batch_size, npy, cf_weight, keep_parts)
+    if explain and long_text == "window":
+        raise typer.BadParameter("not with --explain or --plain (Token Attention is shown on one window)",
+                                 param_hint="'--long-text'")
     matrix_file = VectorFile(npy, force) if npy else None  # refuses an existing file before the model loads
     weight = cf_weight if cf_weight is not None else sentence_models.saved_cf_weight(model)
     if cf_weight is None and weight is not None:
@@ -217,15 +231,19 @@ def embed_command(
         raise SembedError(f"the model at '{sentence_models.resolve_path(model)}' has no Token Attention pooling",
                           "--explain and --plain need a model that `sembed train --method ta` wrote")
     encode_batch = encode_batch_size or (CUDA_ENCODE_BATCH if resolved.startswith("cuda") else CPU_ENCODE_BATCH)
+    long_texts = LongTexts(encoder, long_text)
 
     def transform(records):
         embedded = embed_records(records, encoder, fields, batch_size, weight, keep_parts, encode_batch, matrix_file,
-                                 explain)
+                                 explain, long_texts)
         return show_weights(embedded, fields) if plain else embedded
 
-    with matrix_file if matrix_file is not None else nullcontext():
-        run_stream(source, check_record(fields, keep_parts or bool(weight)), transform, output, batch_size,
-                   "embedding", force=force)
+    try:
+        with matrix_file if matrix_file is not None else nullcontext():
+            run_stream(source, check_record(fields, keep_parts or bool(weight), long_texts), transform, output,
+                       batch_size, "embedding", force=force)
+    finally:
+        long_texts.report()
     if matrix_file is not None:
         console.say(f"wrote {matrix_file.rows} vectors of {matrix_file.dim} dimensions to {matrix_file.path}")
 

@@ -10,7 +10,7 @@ import typer
 from .. import console, sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
-from ..options import BatchSize, Device, Force, Input, Quiet, Seed, SkipErrors, Verbose
+from ..options import BatchSize, Device, Force, Input, Lines, LongText, Quiet, Seed, SkipErrors, Verbose
 
 IndexDir = Annotated[Path, typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                         help="The index directory to write (required).")]
@@ -37,6 +37,8 @@ def index_command(
     text_key: TextKey = "text",
     embedding_key: EmbeddingKey = "embedding",
     id_key: IdKey = "id",
+    lines: Lines = False,
+    long_text: LongText = "truncate",
     batch_size: BatchSize = 256,
     force: Force = False,
     seed: Seed = 42,
@@ -68,6 +70,8 @@ def index_command(
 
     from ..artifacts import ContentHash, building, describe, refuse_existing, write_metadata
     from ..evaluation.fields import vector
+    from ..io import dumps
+    from ..sentence_embedding import LongTexts
     from ..vector_index import (HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, INDEX_FILE, METADATA_FILE, RECORDS_FILE,
                                 build_faiss, choose_type, model_fingerprint, unit_rows)
 
@@ -78,6 +82,7 @@ def index_command(
     encoder = sentence_models.load(model, resolved)
     dimension = (getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension)()
     fingerprint = model_fingerprint(encoder)
+    long_texts = LongTexts(encoder, long_text)
     rows: list[tuple] = []
     texts: list[str] = []
     given: list = []
@@ -97,13 +102,14 @@ def index_command(
             if text_key not in record:
                 raise BadRecord(f"missing key '{text_key}' (or '{embedding_key}')")
             item = check_text(record, text_key)
+            long_texts.check(record, text_key)
             texts.append(item)
         record_id = record.get(id_key, len(rows))
         payload = {k: v for k, v in record.items() if not k.startswith("embedding")}
         rows.append((record_id, payload))
         digest.add(payload)
 
-    source = RecordSource(input, skip_errors=skip_errors)
+    source = RecordSource(input, skip_errors=skip_errors, lines=lines)
     for _ in console.progress(source.checked(keep), "reading records"):
         pass
     summary = source.summary()
@@ -115,14 +121,12 @@ def index_command(
         vectors = np.asarray(given, dtype=np.float32)
     else:
         console.say(f"embedding {len(texts)} texts with {model} on {resolved}")
-        vectors = np.concatenate([encoder.encode(texts[i:i + batch_size], batch_size=min(batch_size, 256),
-                                                 show_progress_bar=False, convert_to_numpy=True)
+        vectors = np.concatenate([long_texts.encode(texts[i:i + batch_size], batch_size=min(batch_size, 256))
                                   for i in console.progress(range(0, len(texts), batch_size), "embedding",
                                                             -(-len(texts) // batch_size), "batches")])
+        long_texts.report()
     kind = choose_type(index_type, len(rows))
     index = build_faiss(unit_rows(vectors), kind, seed)
-    import orjson
-
     settings = {"type": kind, "requested_type": index_type, "metric": "inner product of unit vectors (cosine)",
                 "text_key": text_key, "embedding_key": embedding_key, "id_key": id_key,
                 "source": "embeddings" if given else "texts"}
@@ -140,6 +144,6 @@ def index_command(
         faiss.write_index(index, str(work / INDEX_FILE))
         with open(work / RECORDS_FILE, "wb") as f:
             for record_id, payload in rows:
-                f.write(orjson.dumps({"id": record_id, "record": payload}, option=orjson.OPT_APPEND_NEWLINE))
+                f.write(dumps({"id": record_id, "record": payload}))  # big integers digit for digit
         write_metadata(work, metadata, METADATA_FILE)
     console.say(f"wrote {output}: {len(rows)} vectors of {dimension} dimensions, {kind} index")

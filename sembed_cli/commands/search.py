@@ -10,7 +10,7 @@ import typer
 from .. import sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, batched, check_text, run_stream
-from ..options import BatchSize, Device, Force, Input, Lines, Output, Quiet, SkipErrors, Verbose
+from ..options import BatchSize, Device, Force, Input, Lines, LongText, Output, Quiet, SkipErrors, Verbose
 
 IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_default=False,
                                          help="The index directory `sembed index` wrote (required).")]
@@ -59,7 +59,7 @@ class QueryVectors:
 
 
 def search_records(records, index, encoder, k: int, text_key: str, embedding_key: str, batch_size: int,
-                   payload: bool = False, query_vectors: QueryVectors | None = None):
+                   payload: bool = False, query_vectors: QueryVectors | None = None, long_texts=None):
     """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator).
 
     FAISS releases the GIL, so batch n is searched in a worker thread while this one writes out batch n - 1
@@ -80,7 +80,9 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
         vectors = np.empty((len(batch), index.dimension), dtype=np.float32)
         if given:
             vectors[given] = np.stack([take(batch[i]) for i in given])
-        if texts:
+        if texts and long_texts is not None:  # sentence_embedding.LongTexts: --long-text
+            vectors[texts] = long_texts.encode([batch[i][text_key] for i in texts], batch_size=256)
+        elif texts:
             vectors[texts] = encoder.encode([batch[i][text_key] for i in texts], batch_size=256,
                                             show_progress_bar=False, convert_to_numpy=True)
         return vectors
@@ -123,6 +125,7 @@ def search_command(
     text_key: TextKey = "text",
     embedding_key: EmbeddingKey = "embedding",
     payload: Payload = False,
+    long_text: LongText = "truncate",
     batch_size: BatchSize = 1000,
     device: Device = "auto",
     skip_errors: SkipErrors = False,
@@ -147,6 +150,7 @@ def search_command(
         | grep '"is_poi":true' | sembed search --index poi-index -k 10
     """
     from .. import console
+    from ..sentence_embedding import LongTexts
     from ..vector_index import VectorIndex, model_fingerprint
 
     loaded = VectorIndex.load(index)
@@ -157,16 +161,21 @@ def search_command(
     console.say(f"searching {loaded.index.ntotal} vectors ({loaded.metadata.get('type')}) of {loaded.metadata['model']}")
 
     query_vectors = QueryVectors(embedding_key, loaded.dimension, loaded.metadata["model"])
+    long_texts = LongTexts(encoder, long_text)
 
     def check(record: dict) -> None:
         if embedding_key in record:
             query_vectors.check(record)
         elif text_key in record:
             check_text(record, text_key)
+            long_texts.check(record, text_key)
         else:
             raise BadRecord(f"missing key '{text_key}' (or '{embedding_key}')")
 
-    run_stream(RecordSource(input, skip_errors=skip_errors, lines=lines), check,
-               lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key, batch_size,
-                                              payload, query_vectors),
-               output, batch_size, "searching", force=force)
+    try:
+        run_stream(RecordSource(input, skip_errors=skip_errors, lines=lines), check,
+                   lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key, batch_size,
+                                                  payload, query_vectors, long_texts),
+                   output, batch_size, "searching", force=force)
+    finally:
+        long_texts.report()
