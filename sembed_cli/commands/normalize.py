@@ -66,7 +66,9 @@ def normalize_command(
     copied; a text without an apostrophe comes back unchanged without
     running spaCy. Only spaCy's tagger and attribute ruler run.
 
-    Example: sembed convert --from stsb sts-test.csv | sembed normalize | sembed embed
+    \b
+    Example:
+      sembed convert --from stsb sts-test.csv | sembed normalize | sembed embed
     """
     fields = TextFields(text_keys, spacy_pipeline.LIMIT)
     nlp = spacy_pipeline.load(model, spacy_pipeline.TAG)

@@ -147,7 +147,7 @@ def search_command(
     Example:
       echo '{"text": "Springfeild"}' | sembed search --index poi-index
       sembed convert --from gazetteer | sembed taste -m poi-model \\
-        | grep '"is_poi":true' | sembed search --index poi-index -k 10
+        | grep '"is_poi":true' | sembed search --index poi-index --k 10
     """
     from .. import console
     from ..sentence_embedding import LongTexts

@@ -85,7 +85,10 @@ def spo_command(
     verbs (VB*) and negation words in order; a text that gives no word at
     all keeps its own text, so s_cf is never empty.
 
-    Example: sembed convert --from stsb sts-test.csv | sembed parse | sembed spo | sembed embed --cf-weight 0.2
+    \b
+    Example:
+      sembed convert --from stsb sts-test.csv | sembed parse | sembed spo \\
+        | sembed embed --cf-weight 0.2
     """
     fields = TextFields(text_keys)
     source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
