@@ -150,7 +150,7 @@ def text_lines(path: str, rejects: Rejects, decode: LineDecoder | None = None,
                position: ReadPosition | None = None) -> Iterator[tuple[int, str]]:
     """Physical lines as (line number, text without newline, CR or LF); a line that does not decode is rejected.
 
-    A byte-order mark at the start (Windows tools write one) is not text and goes. A gzip file that is cut
+    A byte-order mark opening a line (Windows tools write one at the start of a file) is not text and goes. A gzip file that is cut
     short or damaged ends in an error naming the last line read whole; the lines before it are all given.
     """
     decode = decode or LineDecoder()
@@ -163,11 +163,11 @@ def text_lines(path: str, rejects: Rejects, decode: LineDecoder | None = None,
                 except UnicodeDecodeError as e:
                     rejects.reject(number, f"not valid {decode.name} (byte 0x{raw[e.start]:02x} at column {e.start + 1})")
                     continue
-                if number == 1 and text.startswith(BOM):
+                if text.startswith(BOM):  # also where `cat` joined files that each had one
                     text = text[1:]
                 yield number, text.rstrip("\r\n")
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-            problem = "cut short" if isinstance(e, EOFError) else f"damaged ({e})"
+            problem = "cut short" if isinstance(e, EOFError) else "damaged"
             raise SembedError(f"{rejects.name}: gzip data {problem} after line {number}",
                               "the lines before it were read; recompress or re-download the file") from None
         except OSError as e:
@@ -453,6 +453,9 @@ class RecordSink:
                                       "destroy what is being read", "write to another file, then rename it")
             if stat.S_ISREG(existing.st_mode) and not self.force:
                 raise SembedError(f"{self.path} already exists", "pass --force to replace it, or choose another -o")
+        blocking = next((parent for parent in target.parents if parent.exists() and not parent.is_dir()), None)
+        if blocking is not None:
+            raise SembedError(f"cannot write {self.path}: {blocking} is a file, not a folder")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             if existing is not None and not stat.S_ISREG(existing.st_mode):
