@@ -150,8 +150,9 @@ def text_lines(path: str, rejects: Rejects, decode: LineDecoder | None = None,
                position: ReadPosition | None = None) -> Iterator[tuple[int, str]]:
     """Physical lines as (line number, text without newline, CR or LF); a line that does not decode is rejected.
 
-    A byte-order mark opening a line (Windows tools write one at the start of a file) is not text and goes. A gzip file that is cut
-    short or damaged ends in an error naming the last line read whole; the lines before it are all given.
+    A byte-order mark opening a line (Windows tools write one at the start of a file) is not text and goes. A
+    gzip file that is cut short or damaged ends in an error naming the last line read whole; the lines before it
+    are all given.
     """
     decode = decode or LineDecoder()
     number = 0
@@ -266,12 +267,8 @@ def loads(text: str | bytes) -> object:
     value = orjson.loads(text)
     raw = text if isinstance(text, bytes) else text.encode()
     if _LONG_NUMBER in raw.translate(_DIGITS_AS_ZERO):
-        value = json.loads(text, parse_constant=_not_a_number)  # orjson said it is valid JSON
+        value = json.loads(raw)  # orjson has found it valid JSON (without NaN or Infinity)
     return value
-
-
-def _not_a_number(name: str) -> None:  # orjson rejects NaN and Infinity first; kept as a guard
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def dumps(record: dict) -> bytes:
@@ -312,8 +309,8 @@ class TextFields:
 
     With explicit keys (``--text-key``) each must be present. Otherwise the
     record's own ``text``, ``text_a`` and ``text_b`` are used, at least one.
-    A command whose library takes texts up to a length (spaCy's parser) gives
-    that `limit`, (characters, whose limit), and a longer text is bad input.
+    A command whose library refuses longer texts (spaCy's parser) gives
+    `limit` = (characters, whose limit it is); a longer text is bad input.
     """
 
     def __init__(self, keys: Sequence[str] | None = None, limit: tuple[int, str] | None = None):
@@ -498,8 +495,9 @@ class RecordSink:
         except BrokenPipeError:
             raise
         except OSError as e:
+            kept = self._tmp is not None and self._out is self._file  # see _close_file
             raise SembedError(f"cannot write {self.name}: {e.strerror or e}",
-                              "the records written before it are kept" if self._tmp is not None else None) from None
+                              "the records written before it are kept" if kept else None) from None
         if self.progress is not None:
             self.progress.written(self.count)
 
