@@ -271,14 +271,16 @@ def loads(text: str | bytes) -> object:
     return value
 
 
-def dumps(record: dict) -> bytes:
-    """One compact JSON line; integers past 64 bits, which orjson refuses, are written digit for digit."""
+def dumps(record: object, options: int = 0) -> bytes:
+    """One compact JSON line (orjson `options` added); integers past 64 bits, which orjson refuses, are written
+    digit for digit."""
+    option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE | options
     try:
-        return orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(record, option=option)
     except orjson.JSONEncodeError as e:
         if "64-bit" not in str(e):
             raise
-        return orjson.dumps(_big_ints_as_text(record), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(_big_ints_as_text(record), option=option)
 
 
 def _big_ints_as_text(value: object) -> object:

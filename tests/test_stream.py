@@ -249,3 +249,37 @@ def test_no_progress_where_stderr_is_not_a_terminal(tmp_path):
     src.write_text(jsonl(*GOOD))
     run = subprocess.run(_script("normalize", str(src)), capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert (run.returncode, run.stderr) == (0, "")
+
+
+# --- plain text and exact ids through index and search -----------------------------------------------------------
+
+
+def test_index_and_search_take_plain_text_and_keep_big_ids(tiny_model, one_torch_thread, tmp_path):
+    names = tmp_path / "names.txt"
+    names.write_text("Lake Geneva\nMount Fuji\n\nSpringfield\n")
+    built = sembed("index", str(names), "-m", tiny_model, "-o", str(tmp_path / "idx"), "--id-key", "text", "-q")
+    assert built.exit_code == 0, built.stderr
+    found = sembed("search", "--lines", "--index", str(tmp_path / "idx"), "--k", "1", input="Mount Fuji\n")
+    assert found.exit_code == 0, found.stderr
+    assert [(r["text"], r["neighbors"][0]["id"]) for r in found.records] == [("Mount Fuji", "Mount Fuji")]
+    big = '{"text": "Lake Geneva", "id": 123456789012345678901234567890}\n'
+    built = sembed("index", "-m", tiny_model, "-o", str(tmp_path / "big"), "-q", input=big)
+    assert built.exit_code == 0, built.stderr
+    found = sembed("search", "--index", str(tmp_path / "big"), "--k", "1", input=big)
+    assert found.stdout.startswith('{"text":"Lake Geneva","id":123456789012345678901234567890,"neighbors":[{"id":'
+                                   '123456789012345678901234567890,')
+
+
+def test_search_refuses_a_query_past_the_window_when_asked(tiny_model, one_torch_thread, tmp_path):
+    assert sembed("index", "-m", tiny_model, "-o", str(tmp_path / "idx"), "-q",
+                  input=jsonl({"text": "Lake Geneva", "id": 1})).exit_code == 0
+    queries = jsonl({"text": "Mount Fuji", "q": 1}, {"text": "word " * 100, "q": 2})
+    refused = sembed("search", "--index", str(tmp_path / "idx"), "--long-text", "error", input=queries)
+    assert refused.exit_code == 1
+    assert refused.stderr.endswith("error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
+                                   "(hint: --long-text truncate or window embeds it)\n")
+    assert [r["q"] for r in refused.records] == [1]
+    counted = sembed("search", "--index", str(tmp_path / "idx"), "-q", input=queries)
+    assert counted.exit_code == 0
+    assert counted.stderr == ("warning: 1 text(s) longer than the model's 64-token window were truncated to it "
+                              "(--long-text window embeds them whole, error refuses them)\n")
