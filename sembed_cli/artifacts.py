@@ -24,7 +24,7 @@ import orjson
 
 from . import __version__
 from .errors import SembedError
-from .io import temporary_sibling, write_json_atomic
+from .io import dumps, temporary_sibling, write_json_atomic
 
 VERSIONED_PACKAGES = ("torch", "transformers", "sentence-transformers")
 
@@ -72,7 +72,7 @@ class ContentHash:
         self.count = 0
 
     def add(self, value: object) -> None:
-        self._hash.update(orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE))
+        self._hash.update(dumps(value, orjson.OPT_SORT_KEYS))  # big integers too
         self.count += 1
 
     def hexdigest(self) -> str:

@@ -22,6 +22,11 @@ console = Console(stderr=True, highlight=False, soft_wrap=True)
 class _State:
     quiet = False
     verbose = bool(os.environ.get("SEMBED_DEBUG"))
+    rank = 0  # a distributed run sets its process's rank: only rank 0 shows progress and information
+
+    @property
+    def shows_progress(self) -> bool:
+        return not self.quiet and self.rank == 0 and console.is_terminal
 
 
 state = _State()
@@ -60,8 +65,8 @@ def _configure_logging() -> None:
 
 
 def say(message: str) -> None:
-    """An informational line on stderr (silenced by -q)."""
-    if not state.quiet:
+    """An informational line on stderr (silenced by -q, and on ranks other than 0)."""
+    if not state.quiet and state.rank == 0:
         console.print(message, markup=False)
 
 
@@ -76,7 +81,7 @@ def error(message: str) -> None:
 
 def progress(items: Iterable[T], description: str, total: int | None = None, unit: str = "records") -> Iterator[T]:
     """Iterate `items` with a live count on a terminal; a plain pass-through otherwise."""
-    if state.quiet or not console.is_terminal:
+    if not state.shows_progress:
         yield from items
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -88,6 +93,70 @@ def progress(items: Iterable[T], description: str, total: int | None = None, uni
         for item in items:
             yield item
             bar.advance(task)
+
+
+class StreamProgress:
+    """The progress of a record stream on a terminal: the records written (not read: a record counts once it is
+    out), how far into the input file that is (by its bytes as stored, gzip included, so no line counting delays
+    the start), the rate in records per second and the time left; then one summary line. Nothing where stderr is
+    not a terminal, under -q or on a rank other than 0.
+
+    `position` tells the bytes read and the file's size (None for stdin or a pipe: no total, no ETA then).
+    """
+
+    def __init__(self, description: str, position=None):
+        self.description = description
+        self.position = position
+        self.count = 0
+        self._bar = None
+        self._task = None
+        self._started = 0.0
+
+    def __enter__(self) -> StreamProgress:
+        import time
+
+        self._started = time.monotonic()
+        if not state.shows_progress:
+            return self
+        from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        columns = [SpinnerColumn(), TextColumn(self.description), TextColumn("{task.fields[written]} records"),
+                   TextColumn("{task.fields[rate]}")]
+        if self._size():
+            columns[3:3] = [BarColumn(), TaskProgressColumn()]
+            columns += [TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()]
+        else:
+            columns.append(TimeElapsedColumn())
+        self._bar = Progress(*columns, console=console, transient=True)
+        self._bar.start()
+        self._task = self._bar.add_task(self.description, total=self._size(), written="0", rate="")
+        return self
+
+    def _size(self) -> int | None:
+        return getattr(self.position, "size", None) or None
+
+    def written(self, count: int) -> None:
+        """`count` records are out so far."""
+        self.count = count
+        if self._bar is None:
+            return
+        import time
+
+        seconds = max(time.monotonic() - self._started, 1e-9)
+        done = self.position.bytes_read() if self._size() else None
+        self._bar.update(self._task, completed=done, written=f"{count:,}", rate=f"{count / seconds:,.1f} records/s")
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._bar is None:
+            return
+        import time
+
+        self._bar.stop()
+        seconds = time.monotonic() - self._started
+        minutes, rest = divmod(int(seconds), 60)
+        console.print(f"{self.description}: {self.count:,} records written in {minutes}:{rest:02d} "
+                      f"({self.count / max(seconds, 1e-9):,.1f} records/s)", markup=False)
 
 
 SHADES = ("grey23", "grey35", "grey50", "grey66", "grey82", "white")  # backgrounds from faint to strong

@@ -18,7 +18,8 @@ def doc_tokens(doc) -> list[dict]:
 
 def check_tokens(name: str, tokens: object, dep_hint: str = "") -> None:
     """A `name` field in the shape `sembed parse` writes, with at least TOKEN_FIELDS in every token; `dep_hint`
-    follows the message about a token without a dependency label."""
+    follows the message about a token without a dependency label. Every head must be some token's `i` (the
+    root is its own head): a head past the sentence is a broken parse, not one to guess around."""
     if not isinstance(tokens, list):
         raise BadRecord(f"'{name}' must be a list of tokens, got {json_type(tokens)}")
     for n, token in enumerate(tokens):
@@ -30,6 +31,10 @@ def check_tokens(name: str, tokens: object, dep_hint: str = "") -> None:
                 expected = "a number" if kind is int else "a string"
                 hint = dep_hint if field == "dep" else ""
                 raise BadRecord(f"'{name}'[{n}] needs '{field}' as {expected}, got {json_type(value)}{hint}")
+    positions = {token["i"] for token in tokens}
+    for n, token in enumerate(tokens):
+        if token["head"] not in positions:
+            raise BadRecord(f"'{name}'[{n}] has head {token['head']}, which is no token's 'i'")
 
 
 def doc_triples(doc) -> list[list]:

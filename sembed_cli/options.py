@@ -14,10 +14,18 @@ import typer
 from . import console
 from .io import Shard
 
-INPUT_HELP = "JSONL input file; '-' (the default) reads stdin; .gz is read transparently."
+INPUT_HELP = ("JSONL input file; '-' (the default) reads stdin; .gz is read transparently; a .txt file (or "
+              "--lines) is plain text, a record a line.")
 
 Input = Annotated[str, typer.Argument(help=INPUT_HELP, show_default=False, metavar="INPUT")]
-Output = Annotated[str, typer.Option("-o", "--output", help="Write JSONL here instead of stdout.", metavar="FILE")]
+Output = Annotated[str, typer.Option(
+    "-o", "--output", metavar="FILE",
+    help="Write JSONL here instead of stdout (gzip for FILE.gz). An existing FILE needs --force, and FILE is never "
+         "the input; it is written under a temporary name and renamed at the end, also after an error or Ctrl-C, "
+         "so every finished batch is kept.")]
+Lines = Annotated[bool, typer.Option(
+    "--lines", help="The input is plain text: each non-blank line is a record {\"text\": LINE} (as for a .txt "
+                    "INPUT).")]
 TextKeys = Annotated[
     Optional[list[str]],
     typer.Option("--text-key", "-k", help="Text field to read (repeatable). Default: whichever of text, text_a, text_b "
@@ -26,7 +34,7 @@ TextKeys = Annotated[
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, metavar="N", envvar="SEMBED_BATCH_SIZE",
                                         help="Records per batch; output is flushed after each batch.")]
 SkipErrors = Annotated[bool, typer.Option("--skip-errors", help="Skip bad records, report how many (and where) on stderr.")]
-Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing output artifact.")]
+Force = Annotated[bool, typer.Option("--force", help="Replace an existing output (-o FILE, or the artifact written).")]
 Seed = Annotated[int, typer.Option("--seed", envvar="SEMBED_SEED", metavar="N", help="Seed for every random choice.")]
 Device = Annotated[str, typer.Option("--device", envvar="SEMBED_DEVICE", metavar="DEVICE", help="auto (CUDA when present), cpu or cuda.")]
 SpacyModel = Annotated[
@@ -52,6 +60,11 @@ MaskedLMPrecision = Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Opt
          "(AVX512-BF16, AMX; faster there: 1.25x for gensets, 2.3x for taste in their benchmarks, with the "
          "quality they show), else fp32. "
          "Fix it for output that matches across machines.")]
+LongText = Annotated[Literal["truncate", "window", "error"], typer.Option(
+    "--long-text", metavar="truncate|window|error", envvar="SEMBED_LONG_TEXT",
+    help="A text longer than the model's window (its max_seq_length, in tokens): truncate keeps the window's worth "
+         "(the model's own behaviour), window embeds it whole as the token-weighted mean of consecutive windows cut "
+         "between words, error makes it bad input. Such texts are counted on stderr in any case.")]
 NProcess = Annotated[int, typer.Option("--n-process", min=1, metavar="N", help="spaCy worker processes.")]
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .commands.spo import spo_records
-from .errors import SembedError
+from .errors import BadRecord, SembedError
 from .io import TextFields, batched, derived_key, temporary_sibling, text_jobs, write_json_atomic
 
 EMBEDDING = "embedding"
@@ -43,6 +43,97 @@ def encode(model, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         return vectors
     position = {text: n for n, text in enumerate(unique)}
     return vectors[[position[text] for text in texts]]
+
+
+class LongTexts:
+    """Texts longer than a sentence-transformers model's window (`max_seq_length` tokens, special tokens
+    included), which the model would cut without a word: counted, and handled by `policy` (--long-text).
+
+    truncate: the model's own behaviour, the first window's worth is embedded. window: the text is cut into
+    consecutive windows between words, each embedded, and the text's vector is the mean of theirs weighted by
+    their token counts (unit length again when the model normalises). error: such a text is bad input (`check`,
+    as records are read, so the error names the line). A text of fewer UTF-8 bytes than the window has room
+    for cannot be longer (a token covers at least a byte), so only long texts are tokenised to count.
+    """
+
+    def __init__(self, model, policy: str = "truncate"):
+        self.model, self.policy = model, policy
+        self.tokenizer = model.tokenizer
+        self.window = int(model.max_seq_length)
+        self.room = self.window - self.tokenizer.num_special_tokens_to_add()
+        self.count = 0
+
+    def lengths(self, texts: Sequence[str]) -> dict[int, int]:
+        """{position: token count} of the texts in `texts` that pass the window."""
+        maybe = [n for n, text in enumerate(texts) if len(text.encode("utf-8")) > self.room]
+        if not maybe:
+            return {}
+        ids = self.tokenizer([texts[n] for n in maybe], add_special_tokens=True, truncation=False,
+                             verbose=False)["input_ids"]
+        return {n: len(pieces) for n, pieces in zip(maybe, ids) if len(pieces) > self.window}
+
+    def check(self, record: dict, key: str) -> None:
+        """--long-text error: a text past the window is bad input."""
+        if self.policy == "error":
+            for length in self.lengths([record[key]]).values():
+                raise BadRecord(f"'{key}' is {length} tokens, longer than the model's {self.window}-token window",
+                                "--long-text truncate or window embeds it")
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """`encode` with the long texts counted, and embedded whole under the window policy."""
+        long = self.lengths(texts)
+        self.count += len(long)
+        if self.policy != "window" or not long:
+            return encode(self.model, texts, batch_size)
+        pieces = {n: self.windows(texts[n]) for n in long}
+        units = [text for n, text in enumerate(texts) if n not in long]
+        units += [piece for n in long for piece, _ in pieces[n]]
+        matrix = encode(self.model, units, batch_size)
+        out = np.empty((len(texts), matrix.shape[1]), dtype=np.float32)
+        out[[n for n in range(len(texts)) if n not in long]] = matrix[:len(texts) - len(long)]
+        at = len(texts) - len(long)
+        for n in long:
+            weights = np.asarray([count for _, count in pieces[n]], dtype=np.float32)
+            vector = weights @ matrix[at:at + len(weights)] / weights.sum()
+            if self.normalises:
+                vector /= max(float(np.linalg.norm(vector)), 1e-12)
+            out[n] = vector
+            at += len(weights)
+        return out
+
+    @property
+    def normalises(self) -> bool:
+        return any(type(module).__name__ == "Normalize" for module in self.model)
+
+    def windows(self, text: str) -> list[tuple[str, int]]:
+        """(piece of `text`, its token count) for consecutive windows of at most `room` tokens, cut between words
+        (inside a word only when one word is longer than a window)."""
+        encoding = self.tokenizer(text, add_special_tokens=False, truncation=False, return_offsets_mapping=True,
+                                  verbose=False)
+        offsets, words = encoding["offset_mapping"], encoding.word_ids()
+        pieces: list[tuple[str, int]] = []
+        start = 0
+        while start < len(offsets):
+            end = min(start + self.room, len(offsets))
+            if end < len(offsets) and words[end] is not None:
+                cut = end
+                while cut > start and words[cut - 1] == words[end]:
+                    cut -= 1
+                end = cut if cut > start else end
+            pieces.append((text[offsets[start][0]:offsets[end - 1][1]], end - start))
+            start = end
+        return pieces
+
+    def report(self) -> None:
+        if not self.count:
+            return
+        from . import console
+
+        what = f"{self.count} text(s) longer than the model's {self.window}-token window"
+        if self.policy == "window":
+            console.say(f"{what}: embedded whole, as the mean of their windows")
+        else:
+            console.warn(f"{what} were truncated to it (--long-text window embeds them whole, error refuses them)")
 
 
 def has_token_attention(model) -> bool:
@@ -94,7 +185,8 @@ def add_missing_s_cf(jobs: list[tuple[dict, str]], batch_size: int) -> None:
 
 def embed_records(records: Iterable[dict], model, fields: TextFields = TextFields(), batch_size: int = 1000,
                   cf_weight: float | None = None, keep_parts: bool = False, encode_batch_size: int = 32,
-                  vectors: VectorFile | None = None, explain: bool = False) -> Iterator[dict]:
+                  vectors: VectorFile | None = None, explain: bool = False,
+                  long_texts: LongTexts | None = None) -> Iterator[dict]:
     """Add `embedding` (suffixed like the text field) to every record, a window of `batch_size` records at a time.
 
     `model` is a SentenceTransformer (anything with its `encode`). With a
@@ -103,7 +195,8 @@ def embed_records(records: Iterable[dict], model, fields: TextFields = TextField
     `embedding_cf` = emb(s_cf) (W is then 0 unless given). With `vectors`
     the records get row numbers (`embedding_row`...) into that file instead
     of the vectors. `explain` (a Token Attention model) adds `token_weights`,
-    each text's words with their weights. Records must have passed `TextFields.of` (and, with
+    each text's words with their weights. `long_texts` counts (and with its window policy embeds whole) the
+    texts longer than the model's window. Records must have passed `TextFields.of` (and, with
     component focusing, carry a string s_cf where they carry one at all).
     """
     focus = keep_parts or bool(cf_weight)
@@ -115,9 +208,13 @@ def embed_records(records: Iterable[dict], model, fields: TextFields = TextField
             add_missing_s_cf(jobs, batch_size)
             texts += [record[derived_key(key, S_CF)] for record, key in jobs]
         if explain:
+            if long_texts is not None:
+                long_texts.count += len(long_texts.lengths(texts))  # Token Attention is shown on the first window
             matrix, explained = encode_explained(model, texts, encode_batch_size)
             for (record, key), words in zip(jobs, explained):
                 record[derived_key(key, TOKEN_WEIGHTS)] = words
+        elif long_texts is not None:
+            matrix = long_texts.encode(texts, encode_batch_size)
         else:
             matrix = encode(model, texts, encode_batch_size)
         basic = matrix[:len(jobs)]

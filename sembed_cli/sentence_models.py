@@ -85,10 +85,12 @@ def open_model(model: str, device: str):
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
+    from safetensors import SafetensorError
+
     transformers_logging.disable_progress_bar()  # its weight-loading bar is noise on our stderr
     try:
         return SentenceTransformer(str(path), device=device, trust_remote_code=own_modules_only(path))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, SafetensorError) as e:  # SafetensorError: a weights file cut short
         raise SembedError(f"cannot load the sentence-transformers model at '{path}': {e}", MODEL_HINT) from None
 
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import orjson
 
 from .errors import SembedError
+from .io import loads
 
 INDEX_FILE = "index.faiss"
 RECORDS_FILE = "records.jsonl"
@@ -151,7 +151,7 @@ class VectorIndex:
         try:
             metadata = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
             index = faiss.read_index(str(path / INDEX_FILE))
-            rows = [orjson.loads(line) for line in (path / RECORDS_FILE).read_bytes().splitlines() if line]
+            rows = [loads(line) for line in (path / RECORDS_FILE).read_bytes().splitlines() if line]
         except (OSError, ValueError, RuntimeError) as e:
             raise SembedError(f"unreadable index at '{path}': {e}", hint) from None
         problem = metadata_problem(metadata, index.d)

@@ -175,3 +175,111 @@ def test_a_bad_shard_is_a_usage_error(spec, message):
     run = sembed("parse", "--shard", spec, input="")
     assert run.exit_code == 2
     assert message in run.stderr
+
+
+# --- progress on a terminal (issue 14, item 7) ---------------------------------------------------------------
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """stderr as a terminal 100 columns wide, its text kept."""
+    import io as stdio
+
+    from rich.console import Console
+
+    from sembed_cli import console
+
+    screen = stdio.StringIO()
+    monkeypatch.setattr(console, "console", Console(file=screen, force_terminal=True, width=100, highlight=False))
+    monkeypatch.setattr(console.state, "quiet", False)
+    monkeypatch.setattr(console.state, "rank", 0)
+    return screen
+
+
+def last_line(screen) -> str:
+    """The last line left on the terminal, its control sequences taken out."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", screen.getvalue()).splitlines()[-1]
+
+
+def test_progress_counts_records_written_and_ends_with_a_summary(terminal, tmp_path):
+    from sembed_cli.io import RecordSource, run_stream
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(jsonl({"text": f"Sentence {n}.", "id": n}) for n in range(10)))
+
+    def half(records):  # a command that writes one record for every two it reads
+        return (record for record in records if record["id"] % 2 == 0)
+
+    written = run_stream(RecordSource(str(src)), None, half, str(tmp_path / "out.jsonl"), 2, "halving")
+    assert written == 5
+    last = last_line(terminal)
+    assert last.startswith("halving: 5 records written in 0:00 (") and last.endswith(" records/s)")
+
+
+def test_progress_shows_the_share_of_the_input_file_read(terminal, tmp_path):
+    from sembed_cli.console import StreamProgress
+    from sembed_cli.io import ReadPosition
+
+    position = ReadPosition()
+    position.size = 1000
+    position.bytes_read = lambda: 250
+    with StreamProgress("parsing", position) as progress:
+        progress.written(7)
+        task = progress._bar.tasks[0]
+        assert (task.completed, task.total, task.fields["written"]) == (250, 1000, "7")
+        assert task.fields["rate"].endswith(" records/s")
+    assert last_line(terminal).startswith("parsing: 7 records written in 0:00")
+
+
+@pytest.mark.parametrize("setting", [("quiet", True), ("rank", 1)])
+def test_no_progress_under_quiet_or_on_other_ranks(terminal, monkeypatch, setting):
+    from sembed_cli import console
+
+    monkeypatch.setattr(console.state, *setting)
+    with console.StreamProgress("parsing") as progress:
+        progress.written(3)
+    console.say("information")
+    assert terminal.getvalue() == ""
+
+
+def test_no_progress_where_stderr_is_not_a_terminal(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(jsonl(*GOOD))
+    run = subprocess.run(_script("normalize", str(src)), capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert (run.returncode, run.stderr) == (0, "")
+
+
+# --- plain text and exact ids through index and search -----------------------------------------------------------
+
+
+def test_index_and_search_take_plain_text_and_keep_big_ids(tiny_model, one_torch_thread, tmp_path):
+    names = tmp_path / "names.txt"
+    names.write_text("Lake Geneva\nMount Fuji\n\nSpringfield\n")
+    built = sembed("index", str(names), "-m", tiny_model, "-o", str(tmp_path / "idx"), "--id-key", "text", "-q")
+    assert built.exit_code == 0, built.stderr
+    found = sembed("search", "--lines", "--index", str(tmp_path / "idx"), "--k", "1", input="Mount Fuji\n")
+    assert found.exit_code == 0, found.stderr
+    assert [(r["text"], r["neighbors"][0]["id"]) for r in found.records] == [("Mount Fuji", "Mount Fuji")]
+    big = '{"text": "Lake Geneva", "id": 123456789012345678901234567890}\n'
+    built = sembed("index", "-m", tiny_model, "-o", str(tmp_path / "big"), "-q", input=big)
+    assert built.exit_code == 0, built.stderr
+    found = sembed("search", "--index", str(tmp_path / "big"), "--k", "1", input=big)
+    assert found.stdout.startswith('{"text":"Lake Geneva","id":123456789012345678901234567890,"neighbors":[{"id":'
+                                   '123456789012345678901234567890,')
+
+
+def test_search_refuses_a_query_past_the_window_when_asked(tiny_model, one_torch_thread, tmp_path):
+    assert sembed("index", "-m", tiny_model, "-o", str(tmp_path / "idx"), "-q",
+                  input=jsonl({"text": "Lake Geneva", "id": 1})).exit_code == 0
+    queries = jsonl({"text": "Mount Fuji", "q": 1}, {"text": "word " * 100, "q": 2})
+    refused = sembed("search", "--index", str(tmp_path / "idx"), "--long-text", "error", input=queries)
+    assert refused.exit_code == 1
+    assert refused.stderr.endswith("error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
+                                   "(hint: --long-text truncate or window embeds it)\n")
+    assert [r["q"] for r in refused.records] == [1]
+    counted = sembed("search", "--index", str(tmp_path / "idx"), "-q", input=queries)
+    assert counted.exit_code == 0
+    assert counted.stderr == ("warning: 1 text(s) longer than the model's 64-token window were truncated to it "
+                              "(--long-text window embeds them whole, error refuses them)\n")

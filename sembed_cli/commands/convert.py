@@ -10,7 +10,7 @@ import typer
 
 from .. import console, spacy_pipeline
 from ..io import RecordSink
-from ..options import BatchSize, NProcess, Output, Quiet, SkipErrors, SpacyModel, Verbose
+from ..options import BatchSize, Force, NProcess, Output, Quiet, SkipErrors, SpacyModel, Verbose
 from ..readers import FORMATS, InputFile, ReadSettings, input_files
 from ..readers.inputs import AUTO
 
@@ -52,6 +52,7 @@ def convert_command(
     fmt: From,
     paths: Paths = None,
     output: Output = "-",
+    force: Force = False,
     encoding: Encoding = AUTO,
     doc_break: DocBreak = None,
     wrapped: Wrapped = False,
@@ -133,8 +134,10 @@ def convert_command(
     files = input_files(paths or [], reader.pick, skip_errors)
     settings = ReadSettings(encoding=encoding, doc_break=doc_break, wrapped=wrapped, model=model,
                             batch_size=batch_size, n_process=n_process)
-    with RecordSink(output, flush_every=batch_size) as sink:
-        sink.write_all(console.progress(convert_records(fmt, files, settings), f"converting {fmt}"))
+    with console.StreamProgress(f"converting {fmt}") as progress, \
+            RecordSink(output, flush_every=batch_size, force=force, inputs=[file.path for file in files],
+                       progress=progress) as sink:
+        sink.write_all(convert_records(fmt, files, settings))
     for file in files:
         warnings, notes = file.reports()
         for message in warnings:

@@ -9,10 +9,11 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from .. import console, model_identity, sentence_models
+from .. import console, model_identity, sentence_models, spacy_pipeline
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
-from ..options import BatchSize, Device, Force, Input, Output, Quiet, ShardOption, SkipErrors, TextKeys, Verbose
+from ..options import (BatchSize, Device, Force, Input, Lines, LongText, Output, Quiet, ShardOption, SkipErrors,
+                       TextKeys, Verbose)
 from ..dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
@@ -78,15 +79,20 @@ EncodeBatchSize = Annotated[Optional[int], typer.Option(
          f"{CUDA_ENCODE_BATCH} on CUDA.")]
 
 
-def check_record(fields: TextFields, component_focus: bool, stamp: model_identity.Stamp | None = None):
-    """The per-record check: usable text fields; with component focusing, a usable s_cf (or tokens to build it);
-    with a `stamp`, no vectors of another model left in the record."""
+def check_record(fields: TextFields, component_focus: bool, stamp: model_identity.Stamp | None = None,
+                 long_texts=None):
+    """The per-record check: usable text fields (not too long for the model under --long-text error); with
+    component focusing, a usable s_cf (or tokens to build it); with a `stamp`, no vectors of another model left
+    in the record."""
     from ..sentence_embedding import S_CF
 
     def check(record: dict) -> None:
         keys = fields.of(record)
         if stamp is not None:
             stamp.check(record, keys)
+        if long_texts is not None:
+            for key in keys:
+                long_texts.check(record, key)
         if not component_focus:
             return
         for key in keys:
@@ -95,6 +101,8 @@ def check_record(fields: TextFields, component_focus: bool, stamp: model_identit
                 check_text(record, name)
             elif derived_key(key, "tokens") in record:
                 check_tokens(derived_key(key, "tokens"), record[derived_key(key, "tokens")])
+            else:
+                check_text(record, key, spacy_pipeline.LIMIT)  # S_cf comes from its parse
 
     return check
 
@@ -103,6 +111,7 @@ def embed_command(
     ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
     text_keys: TextKeys = None,
     model: SentenceModel = sentence_models.DEFAULT_MODEL,
     method: EmbedMethod = "model",
@@ -116,6 +125,7 @@ def embed_command(
     words: Words = False,
     syntax_map: SyntaxMapDir = None,
     npy: Npy = None,
+    long_text: LongText = "truncate",
     force: Force = False,
     batch_size: BatchSize = 1000,
     encode_batch_size: EncodeBatchSize = None,
@@ -203,18 +213,27 @@ def embed_command(
       sembed convert --from conll treebank/dependency_treebank | sembed parse \\
         | sembed embed --words --syntax-map syntax-map | sembed eval structure
     """
-    from ..sentence_embedding import VectorFile, embed_records, has_token_attention  # numpy: not at --help time
+    from ..sentence_embedding import LongTexts, VectorFile, embed_records, has_token_attention  # numpy: not at --help
 
     fields = TextFields(text_keys)
     explain = explain or plain
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     if words or syntax_map is not None:
-        return _embed_words(ctx, input, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts,
-                            explain, npy, force, batch_size, encode_batch_size, device, precision, shard, skip_errors)
+        if long_text != "truncate":
+            raise typer.BadParameter("not with --words (a long text is always encoded in windows there)",
+                                     param_hint="'--long-text'")
+        return _embed_words(ctx, source, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts,
+                            explain, npy, force, batch_size, encode_batch_size, device, precision, shard)
     if method != "model":
         if explain:
             raise typer.BadParameter("only for --method model", param_hint="'--explain' / '--plain'")
-        return _embed_word_vectors(input, output, fields, method, vectors, salience, sif_component, batch_size,
-                                   skip_errors, npy, cf_weight, keep_parts, shard)
+        if long_text != "truncate":
+            raise typer.BadParameter("only for --method model", param_hint="'--long-text'")
+        return _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component,
+                                   batch_size, npy, cf_weight, keep_parts)
+    if explain and long_text == "window":
+        raise typer.BadParameter("not with --explain or --plain (Token Attention is shown on one window)",
+                                 param_hint="'--long-text'")
     matrix_file = VectorFile(npy, force) if npy else None  # refuses an existing file before the model loads
     weight = cf_weight if cf_weight is not None else sentence_models.saved_cf_weight(model)
     if cf_weight is None and weight is not None:
@@ -225,19 +244,22 @@ def embed_command(
         raise SembedError(f"the model at '{sentence_models.resolve_path(model)}' has no Token Attention pooling",
                           "--explain and --plain need a model that `sembed train --method ta` wrote")
     encode_batch = encode_batch_size or (CUDA_ENCODE_BATCH if resolved.startswith("cuda") else CPU_ENCODE_BATCH)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
     identity = model_identity.of_sentence_model(model)
     stamp = stamp_for(identity.with_setting("cf", weight) if weight else identity,
                       ("embedding", "embedding_basic", "embedding_cf") if keep_parts else ("embedding",), matrix_file)
+    long_texts = LongTexts(encoder, long_text)
 
     def transform(records):
         embedded = stamp.label(embed_records(records, encoder, fields, batch_size, weight, keep_parts, encode_batch,
-                                             matrix_file, explain))
+                                             matrix_file, explain, long_texts))
         return show_weights(embedded, fields) if plain else embedded
 
-    with matrix_file if matrix_file is not None else nullcontext():
-        run_stream(source, check_record(fields, keep_parts or bool(weight), stamp), transform, output, batch_size,
-                   "embedding")
+    try:
+        with matrix_file if matrix_file is not None else nullcontext():
+            run_stream(source, check_record(fields, keep_parts or bool(weight), stamp, long_texts), transform,
+                       output, batch_size, "embedding", force=force)
+    finally:
+        long_texts.report()
     if matrix_file is not None:
         console.say(f"wrote {matrix_file.rows} vectors of {matrix_file.dim} dimensions to {matrix_file.path}")
 
@@ -263,8 +285,8 @@ def show_weights(records, fields: TextFields):
         yield record
 
 
-def _embed_word_vectors(input, output, fields, method, vectors, salience, sif_component, batch_size, skip_errors,
-                        npy, cf_weight, keep_parts, shard) -> None:
+def _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component, batch_size, npy,
+                        cf_weight, keep_parts) -> None:
     """--method avg|isf|sif|nws: word-vector sentence embeddings (sembed_cli/word_saliency.py)."""
     from .. import word_vectors
     from ..word_saliency import SalienceTable, SentenceEmbedder, embed_records as embed_word_records
@@ -282,15 +304,14 @@ def _embed_word_vectors(input, output, fields, method, vectors, salience, sif_co
     embedder = SentenceEmbedder(method, word_vectors.load(spec), table, sif_component)
     stamp = model_identity.Stamp(model_identity.of_word_vector_method(word_vectors.identity(embedder.vectors), method,
                                                                       salience, sif_component))
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
     run_stream(source, lambda record: stamp.check(record, fields.of(record)),
                lambda records: stamp.label(embed_word_records(records, embedder, fields, batch_size)),
-               output, batch_size, "embedding")
+               output, batch_size, "embedding", force=force)
     embedder.report()
 
 
-def _embed_words(ctx, input, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts, explain,
-                 npy, force, batch_size, encode_batch_size, device, precision, shard, skip_errors) -> None:
+def _embed_words(ctx, source, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts, explain,
+                 npy, force, batch_size, encode_batch_size, device, precision, shard) -> None:
     """--words [--syntax-map DIR]: one record per word (sembed_cli/word_records.py)."""
     from ..contextual_words import WordEncoder
     from ..io import RecordSink
@@ -328,16 +349,16 @@ def _embed_words(ctx, input, output, text_keys, model, method, syntax_map, words
     if syntax_map is not None:
         identity = identity.with_setting("syntax_map", model_identity.of_path(syntax_map, syntax_map))
     stamp = stamp_for(identity, ("embedding",), matrix_file)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
     check_parse = check_words(text_key)
 
     def check(record: dict) -> None:
         check_parse(record)
         stamp.check(record, ["text"])  # a word record's vector is embedding (embedding_row), whatever the text key
 
-    records = console.progress(source.checked(check), "embedding words")
+    records = source.checked(check)
     with matrix_file if matrix_file is not None else nullcontext(), \
-            RecordSink(output, flush_every=1 << 30) as sink:  # flushed after each batch below
+            console.StreamProgress("embedding words", source.position) as progress, \
+            RecordSink(output, flush_every=1 << 30, force=force, inputs=[source.path], progress=progress) as sink:
         for batch in word_batches(records, encoder, text_key=text_key, batch_size=batch_size,
                                   encode_batch_size=encode_batch, syntax_map=transformation, matrix_file=matrix_file,
                                   shard=shard):

@@ -12,7 +12,7 @@ import typer
 from .. import console
 from ..errors import SembedError
 from ..io import RecordSink, RecordSource, check_number, derived_key
-from ..options import Input, Output, Quiet, Seed, SkipErrors, TextKeys, Verbose
+from ..options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Verbose
 
 T = TypeVar("T")
 
@@ -123,8 +123,8 @@ def pair_keys(text_keys: Optional[list[str]], name: str) -> tuple[str, str]:
     return derived_key(keys[0], name), derived_key(keys[1], name)
 
 
-def write_report(report: dict, output: str) -> None:
-    with RecordSink(output) as sink:
+def write_report(report: dict, output: str, force: bool, input: str) -> None:
+    with RecordSink(output, force=force, inputs=[input]) as sink:
         sink.write(report)
 
 
@@ -192,6 +192,7 @@ PairsFile = Annotated[Optional[str], typer.Option(
 def sts_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     text_keys: TextKeys = None,
     similarity_key: SimilarityKey = None,
     gold_key: GoldKey = "score",
@@ -293,7 +294,7 @@ def sts_command(
         report["unscored"] = unscored
     for problem in sts.undefined_groups(report):
         console.warn(problem)
-    write_report(report, output)
+    write_report(report, output, force, input)
     show(sts_table(report))
 
 
@@ -319,6 +320,7 @@ def classification_report(task: str, rows: list[tuple], features: str, label_key
 def entailment_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     text_keys: TextKeys = None,
     features: FeatureKind = "abs-diff",
     label_key: LabelKey = "label",
@@ -360,7 +362,7 @@ def entailment_command(
     reader = PairFeatures(key_a, key_b, label_key, features)
     rows = read_all(RecordSource(input, skip_errors=skip_errors), reader, OneModel(), npy)
     report = classification_report("entailment", rows, reader.name, label_key, folds, seed, c)
-    write_report(report, output)
+    write_report(report, output, force, input)
     show(accuracy_table(report))
 
 
@@ -368,6 +370,7 @@ def entailment_command(
 def classify_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     text_keys: TextKeys = None,
     label_key: LabelKey = "label",
     folds: Folds = 10,
@@ -406,7 +409,7 @@ def classify_command(
     reader = LabelledVector(derived_key(keys[0], "embedding"), label_key)
     rows = read_all(RecordSource(input, skip_errors=skip_errors), reader, OneModel(), npy)
     report = classification_report("classify", rows, reader.name, label_key, folds, seed, c)
-    write_report(report, output)
+    write_report(report, output, force, input)
     show(accuracy_table(report))
 
 
@@ -426,6 +429,7 @@ MinSentences = Annotated[int, typer.Option("--min-sentences", min=1, metavar="N"
 def salience_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     salience: SalienceTableDir = ...,
     word_key: WordKey = "word",
     rating_key: RatingKey = "rating",
@@ -461,7 +465,7 @@ def salience_command(
     if summary:
         console.warn(summary)
     report = salience_report(salience, norms, extremes, min_sentences)
-    write_report(report, output)
+    write_report(report, output, force, input)
     table = Table(title=f"salience vs {rating_key} (x100, Fisher 95% CI): {report['n']} of {report['rated']} rated "
                         f"words in the table", title_justify="left")
     for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
@@ -497,6 +501,7 @@ SplitKey = Annotated[str, typer.Option("--split-key", metavar="KEY", help="The f
 def poi_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     score_key: ScoreKey = "taste_score",
     gold_key: PoiGoldKey = None,
     threshold: PoiThreshold = 0.5,
@@ -554,7 +559,7 @@ def poi_command(
         report.update({"tune_split": tune_split, "tuned_threshold": round(best, 6),
                        "tuning": poi.metrics(tune_scores, tune_gold, best),
                        "at_tuned_threshold": poi.metrics(scores, gold, best)})
-    write_report(report, output)
+    write_report(report, output, force, input)
     show(poi_table(report))
 
 
@@ -605,6 +610,7 @@ SentenceKey = Annotated[str, typer.Option("--sentence-key", metavar="KEY",
 def structure_command(
     input: Input = "-",
     output: Output = "-",
+    force: Force = False,
     queries: Queries = 2000,
     difficult: DifficultTags = 5,
     min_tag_count: MinTagCount = 50,
@@ -661,7 +667,7 @@ def structure_command(
     read_all(RecordSource(input, skip_errors=skip_errors), kept, OneModel(), npy)
     ks = tuple(int(k) for k in clusters.split(","))
     report = structure_report(kept, queries, seed, difficult, min_tag_count, ks)
-    write_report(report, output)
+    write_report(report, output, force, input)
     table = Table(title=f"nearest neighbour by cosine: {report['words']} words, {report['sentences']} sentences, "
                         f"{report['dimension']}-d", title_justify="left",
                   caption="difficult tags: " + (", ".join(t["tag"] for t in report["difficult"]["tags"]) or "none"),

@@ -10,8 +10,8 @@ import typer
 from .. import spacy_pipeline
 from ..errors import SembedError
 from ..io import RecordSource, run_stream
-from ..options import (BatchSize, Device, Input, MaskedLMPrecision, Output, Quiet, Seed, ShardOption, SkipErrors,
-                       Verbose)
+from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, Seed, ShardOption,
+                       SkipErrors, Verbose)
 from ..structural_sets import K, MLM_HINT, TOP, SetGenerator, default_mlm
 
 MaskedLMDir = Annotated[Optional[Path], typer.Option(
@@ -45,6 +45,8 @@ def resolve_mlm(mlm: Path | None) -> Path:
 def gensets_command(
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
+    force: Force = False,
     mlm: MaskedLMDir = None,
     k: Variants = K,
     top: Top = TOP,
@@ -108,8 +110,8 @@ def gensets_command(
     resolved = sentence_models.resolve_device(device)
     precision = resolve(precision, resolved, cpu_bf16=True)
     nlp = spacy_pipeline.load(spacy_model, ("tagger",))
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     generator = SetGenerator(MaskedLM.load(path, resolved, precision), Tagger(nlp), nlp.tokenizer, k=k, top=top,
                              seed=seed, batch_size=batch_size, text_key=text_key, shard=shard,
                              skipped=lambda: len(source.rejects.skipped))
-    run_stream(source, generator.check, generator.generate, output, batch_size, "generating sets")
+    run_stream(source, generator.check, generator.generate, output, batch_size, "generating sets", force=force)

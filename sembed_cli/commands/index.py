@@ -9,7 +9,7 @@ import typer
 
 from .. import console, sentence_models
 from ..errors import SembedError
-from ..options import BatchSize, Device, Force, Input, Quiet, Seed, SkipErrors, Verbose
+from ..options import BatchSize, Device, Force, Input, Lines, LongText, Quiet, Seed, SkipErrors, Verbose
 
 IndexDir = Annotated[Optional[Path], typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                                   help="The index directory to write (this or --update).")]
@@ -49,6 +49,8 @@ def index_command(
     embedding_key: EmbeddingKey = "embedding",
     id_key: IdKey = "id",
     npy: NpyVectors = None,
+    lines: Lines = False,
+    long_text: LongText = "truncate",
     batch_size: BatchSize = 256,
     force: Force = False,
     seed: Seed = 42,
@@ -99,10 +101,11 @@ def index_command(
       sembed convert --from lines corpus.txt | sembed index --update corpus-index
     """
     import numpy as np
-    import orjson
 
     from .. import model_identity
     from ..artifacts import ContentHash, building, describe, refuse_existing, write_metadata
+    from ..io import dumps
+    from ..sentence_embedding import LongTexts
     from ..vector_index import (HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, INDEX_FILE, METADATA_FILE, RECORDS_FILE,
                                 VectorIndex, build_faiss, choose_type)
 
@@ -127,7 +130,7 @@ def index_command(
     target = output if output is not None else update
 
     records = IndexRecords(text_key, embedding_key, id_key, needs_ids=old is not None, npy=npy)
-    records.read(input, skip_errors)
+    records.read(input, skip_errors, lines)
     identity, model = records.identity_and_model(model, "model" in given, old, device)
     if old is not None:
         merged = records.merge_into(old)
@@ -139,13 +142,14 @@ def index_command(
     if todo:
         texts = [merged.texts[n] for n in todo]
         resolved = sentence_models.resolve_device(device)
-        encoder = sentence_models.load(model, resolved)
+        long_texts = LongTexts(sentence_models.load(model, resolved), long_text)
+        records.check_long_texts(long_texts, todo, merged)
         console.say(f"embedding {len(texts)} texts with {identity} on {resolved}")
         embedded = np.concatenate(
-            [encoder.encode(texts[i:i + batch_size], batch_size=min(batch_size, 256), show_progress_bar=False,
-                            convert_to_numpy=True)
+            [long_texts.encode(texts[i:i + batch_size], batch_size=min(batch_size, 256))
              for i in console.progress(range(0, len(texts), batch_size), "embedding", -(-len(texts) // batch_size),
                                        "batches")])
+        long_texts.report()
         for n, vector in zip(todo, embedded):
             merged.put(n, vector)
     vectors = merged.matrix()
@@ -172,7 +176,7 @@ def index_command(
         faiss_write(index, work / INDEX_FILE)
         with open(work / RECORDS_FILE, "wb") as f:
             for record_id, payload in zip(merged.ids, merged.payloads):
-                f.write(orjson.dumps({"id": record_id, "record": payload}, option=orjson.OPT_APPEND_NEWLINE))
+                f.write(dumps({"id": record_id, "record": payload}))  # big integers digit for digit
         write_metadata(work, metadata, METADATA_FILE)
     console.say(f"wrote {target}: {count} vectors of {dimension} dimensions, {kind} index")
 
@@ -226,11 +230,12 @@ class Rows:
         """Add records to the rows by id: new ids at the end, in input order; a changed text (or a changed given
         vector) replaces its id's row where it is; the same text (and vector) only refreshes the payload."""
         import numpy as np
-        import orjson
 
-        position = {orjson.dumps(record_id): n for n, record_id in enumerate(self.ids)}
+        from ..io import dumps
+
+        position = {dumps(record_id): n for n, record_id in enumerate(self.ids)}
         for record_id, payload, item in zip(ids, payloads, items):
-            key = orjson.dumps(record_id)
+            key = dumps(record_id)
             n = position.get(key)
             if n is None:
                 position[key] = len(self.ids)
@@ -304,10 +309,10 @@ class IndexRecords:
         self.payloads.append({k: v for k, v in record.items() if not k.startswith("embedding")})
         self.items.append(item)
 
-    def read(self, path: str, skip_errors: bool) -> None:
+    def read(self, path: str, skip_errors: bool, lines: bool = False) -> None:
         from ..io import RecordSource
 
-        source = RecordSource(path, skip_errors=skip_errors)
+        source = RecordSource(path, skip_errors=skip_errors, lines=lines)
         for _ in console.progress(source.checked(self.keep), "reading records"):
             pass
         summary = source.summary()
@@ -316,6 +321,20 @@ class IndexRecords:
         self.name, self.count, self.skipped = source.rejects.name, len(self.ids), len(source.rejects.skipped)
         if not self.ids:
             raise SembedError(f"no records to index in {self.name}")
+
+    def check_long_texts(self, long_texts, todo: list[int], rows: Rows) -> None:
+        """--long-text error: refuse the first text to embed that is longer than the model's window, naming its id
+        (the texts are checked once the model is known, after reading)."""
+        from ..errors import BadRecord
+
+        if long_texts.policy != "error":
+            return
+        for n in todo:
+            try:
+                long_texts.check({self.text_key: rows.texts[n]}, self.text_key)
+            except BadRecord as e:
+                raise SembedError(f"{self.name}: the record with {self.id_key} {rows.ids[n]!r}: {e.message}",
+                                  e.hint) from None
 
     def identity_and_model(self, model: str, model_given: bool, old, device: str):
         """The identity of the index's vectors, and the model that embeds its texts (None with labelled vectors)."""

@@ -7,7 +7,8 @@ from collections.abc import Iterable, Iterator
 from .. import spacy_pipeline
 from ..base_form import base_forms
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
-from ..options import BatchSize, Input, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys, Verbose
+from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
+                       Verbose)
 
 
 def normalize_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(),
@@ -28,6 +29,8 @@ def normalize_records(records: Iterable[dict], nlp, fields: TextFields = TextFie
 def normalize_command(
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
+    force: Force = False,
     text_keys: TextKeys = None,
     model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,
     batch_size: BatchSize = 1000,
@@ -63,10 +66,12 @@ def normalize_command(
     copied; a text without an apostrophe comes back unchanged without
     running spaCy. Only spaCy's tagger and attribute ruler run.
 
-    Example: sembed convert --from stsb sts-test.csv | sembed normalize | sembed embed
+    \b
+    Example:
+      sembed convert --from stsb sts-test.csv | sembed normalize | sembed embed
     """
-    fields = TextFields(text_keys)
+    fields = TextFields(text_keys, spacy_pipeline.LIMIT)
     nlp = spacy_pipeline.load(model, spacy_pipeline.TAG)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     run_stream(source, fields.of, lambda records: normalize_records(records, nlp, fields, batch_size),
-               output, batch_size, "normalizing")
+               output, batch_size, "normalizing", force=force)

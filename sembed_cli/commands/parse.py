@@ -7,7 +7,8 @@ from collections.abc import Iterable, Iterator
 from .. import spacy_pipeline
 from ..dependency import doc_tokens, doc_triples
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
-from ..options import BatchSize, Input, NProcess, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys, Verbose
+from ..options import (BatchSize, Force, Input, Lines, NProcess, Output, Quiet, ShardOption, SkipErrors, SpacyModel,
+                       TextKeys, Verbose)
 
 SPACY_BATCH = 256
 
@@ -27,6 +28,8 @@ def parse_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(
 def parse_command(
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
+    force: Force = False,
     text_keys: TextKeys = None,
     model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,
     batch_size: BatchSize = 1000,
@@ -49,8 +52,8 @@ def parse_command(
     Example:
       sembed convert --from stsb sts-test.csv | sembed parse | sembed spo
     """
-    fields = TextFields(text_keys)
+    fields = TextFields(text_keys, spacy_pipeline.LIMIT)
     nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     run_stream(source, fields.of, lambda records: parse_records(records, nlp, fields, batch_size, n_process),
-               output, batch_size, "parsing")
+               output, batch_size, "parsing", force=force)

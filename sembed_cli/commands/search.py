@@ -10,7 +10,7 @@ import typer
 from .. import sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, batched, check_text, run_stream
-from ..options import BatchSize, Device, Input, Output, Quiet, SkipErrors, Verbose
+from ..options import BatchSize, Device, Force, Input, Lines, LongText, Output, Quiet, SkipErrors, Verbose
 
 IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_default=False,
                                          help="The index directory `sembed index` wrote (required).")]
@@ -146,10 +146,30 @@ class QueryEncoder:
 
     TEXT_SETTINGS = ("cf",)  # settings of a sentence-transformers identity that a text query is embedded with here
 
-    def __init__(self, loaded, model: str | None, device: str, text_key: str):
+    def __init__(self, loaded, model: str | None, device: str, text_key: str, long_text: str = "truncate"):
         self.loaded, self.model, self.device, self.text_key = loaded, model, device, text_key
+        self.long_text = long_text
         self._encoder = None
+        self._long_texts = None  # sentence_embedding.LongTexts of a sentence-transformers query model (--long-text)
         self.cf_weight: float | None = None
+
+    def long_texts(self):
+        """The query model's long-text policy (None for word-vector queries, which have no window)."""
+        from ..sentence_embedding import LongTexts
+
+        encoder = self.check()
+        if self._long_texts is None and not isinstance(encoder, WordVectorQueries):
+            self._long_texts = LongTexts(encoder, self.long_text)
+        return self._long_texts
+
+    def check_long(self, record: dict, key: str) -> None:
+        """--long-text error: a query text past the model's window is bad input."""
+        if self.long_text == "error" and self.long_texts() is not None:
+            self.long_texts().check(record, key)
+
+    def report(self) -> None:
+        if self._long_texts is not None:
+            self._long_texts.report()
 
     def check(self):
         """The sentence-transformers model for the queries, after making sure it is the index's."""
@@ -200,9 +220,10 @@ class QueryEncoder:
         if isinstance(encoder, WordVectorQueries):
             return encoder.encode(texts)
         if not self.cf_weight:
-            return encoder.encode(texts, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
+            return self.long_texts().encode(texts, batch_size=256)
         records = [{self.text_key: text} for text in texts]  # CF-BERT eq. 1 needs each text's S_cf: as embed does
-        embedded = embed_records(records, encoder, TextFields([self.text_key]), len(records), self.cf_weight)
+        embedded = embed_records(records, encoder, TextFields([self.text_key]), len(records), self.cf_weight,
+                                 long_texts=self.long_texts())
         return np.stack([record[derived_key(self.text_key, "embedding")] for record in embedded])
 
 
@@ -236,8 +257,11 @@ class CommandLineQueries:
     def __init__(self, texts: list[str], text_key: str, skip_errors: bool = False):
         from ..io import Rejects
 
+        from ..io import ReadPosition
+
         self.texts, self.text_key = texts, text_key
         self.rejects = Rejects("--query", skip_errors)
+        self.path, self.position = None, ReadPosition()  # no file read: nothing -o could overwrite
 
     def checked(self, check):
         for number, text in enumerate(self.texts, 1):
@@ -257,6 +281,8 @@ def search_command(
     ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
+    force: Force = False,
     index: IndexPath = ...,
     model: QueryModel = None,
     query: QueryTexts = None,
@@ -264,6 +290,7 @@ def search_command(
     text_key: TextKey = "text",
     embedding_key: EmbeddingKey = "embedding",
     payload: Payload = False,
+    long_text: LongText = "truncate",
     batch_size: BatchSize = 1000,
     device: Device = "auto",
     skip_errors: SkipErrors = False,
@@ -298,7 +325,7 @@ def search_command(
     if query and ctx.get_parameter_source("input").name == "COMMANDLINE":
         raise typer.BadParameter("either query records (INPUT) or --query texts, not both", param_hint="'--query'")
     loaded = VectorIndex.load(index)
-    encoder = QueryEncoder(loaded, model, device, text_key)
+    encoder = QueryEncoder(loaded, model, device, text_key, long_text)
     if model is not None or query:
         encoder.check()  # a wrong --model is refused before any query is read
     name = str(loaded.identity or loaded.metadata["model"])
@@ -311,11 +338,16 @@ def search_command(
             query_vectors.check(record)
         elif text_key in record:
             check_text(record, text_key)
+            encoder.check_long(record, text_key)
         else:
             raise BadRecord(f"missing key '{text_key}' (or '{embedding_key}')")
 
-    source = CommandLineQueries(query, text_key, skip_errors) if query else RecordSource(input, skip_errors=skip_errors)
-    run_stream(source, check,
-               lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key, batch_size,
-                                              payload, query_vectors),
-               output, batch_size, "searching")
+    source = CommandLineQueries(query, text_key, skip_errors) if query else \
+        RecordSource(input, skip_errors=skip_errors, lines=lines)
+    try:
+        run_stream(source, check,
+                   lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key, batch_size,
+                                                  payload, query_vectors),
+                   output, batch_size, "searching", force=force)
+    finally:
+        encoder.report()

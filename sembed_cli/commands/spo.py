@@ -7,10 +7,10 @@ from collections.abc import Iterable, Iterator
 from .. import spacy_pipeline
 from ..component_focus import s_cf
 from ..dependency import check_tokens, doc_tokens
-from ..io import RecordSource, TextFields, batched, derived_key, run_stream, text_jobs
-from ..options import BatchSize, Input, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys, Verbose
+from ..io import RecordSource, TextFields, batched, check_text, derived_key, run_stream, text_jobs
+from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
+                       Verbose)
 from .parse import SPACY_BATCH
-
 
 
 def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFields(), batch_size: int = 1000,
@@ -37,13 +37,16 @@ def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFiel
 
 
 def check_record(fields: TextFields):
-    """The per-record check: usable text fields, and a usable `tokens` field wherever there is one."""
+    """The per-record check: usable text fields, and a usable `tokens` field wherever there is one (else a text
+    spaCy can parse)."""
 
     def check(record: dict) -> None:
         for key in fields.of(record):
             name = derived_key(key, "tokens")
             if name in record:
                 check_tokens(name, record[name])
+            else:
+                check_text(record, key, spacy_pipeline.LIMIT)
 
     return check
 
@@ -51,6 +54,8 @@ def check_record(fields: TextFields):
 def spo_command(
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
+    force: Force = False,
     text_keys: TextKeys = None,
     model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,
     batch_size: BatchSize = 1000,
@@ -80,9 +85,12 @@ def spo_command(
     verbs (VB*) and negation words in order; a text that gives no word at
     all keeps its own text, so s_cf is never empty.
 
-    Example: sembed convert --from stsb sts-test.csv | sembed parse | sembed spo | sembed embed --cf-weight 0.2
+    \b
+    Example:
+      sembed convert --from stsb sts-test.csv | sembed parse | sembed spo \\
+        | sembed embed --cf-weight 0.2
     """
     fields = TextFields(text_keys)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard)
+    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
     run_stream(source, check_record(fields), lambda records: spo_records(records, None, fields, batch_size, model),
-               output, batch_size, "building S_cf")
+               output, batch_size, "building S_cf", force=force)

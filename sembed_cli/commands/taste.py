@@ -8,7 +8,8 @@ import typer
 
 from .. import sentence_models
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
-from ..options import BatchSize, Device, Input, MaskedLMPrecision, Output, Quiet, SkipErrors, TextKeys, Verbose
+from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, SkipErrors, TextKeys,
+                       Verbose)
 
 MaskedLM = Annotated[Optional[str], typer.Option(
     "--model", "-m", envvar="SEMBED_TASTE_MODEL", metavar="DIR", show_default=False,
@@ -38,6 +39,8 @@ def taste_records(records, taster, fields: TextFields, batch_size: int, threshol
 def taste_command(
     input: Input = "-",
     output: Output = "-",
+    lines: Lines = False,
+    force: Force = False,
     model: MaskedLM = None,
     text_keys: TextKeys = None,
     top_k: TopK = 10,
@@ -86,6 +89,6 @@ def taste_command(
     lm, tokenizer = load_masked_lm(model, resolved, resolve(precision, resolved, cpu_bf16=True))
     taster = Taster(lm, tokenizer, top_k)
     fields = TextFields(text_keys)
-    run_stream(RecordSource(input, skip_errors=skip_errors), fields.of,
+    run_stream(RecordSource(input, skip_errors=skip_errors, lines=lines), fields.of,
                lambda records: taste_records(records, taster, fields, batch_size, threshold), output, batch_size,
-               "tasting")
+               "tasting", force=force)

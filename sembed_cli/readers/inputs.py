@@ -117,8 +117,7 @@ def input_files(paths: Sequence[str], pick: Picker = data_files, skip_errors: bo
 def lines(file: InputFile, encoding: str = AUTO) -> Iterator[tuple[int, str]]:
     """Physical lines as (line number, text without the newline), decoded as `encoding`."""
     decode = LineDecoder(encoding)
-    for number, text in text_lines(file.path, file.rejects, decode):
-        yield number, text[1:] if number == 1 and text.startswith("\ufeff") else text  # a BOM is not text
+    yield from text_lines(file.path, file.rejects, decode)  # a byte-order mark at the start is dropped there
     if decode.fallbacks:
         file.note(f"{len(decode.fallbacks)} line(s) not UTF-8, read as Windows-1252 (first: line "
                   f"{decode.fallbacks[0]}; --encoding sets another)")

@@ -350,12 +350,23 @@ def load_masked_lm(model: str, device: str = "cpu", precision: str = "fp32"):
     from transformers import AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as transformers_logging
 
+    from safetensors import SafetensorError
+
     transformers_logging.disable_progress_bar()
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()  # its load report would say on stderr what is refused below
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path))
-        lm = AutoModelForMaskedLM.from_pretrained(str(path))
-    except (OSError, ValueError) as e:
+        lm, loading = AutoModelForMaskedLM.from_pretrained(str(path), output_loading_info=True)
+    except (OSError, ValueError, SafetensorError) as e:
         raise SembedError(f"cannot load the masked-LM at '{path}': {e}") from None
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+    missing = sorted(loading["missing_keys"])
+    if missing:  # transformers fills them with random weights: the guesses would be noise
+        raise SembedError(f"the model at '{path}' has no masked-LM head (missing {', '.join(missing[:3])}"
+                          f"{', ...' if len(missing) > 3 else ''})",
+                          "pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote")
     if tokenizer.mask_token_id is None:
         raise SembedError(f"the tokenizer at '{path}' has no mask token")
     return cast(lm.to(device), precision).eval(), tokenizer
