@@ -211,6 +211,10 @@ class VectorFile:
             self._file.close()
             if keep:
                 os.replace(self._tmp, self.path)
+            if keep and exc_type is not None:
+                from . import console
+
+                console.warn(f"{self.path} holds the {self.rows} vectors of the records written before the stop")
         except OSError as e:
             raise SembedError(f"cannot write {self.path}: {e.strerror}") from None
         finally:

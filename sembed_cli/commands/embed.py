@@ -13,6 +13,7 @@ from .. import console, sentence_models
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
 from ..options import BatchSize, Device, Force, Input, Output, Quiet, ShardOption, SkipErrors, TextKeys, Verbose
+from ..options import Threads
 from ..dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
@@ -120,6 +121,7 @@ def embed_command(
     precision: Precision = "auto",
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -11,6 +11,7 @@ from .. import console
 from ..errors import SembedError
 from ..io import RecordSink, RecordSource, check_number, derived_key
 from ..options import Input, Output, Quiet, Seed, SkipErrors, TextKeys, Verbose
+from ..options import Threads
 
 T = TypeVar("T")
 
@@ -163,6 +164,7 @@ def sts_command(
     group_by: GroupBy = None,
     cf_grid: CfGrid = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -247,6 +249,7 @@ def entailment_command(
     c: InverseStrength = "1",
     seed: Seed = 0,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -293,6 +296,7 @@ def classify_command(
     c: InverseStrength = "1",
     seed: Seed = 0,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -349,6 +353,7 @@ def salience_command(
     extremes: Extremes = 10,
     min_sentences: MinSentences = 5,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -421,6 +426,7 @@ def poi_command(
     test_split: TestSplit = None,
     split_key: SplitKey = "split",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -530,6 +536,7 @@ def structure_command(
     sentence_key: SentenceKey = "sentence_index",
     seed: Seed = 0,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -12,6 +12,7 @@ from ..errors import SembedError
 from ..io import RecordSource, run_stream
 from ..options import (BatchSize, Device, Input, MaskedLMPrecision, Output, Quiet, Seed, ShardOption, SkipErrors,
                        Verbose)
+from ..options import Threads
 from ..structural_sets import K, MLM_HINT, TOP, SetGenerator, default_mlm
 
 MaskedLMDir = Annotated[Optional[Path], typer.Option(
@@ -56,6 +57,7 @@ def gensets_command(
     precision: MaskedLMPrecision = "auto",
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -11,6 +11,7 @@ from .. import console, sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
 from ..options import BatchSize, Device, Force, Input, Quiet, Seed, SkipErrors, Verbose
+from ..options import Threads
 
 IndexDir = Annotated[Path, typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                         help="The index directory to write (required).")]
@@ -42,6 +43,7 @@ def index_command(
     seed: Seed = 42,
     device: Device = "auto",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

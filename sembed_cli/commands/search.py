@@ -11,6 +11,7 @@ from .. import sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, batched, check_text, run_stream
 from ..options import BatchSize, Device, Input, Output, Quiet, SkipErrors, Verbose
+from ..options import Threads
 
 IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_default=False,
                                          help="The index directory `sembed index` wrote (required).")]
@@ -124,6 +125,7 @@ def search_command(
     batch_size: BatchSize = 1000,
     device: Device = "auto",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

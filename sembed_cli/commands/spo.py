@@ -9,6 +9,7 @@ from ..component_focus import s_cf
 from ..dependency import check_tokens, doc_tokens
 from ..io import RecordSource, TextFields, batched, derived_key, run_stream, text_jobs
 from ..options import BatchSize, Input, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys, Verbose
+from ..options import Threads
 from .parse import SPACY_BATCH
 
 
@@ -56,6 +57,7 @@ def spo_command(
     batch_size: BatchSize = 1000,
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -9,6 +9,7 @@ import typer
 from .. import sentence_models
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
 from ..options import BatchSize, Device, Input, MaskedLMPrecision, Output, Quiet, SkipErrors, TextKeys, Verbose
+from ..options import Threads
 
 MaskedLM = Annotated[Optional[str], typer.Option(
     "--model", "-m", envvar="SEMBED_TASTE_MODEL", metavar="DIR", show_default=False,
@@ -46,6 +47,7 @@ def taste_command(
     device: Device = "auto",
     precision: MaskedLMPrecision = "auto",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -12,6 +12,7 @@ import typer
 
 from ..io import RecordSource
 from ..options import Device, Force, Input, Quiet, Seed, SkipErrors, TextKeys, Verbose
+from ..options import Threads
 from ..sentence_models import DEFAULT_MODEL
 
 
@@ -229,6 +230,7 @@ def train_command(
     seed: Seed = 42,
     device: Device = "auto",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
