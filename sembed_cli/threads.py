@@ -99,7 +99,7 @@ def _torch(threads: int) -> None:
 
     torch.set_num_threads(threads)
     try:  # only possible before the first inter-op parallel work of the process
-        torch.set_interop_threads(threads)
+        torch.set_num_interop_threads(threads)
     except RuntimeError:
         pass
 

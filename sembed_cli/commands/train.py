@@ -10,6 +10,8 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
+from .. import console
+from ..artifacts import exclusive
 from ..io import RecordSource
 from ..options import Device, Force, Input, Quiet, Seed, SkipErrors, TextKeys, Verbose
 from ..options import Threads
@@ -187,7 +189,8 @@ TrainPrecision = Annotated[Literal["fp32", "bf16", "auto"], typer.Option(
          "where the device does it natively, else fp32. fp32 (the default) gives the same model on every machine.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from its newest checkpoint "
                                                        "(repeat its command, with --resume; with --force too, start "
-                                                       "over when the checkpoints are of another run).")]
+                                                       "over when the checkpoints are of another run). A DIR already "
+                                                       "complete is left as it is, exit 0.")]
 
 
 def train_command(
@@ -377,10 +380,16 @@ def train_command(
             flag = next(p.opts for p in ctx.command.params if p.name == name)[-1]
             raise typer.BadParameter(f"only for --method {'|'.join(m.value for m in Method if m in methods)}",
                                      param_hint=f"'{flag}'")
+    from ..training import checkpoints
+
     recipe = recipe_for(method, from_scratch)
     epochs, batch_size = epochs or recipe.epochs, batch_size or recipe.batch_size
     lr = recipe.lr if lr is None else lr
     warmup = recipe.warmup if warmup is None else warmup
+    ctx.with_resource(exclusive(output))  # until the command ends: a second run writing DIR (or its checkpoints)
+    if resume and not force and checkpoints.finished(output):  # refuses while this one runs
+        console.say(f"{output} is complete: nothing to resume (--force trains it again)")
+        return
     source = RecordSource(input, skip_errors=skip_errors)
     if method in SENTENCE_ENCODERS:
         _train_sentence_encoder(source, method, output, model, epochs, batch_size, lr, warmup, max_steps, cf_weight,

@@ -43,6 +43,12 @@ def latest(directory: Path) -> Path | None:
     return max(found)[1] if found else None
 
 
+def finished(output: Path) -> bool:
+    """A model is at `output` and no unfinished run beside it: nothing to resume (the model directory appears
+    only once complete, see artifacts.building)."""
+    return output.is_dir() and latest(directory_for(output)) is None
+
+
 def step_of(checkpoint: Path) -> int:
     """The optimiser step a checkpoint was taken at."""
     return int(CHECKPOINT.fullmatch(checkpoint.name).group(1))
