@@ -14,7 +14,7 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from . import __version__, console, signals
+from . import __version__, console, distributed, signals
 from .commands import convert, embed, gensets, index, normalize, parse, search, spo, taste, train
 from .commands.eval import eval_app
 from .errors import SembedError
@@ -76,6 +76,7 @@ app = typer.Typer(
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """Composable tools for sentence and word representations: JSONL records in, JSONL records out.
@@ -86,6 +87,8 @@ def root(
     \b
         sembed convert --from stsb sts-test.csv | sembed parse | sembed spo
     """
+    if ctx.invoked_subcommand != "train":  # train decides by method
+        distributed.refuse(f"sembed {ctx.invoked_subcommand}")
 
 
 app.command("convert")(convert.convert_command)

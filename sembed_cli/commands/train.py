@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from .. import console
+from .. import console, distributed
 from ..artifacts import exclusive
 from ..io import RecordSource
 from ..options import Device, Force, Input, Quiet, Seed, SkipErrors, TextKeys, Verbose
@@ -382,14 +383,20 @@ def train_command(
                                      param_hint=f"'{flag}'")
     from ..training import checkpoints
 
+    if method not in SENTENCE_ENCODERS:
+        distributed.refuse(f"train --method {method.value}")
     recipe = recipe_for(method, from_scratch)
     epochs, batch_size = epochs or recipe.epochs, batch_size or recipe.batch_size
     lr = recipe.lr if lr is None else lr
     warmup = recipe.warmup if warmup is None else warmup
-    ctx.with_resource(exclusive(output))  # until the command ends: a second run writing DIR (or its checkpoints)
-    if resume and not force and checkpoints.finished(output):  # refuses while this one runs
-        console.say(f"{output} is complete: nothing to resume (--force trains it again)")
-        return
+    if distributed.is_main_process():  # rank 0 alone logs, writes DIR and its checkpoints
+        ctx.with_resource(exclusive(output))  # until the command ends: a second run writing DIR refuses
+        if resume and not force and checkpoints.finished(output):
+            console.say(f"{output} is complete: nothing to resume (--force trains it again)")
+            return
+    else:
+        console.set_quiet(True)
+        warnings.simplefilter("ignore")  # the libraries' notices too: rank 0 shows them once
     source = RecordSource(input, skip_errors=skip_errors)
     if method in SENTENCE_ENCODERS:
         _train_sentence_encoder(source, method, output, model, epochs, batch_size, lr, warmup, max_steps, cf_weight,
