@@ -66,6 +66,11 @@ def install() -> None:
             signal.signal(signum, _handle)
 
 
+def received() -> int | None:
+    """The signal that asked the process to stop, if one has."""
+    return _state.received
+
+
 @contextmanager
 def deferred() -> Iterator[None]:
     """Run the block whole: a signal that arrives inside it interrupts right after it."""

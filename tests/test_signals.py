@@ -125,3 +125,44 @@ def test_training_stopped_by_sigterm_saves_a_checkpoint_that_resume_continues(tm
     assert resumed.exit_code == 0, resumed.stderr
     assert same_weights(model, tmp_path / "whole")
     assert not (tmp_path / "resumed.checkpoints").exists() and leftovers(tmp_path) == []
+
+
+SLOW_TRAINER_STEPS = """
+import time
+from pathlib import Path
+from sembed_cli.training import sentence_trainer
+steps = Path({steps!r})
+def slow(self, *args, **kwargs):  # each step counts itself as it begins, then waits: the signal comes in the step
+    steps.write_text(str(int(steps.read_text() or 0) + 1) if steps.exists() else "1")
+    time.sleep(1.0)
+sentence_trainer.ConsoleProgress.on_step_begin = slow
+"""
+
+
+def test_sentence_encoder_training_stopped_by_sigterm_checkpoints_the_step_and_resumes(tiny_model, tmp_path):
+    from sembed_cli.training.checkpoints import latest, step_of
+    from test_train import max_difference, pairs, weights
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text(jsonl(*pairs()))
+    args = ("train", str(data), "--method", "cf", "-m", tiny_model, "--lr", "1e-3", "--epochs", "3",
+            "--checkpoint-steps", "0")
+    assert sembed(*args, "-o", str(tmp_path / "whole")).exit_code == 0
+    model, steps = tmp_path / "resumed", tmp_path / "steps"
+    process = start(*args, "-o", str(model), stdout=subprocess.DEVNULL,
+                    code=SLOW_TRAINER_STEPS.format(steps=str(steps)))
+    process.stdin.close()
+    wait_for(lambda: steps.exists() and int(steps.read_text() or 0) >= 1, "a training step")
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=PATIENCE) == 143
+    stderr = process.stderr.read().decode()
+    assert stderr.splitlines()[-1] == "error: interrupted by SIGTERM"
+    checkpoint = latest(tmp_path / "resumed.checkpoints")
+    assert checkpoint is not None and step_of(checkpoint) == 1  # the step the signal came in; epochs end at 3, 6, 9
+    assert not model.exists()
+
+    resumed = sembed(*args, "-o", str(model), "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert f"resuming from {checkpoint}" in resumed.stderr
+    assert max_difference(weights(tmp_path / "whole"), weights(model)) < 1e-6
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.jsonl", "resumed", "steps", "whole"]

@@ -23,7 +23,7 @@ import torch
 from sentence_transformers import SentenceTransformerTrainer
 from transformers import TrainerCallback, set_seed
 
-from .. import console, sentence_models
+from .. import console, sentence_models, signals
 from ..distributed import is_main_process, world_size  # under torchrun only rank 0 writes artifacts
 from ..artifacts import building, describe, refuse_existing, write_metadata
 from . import checkpoints
@@ -171,13 +171,15 @@ def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: 
     )
     progress = ConsoleProgress(schedule.epochs)
     trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
-                      callbacks=[checkpoints.EpochEndCheckpoints(), progress, *callbacks])
+                      callbacks=[checkpoints.EpochEndCheckpoints(), checkpoints.CheckpointOnSignal(), progress,
+                                 *callbacks])
     for callback in (PrinterCallback, ProgressCallback):  # they print to stdout, which is for records only
         trainer.remove_callback(callback)
     resumed = checkpoints.step_of(resume_from) if resume_from is not None else None
     start = time.perf_counter()
     try:
-        output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        with signals.deferred():  # a signal ends the step under way, checkpointed (CheckpointOnSignal)
+            output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     except KeyboardInterrupt:
         console.warn(f"interrupted; checkpoints are kept in {checkpoint_dir}: the same command with --resume continues")
         raise
