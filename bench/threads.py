@@ -10,10 +10,11 @@ slower than one thread. This times two workloads with 1 thread, 2 threads and se
 each in two conditions: "quiet" (nothing of ours besides; other users' load is recorded, not controlled) and
 "busy" (one other process burning a core, started by the bench). The settings are interleaved in every round so
 a change in the machine's load hits all of them alike. Written: the CPU model and flags, the load average at every
-measurement, the median rate of each setting and the default's ratio to the best fixed setting, to
+measurement, the median rate of each setting and the default's ratio to the best fixed setting (of the medians, and the median of the same-round
+ratios, which a drifting load disturbs less), to
 bench/results/threads.json.
 
-    python bench/threads.py [--rounds 3] [--sentences 1000]
+    python bench/threads.py [--rounds 5] [--sentences 500]
 """
 
 from __future__ import annotations
@@ -100,16 +101,20 @@ def measure(condition: str, rounds: int, workloads: dict) -> dict:
         key = f"{name}_sentences_per_second"
         medians = {str(s): statistics.median(r[key] for r in rows if r["setting"] == s) for s in (*FIXED, "default")}
         best = max(medians[str(s)] for s in FIXED)
+        per_round = [by[("default", r)] / max(by[(s, r)] for s in FIXED)
+                     for by in [{(row["setting"], row["round"]): row[key] for row in rows}] for r in range(1, rounds + 1)]
         summary[name] = {"median_sentences_per_second": medians,
                          "default_over_best_fixed": round(medians["default"] / best, 3),
+                         "default_over_best_fixed_same_round_median": round(statistics.median(per_round), 3),
                          "worst_over_best_fixed": round(min(medians.values()) / best, 3)}
-    return {"rows": rows, "summary": summary}
+    chosen = sorted({row["threads"] for row in rows if row["setting"] == "default"})
+    return {"default_chose_threads": chosen, "rows": rows, "summary": summary}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--sentences", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sentences", type=int, default=500)
     args = parser.parse_args()
     from sembed_cli import sentence_models
 
