@@ -356,9 +356,12 @@ def train_command(
     uninterrupted run would have (same data and settings required;
     --device and --precision may change). An
     existing DIR, or checkpoints of an unfinished run, are replaced only
-    with --force. DIR appears complete or not at all. sbert, cf and ta run
-    under torchrun / accelerate launch for several GPUs. An option of
-    another method is a usage error.
+    with --force. DIR appears complete or not at all; a second run writing
+    it meanwhile refuses; --resume on a complete DIR leaves it as it is.
+    SIGTERM and SIGHUP stop a run as Ctrl-C does, with a checkpoint.
+    sbert, cf and ta run under torchrun / accelerate launch for several
+    GPUs (--batch-size per process); the other methods refuse to. An
+    option of another method is a usage error.
 
     Bad input stops with 'error: FILE:LINE: what is wrong' (missing or empty
     text, missing, non-numeric or out-of-range score, unknown label), exit
