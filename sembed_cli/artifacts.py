@@ -5,12 +5,14 @@ renamed into place only once complete, so a reader never sees half of one and
 an interrupted run leaves the previous version intact (SPEC section 1). An
 existing artifact is replaced only with ``--force``. Each carries a metadata
 JSON (`sembed.json` for models): what made it, from which data, with which
-settings, seed and package versions.
+settings, seed and package versions. One run at a time writes an artifact: a
+second one refuses while the first holds its lock (`exclusive`).
 """
 
 from __future__ import annotations
 
 import datetime
+import fcntl
 import hashlib
 import os
 import shutil
@@ -37,13 +39,80 @@ def refuse_existing(path: Path, force: bool) -> None:
         raise SembedError(f"{path} exists and is not a directory", "choose another -o")
 
 
+def lock_file(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
+
+
+_held: dict[Path, int] = {}  # artifacts this process holds the lock of: how many `exclusive` blocks deep
+
+
+@contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold the lock of the artifact `path` while the block runs; another process holding it is an error.
+
+    The lock is an ``flock`` on the hidden sibling `.NAME.lock`: the kernel releases it when its holder exits,
+    however it ends, so a crashed run never leaves a stale lock (at most the file, which the next run reuses).
+    Nested blocks for the same path (a training run, then the `building` that writes its model) share it.
+    """
+    key = Path(os.path.abspath(path))
+    if key in _held:
+        _held[key] += 1
+        try:
+            yield
+        finally:
+            _held[key] -= 1
+        return
+    lock = lock_file(key)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = _acquire(lock, path)
+    _held[key] = 1
+    try:
+        yield
+    finally:
+        del _held[key]
+        try:
+            lock.unlink()  # before the lock goes, so no one locks a file that is no longer the lock
+        except OSError:
+            pass
+        os.close(descriptor)
+
+
+def _acquire(lock: Path, path: Path) -> int:
+    while True:
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(descriptor, 32).decode("ascii", "replace").strip()
+            os.close(descriptor)
+            raise SembedError(f"{path} is being written by another run{f' (process {holder})' if holder else ''}",
+                              f"wait for it to end, or choose another output; the lock is {lock}") from None
+        try:
+            current = os.stat(lock).st_ino == os.fstat(descriptor).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:  # else the run we waited on removed it as it ended: lock the next one
+            os.ftruncate(descriptor, 0)
+            os.write(descriptor, f"{os.getpid()}\n".encode())
+            return descriptor
+        os.close(descriptor)
+
+
 @contextmanager
 def building(path: Path, force: bool = False) -> Iterator[Path]:
     """Yield an empty temporary directory; on success it becomes `path`, on failure it is removed.
 
     With `force` an existing `path` is moved aside, replaced, then deleted:
-    at every moment either the old or the new artifact is at `path`.
+    at every moment either the old or the new artifact is at `path`. The
+    artifact's lock is held throughout (`exclusive`).
     """
+    with exclusive(path):
+        with _building(path, force) as work:
+            yield work
+
+
+@contextmanager
+def _building(path: Path, force: bool) -> Iterator[Path]:
     refuse_existing(path, force)
     path.parent.mkdir(parents=True, exist_ok=True)
     work = temporary_sibling(path, "tmp")

@@ -2,7 +2,8 @@
 
 Exit status: 0 success (also when a downstream reader such as ``head`` closes
 the pipe), 1 bad input or another failure the message explains, 2 usage error,
-130 interrupted.
+128 + the signal's number when interrupted: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP
+(see `signals`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from . import __version__, console
+from . import __version__, console, distributed, signals
 from .commands import convert, embed, gensets, index, normalize, parse, search, spo, taste, train
 from .commands.eval import eval_app
 from .errors import SembedError
@@ -33,9 +34,9 @@ class SembedGroup(TyperGroup):
         except BrokenPipeError:
             _silence_stdout()
             ctx.exit(0)
-        except KeyboardInterrupt:
-            console.error("interrupted")
-            ctx.exit(130)
+        except KeyboardInterrupt as e:  # Ctrl-C, and SIGTERM or SIGHUP as signals.Interrupted
+            console.error(signals.describe(e))
+            ctx.exit(signals.exit_status(e))
         except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own flow: help, usage errors
             raise
         except Exception as e:  # a bug: say so in one line, traceback only on request
@@ -63,7 +64,8 @@ def _version(value: bool) -> None:
 app = typer.Typer(
     cls=SembedGroup,
     name="sembed",
-    epilog="Exit status: 0 success, 1 bad input or failure (one 'error:' line on stderr), 2 usage error, 130 interrupted.",
+    epilog="Exit status: 0 success, 1 bad input or failure (one 'error:' line on stderr), 2 usage error, 130 "
+           "interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP (finished batches kept, checkpoints saved).",
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -74,6 +76,7 @@ app = typer.Typer(
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """Composable tools for sentence and word representations: JSONL records in, JSONL records out.
@@ -84,6 +87,8 @@ def root(
     \b
         sembed convert --from stsb sts-test.csv | sembed parse | sembed spo
     """
+    if ctx.invoked_subcommand != "train":  # train decides by method
+        distributed.refuse(f"sembed {ctx.invoked_subcommand}")
 
 
 app.command("convert")(convert.convert_command)
@@ -100,5 +105,6 @@ app.add_typer(eval_app, name="eval")
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: SIGTERM and SIGHUP stop a run as Ctrl-C does."""
+    signals.install()
     app()

@@ -7,11 +7,12 @@ Precedence: the flag, then the ``SEMBED_*`` variable, then the default.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, Optional
 
 import typer
 
-from . import console
+from . import console, threads
 from .io import Shard
 
 INPUT_HELP = ("JSONL input file; '-' (the default) reads stdin; .gz is read transparently; a .txt file (or "
@@ -36,7 +37,29 @@ BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, metavar="N"
 SkipErrors = Annotated[bool, typer.Option("--skip-errors", help="Skip bad records, report how many (and where) on stderr.")]
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing output (-o FILE, or the artifact written).")]
 Seed = Annotated[int, typer.Option("--seed", envvar="SEMBED_SEED", metavar="N", help="Seed for every random choice.")]
-Device = Annotated[str, typer.Option("--device", envvar="SEMBED_DEVICE", metavar="DEVICE", help="auto (CUDA when present), cpu or cuda.")]
+DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
+
+
+def _device(value: str) -> str:
+    if not DEVICE.fullmatch(value):
+        raise typer.BadParameter(f"'{value}' is not one of auto, cpu, cuda, cuda:N")
+    return value
+
+
+Device = Annotated[str, typer.Option("--device", envvar="SEMBED_DEVICE", metavar="DEVICE", callback=_device,
+                                     help="auto (CUDA when present), cpu, cuda or cuda:N.")]
+
+
+def _threads(value: Optional[int]) -> Optional[int]:
+    threads.configure(value)
+    return value
+
+
+Threads = Annotated[Optional[int], typer.Option(
+    "--threads", min=1, metavar="N", envvar="SEMBED_THREADS", callback=_threads, show_default=False,
+    help="CPU threads to compute with (torch, BLAS, FAISS; also OMP_NUM_THREADS). Default: the usable cores less "
+         "those other processes keep busy now (load average), at least 1, so a busy machine does not slow it "
+         "down many times over; give each of N jobs on one machine cores/N.")]
 SpacyModel = Annotated[
     str, typer.Option("--model", "-m", envvar="SEMBED_SPACY_MODEL", metavar="NAME",
                       help="spaCy pipeline: an installed package name or a path.")]

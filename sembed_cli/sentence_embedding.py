@@ -323,6 +323,10 @@ class VectorFile:
             if keep:
                 write_json_atomic(sidecar_path(self.path), self.sidecar())  # first: the matrix never lacks its own
                 os.replace(self._tmp, self.path)
+            if keep and exc_type is not None:
+                from . import console
+
+                console.warn(f"{self.path} holds the {self.rows} vectors of the records written before the stop")
         except OSError as e:
             raise SembedError(f"cannot write {self.path}: {e.strerror}") from None
         finally:

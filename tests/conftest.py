@@ -22,6 +22,7 @@ def _no_user_environment(monkeypatch):
         if key.startswith("SEMBED_") and key != "SEMBED_DATA":
             monkeypatch.delenv(key)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("SEMBED_THREADS", "1")  # tiny models gain nothing from threads (test_threads tests the default)
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 

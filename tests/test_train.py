@@ -306,3 +306,59 @@ def test_cf_fine_tuning_of_minilm_on_stsb(data_dir, tmp_path):
     assert meta["training"]["steps"] == 4
     model = SentenceTransformer(str(tmp_path / "cf"), device="cpu")
     assert model.encode(["A man is playing a guitar."]).shape == (1, 384)
+
+
+# --- finished models and concurrent runs ----------------------------------------------------------------------------
+
+def test_resume_of_a_complete_model_leaves_it_alone(tiny_model, tmp_path):
+    out = tmp_path / "m"
+    assert train("--method", "sbert", "-m", tiny_model, "-o", str(out), "--epochs", "1").exit_code == 0
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    run = sembed("train", "--method", "sbert", "-m", tiny_model, "-o", str(out), "--epochs", "1", "--resume",
+                 input=jsonl(*pairs()))
+    assert (run.exit_code, run.stderr) == (0, f"{out} is complete: nothing to resume (--force trains it again)\n")
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+def test_a_second_run_writing_the_same_directory_refuses(tiny_model, tmp_path):
+    import fcntl
+    import os
+
+    out = tmp_path / "m"
+    lock = tmp_path / ".m.lock"
+    with open(lock, "w") as held:  # another run holds the lock (an flock of another open file)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("4242\n")
+        held.flush()
+        run = train("--method", "sbert", "-m", tiny_model, "-o", str(out), "--epochs", "1")
+        assert (run.exit_code, run.stderr) == (1, f"error: {out} is being written by another run (process 4242) "
+                                                  f"(hint: wait for it to end, or choose another output; the lock "
+                                                  f"is {lock})\n")
+        assert not out.exists() and not Path(f"{out}.checkpoints").exists()
+    assert os.path.exists(lock)  # left by the "crashed" holder: no obstacle, the next run locks it and removes it
+    run = train("--method", "sbert", "-m", tiny_model, "-o", str(out), "--epochs", "1")
+    assert run.exit_code == 0, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+def test_artifact_locks_nest_within_a_process_and_refuse_other_holders(tmp_path):
+    import fcntl
+
+    from sembed_cli import artifacts
+    from sembed_cli.errors import SembedError
+
+    out = tmp_path / "index"
+    with artifacts.exclusive(out):
+        with artifacts.building(out) as work:  # the same process: the lock is shared
+            (work / "x").write_text("x")
+        with open(tmp_path / ".index.lock") as other:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index"]
+    with open(tmp_path / ".index.lock", "w") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        with pytest.raises(SembedError, match="is being written by another run"):
+            with artifacts.building(out, force=True):
+                pass
+    assert (out / "x").read_text() == "x"

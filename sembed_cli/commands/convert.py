@@ -10,7 +10,7 @@ import typer
 
 from .. import console, spacy_pipeline
 from ..io import RecordSink
-from ..options import BatchSize, Force, NProcess, Output, Quiet, SkipErrors, SpacyModel, Verbose
+from ..options import BatchSize, Force, NProcess, Output, Quiet, SkipErrors, SpacyModel, Threads, Verbose
 from ..readers import FORMATS, InputFile, ReadSettings, input_files
 from ..readers.inputs import AUTO
 
@@ -60,6 +60,7 @@ def convert_command(
     batch_size: BatchSize = 1000,
     n_process: NProcess = 1,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

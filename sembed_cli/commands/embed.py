@@ -13,7 +13,7 @@ from .. import console, model_identity, sentence_models, spacy_pipeline
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
 from ..options import (BatchSize, Device, Force, Input, Lines, LongText, Output, Quiet, ShardOption, SkipErrors,
-                       TextKeys, Verbose)
+                       TextKeys, Threads, Verbose)
 from ..dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
@@ -133,6 +133,7 @@ def embed_command(
     precision: Precision = "auto",
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

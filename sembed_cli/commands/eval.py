@@ -12,7 +12,7 @@ import typer
 from .. import console
 from ..errors import SembedError
 from ..io import RecordSink, RecordSource, check_number, derived_key
-from ..options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Verbose
+from ..options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose
 
 T = TypeVar("T")
 
@@ -201,6 +201,7 @@ def sts_command(
     pairs: PairsFile = None,
     npy: NpyVectors = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -329,6 +330,7 @@ def entailment_command(
     seed: Seed = 0,
     npy: NpyVectors = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -378,6 +380,7 @@ def classify_command(
     seed: Seed = 0,
     npy: NpyVectors = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -436,6 +439,7 @@ def salience_command(
     extremes: Extremes = 10,
     min_sentences: MinSentences = 5,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -509,6 +513,7 @@ def poi_command(
     test_split: TestSplit = None,
     split_key: SplitKey = "split",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -620,6 +625,7 @@ def structure_command(
     seed: Seed = 0,
     npy: NpyVectors = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

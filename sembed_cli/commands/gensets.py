@@ -11,7 +11,7 @@ from .. import spacy_pipeline
 from ..errors import SembedError
 from ..io import RecordSource, run_stream
 from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, Seed, ShardOption,
-                       SkipErrors, Verbose)
+                       SkipErrors, Threads, Verbose)
 from ..structural_sets import K, MLM_HINT, TOP, SetGenerator, default_mlm
 
 MaskedLMDir = Annotated[Optional[Path], typer.Option(
@@ -58,6 +58,7 @@ def gensets_command(
     precision: MaskedLMPrecision = "auto",
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -9,7 +9,7 @@ import typer
 
 from .. import console, sentence_models
 from ..errors import SembedError
-from ..options import BatchSize, Device, Force, Input, Lines, LongText, Quiet, Seed, SkipErrors, Verbose
+from ..options import BatchSize, Device, Force, Input, Lines, LongText, Quiet, Seed, SkipErrors, Threads, Verbose
 
 IndexDir = Annotated[Optional[Path], typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                                   help="The index directory to write (this or --update).")]
@@ -56,6 +56,7 @@ def index_command(
     seed: Seed = 42,
     device: Device = "auto",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

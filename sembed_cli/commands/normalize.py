@@ -8,7 +8,7 @@ from .. import spacy_pipeline
 from ..base_form import base_forms
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
-                       Verbose)
+                       Threads, Verbose)
 
 
 def normalize_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(),
@@ -36,6 +36,7 @@ def normalize_command(
     batch_size: BatchSize = 1000,
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -8,7 +8,7 @@ from .. import spacy_pipeline
 from ..dependency import doc_tokens, doc_triples
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
 from ..options import (BatchSize, Force, Input, Lines, NProcess, Output, Quiet, ShardOption, SkipErrors, SpacyModel,
-                       TextKeys, Verbose)
+                       TextKeys, Threads, Verbose)
 
 SPACY_BATCH = 256
 
@@ -36,6 +36,7 @@ def parse_command(
     n_process: NProcess = 1,
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

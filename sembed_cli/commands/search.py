@@ -10,7 +10,7 @@ import typer
 from .. import sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, batched, check_text, run_stream
-from ..options import BatchSize, Device, Force, Input, Lines, LongText, Output, Quiet, SkipErrors, Verbose
+from ..options import BatchSize, Device, Force, Input, Lines, LongText, Output, Quiet, SkipErrors, Threads, Verbose
 
 IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_default=False,
                                          help="The index directory `sembed index` wrote (required).")]
@@ -294,6 +294,7 @@ def search_command(
     batch_size: BatchSize = 1000,
     device: Device = "auto",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -9,7 +9,7 @@ from ..component_focus import s_cf
 from ..dependency import check_tokens, doc_tokens
 from ..io import RecordSource, TextFields, batched, check_text, derived_key, run_stream, text_jobs
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
-                       Verbose)
+                       Threads, Verbose)
 from .parse import SPACY_BATCH
 
 
@@ -61,6 +61,7 @@ def spo_command(
     batch_size: BatchSize = 1000,
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

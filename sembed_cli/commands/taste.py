@@ -9,7 +9,7 @@ import typer
 from .. import sentence_models
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
 from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, SkipErrors, TextKeys,
-                       Verbose)
+                       Threads, Verbose)
 
 MaskedLM = Annotated[Optional[str], typer.Option(
     "--model", "-m", envvar="SEMBED_TASTE_MODEL", metavar="DIR", show_default=False,
@@ -49,6 +49,7 @@ def taste_command(
     device: Device = "auto",
     precision: MaskedLMPrecision = "auto",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -10,8 +11,11 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
+from .. import console, distributed
+from ..artifacts import exclusive
 from ..io import RecordSource
 from ..options import Device, Force, Input, Quiet, Seed, SkipErrors, TextKeys, Verbose
+from ..options import Threads
 from ..sentence_models import DEFAULT_MODEL
 
 
@@ -186,7 +190,8 @@ TrainPrecision = Annotated[Literal["fp32", "bf16", "auto"], typer.Option(
          "where the device does it natively, else fp32. fp32 (the default) gives the same model on every machine.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from its newest checkpoint "
                                                        "(repeat its command, with --resume; with --force too, start "
-                                                       "over when the checkpoints are of another run).")]
+                                                       "over when the checkpoints are of another run). A DIR already "
+                                                       "complete is left as it is, exit 0.")]
 
 
 def train_command(
@@ -229,6 +234,7 @@ def train_command(
     seed: Seed = 42,
     device: Device = "auto",
     skip_errors: SkipErrors = False,
+    threads: Threads = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -350,9 +356,12 @@ def train_command(
     uninterrupted run would have (same data and settings required;
     --device and --precision may change). An
     existing DIR, or checkpoints of an unfinished run, are replaced only
-    with --force. DIR appears complete or not at all. sbert, cf and ta run
-    under torchrun / accelerate launch for several GPUs. An option of
-    another method is a usage error.
+    with --force. DIR appears complete or not at all; a second run writing
+    it meanwhile refuses; --resume on a complete DIR leaves it as it is.
+    SIGTERM and SIGHUP stop a run as Ctrl-C does, with a checkpoint.
+    sbert, cf and ta run under torchrun / accelerate launch for several
+    GPUs (--batch-size per process); the other methods refuse to. An
+    option of another method is a usage error.
 
     Bad input stops with 'error: FILE:LINE: what is wrong' (missing or empty
     text, missing, non-numeric or out-of-range score, unknown label), exit
@@ -375,10 +384,22 @@ def train_command(
             flag = next(p.opts for p in ctx.command.params if p.name == name)[-1]
             raise typer.BadParameter(f"only for --method {'|'.join(m.value for m in Method if m in methods)}",
                                      param_hint=f"'{flag}'")
+    from ..training import checkpoints
+
+    if method not in SENTENCE_ENCODERS:
+        distributed.refuse(f"train --method {method.value}")
     recipe = recipe_for(method, from_scratch)
     epochs, batch_size = epochs or recipe.epochs, batch_size or recipe.batch_size
     lr = recipe.lr if lr is None else lr
     warmup = recipe.warmup if warmup is None else warmup
+    if distributed.is_main_process():  # rank 0 alone logs, writes DIR and its checkpoints
+        ctx.with_resource(exclusive(output))  # until the command ends: a second run writing DIR refuses
+        if resume and not force and checkpoints.finished(output):
+            console.say(f"{output} is complete: nothing to resume (--force trains it again)")
+            return
+    else:
+        console.set_quiet(True)
+        warnings.simplefilter("ignore")  # the libraries' notices too: rank 0 shows them once
     source = RecordSource(input, skip_errors=skip_errors)
     if method in SENTENCE_ENCODERS:
         _train_sentence_encoder(source, method, output, model, epochs, batch_size, lr, warmup, max_steps, cf_weight,

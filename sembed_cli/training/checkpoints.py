@@ -19,7 +19,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from .. import console
+from .. import console, signals
 from ..errors import SembedError
 from ..io import write_json_atomic
 
@@ -41,6 +41,12 @@ def latest(directory: Path) -> Path | None:
     found = [(int(m.group(1)), path) for path in directory.iterdir()
              if (m := CHECKPOINT.fullmatch(path.name)) and (path / STATE_FILE).exists()]
     return max(found)[1] if found else None
+
+
+def finished(output: Path) -> bool:
+    """A model is at `output` and no unfinished run beside it: nothing to resume (the model directory appears
+    only once complete, see artifacts.building)."""
+    return output.is_dir() and latest(directory_for(output)) is None
 
 
 def step_of(checkpoint: Path) -> int:
@@ -109,4 +115,15 @@ class EpochEndCheckpoints(TrainerCallback):
 
     def on_epoch_end(self, args, state, control, **kwargs):
         control.should_save = True
+        return control
+
+
+class CheckpointOnSignal(TrainerCallback):
+    """Training run under `signals.deferred()`: a SIGTERM, SIGHUP or Ctrl-C ends the step under way, saves a
+    checkpoint of it and stops; the signal then interrupts the command, and --resume continues from that step."""
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if signals.received() is not None:
+            control.should_save = True
+            control.should_training_stop = True
         return control

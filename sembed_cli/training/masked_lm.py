@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from .. import console, precision as precisions, sentence_models
+from .. import console, precision as precisions, sentence_models, signals
 from ..artifacts import ContentHash, building, describe, write_metadata
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, json_type, write_json_atomic
@@ -201,7 +201,8 @@ def mlm_loss(model, batch: dict) -> tuple[torch.Tensor, dict]:
 STATE_FILE = checkpoints.STATE_FILE  # written last: a checkpoint with it is complete
 
 
-def _save_checkpoint(directory: Path, step: int, model, optimizer, scheduler) -> None:
+def _save_checkpoint(directory: Path, step: int, model, optimizer, scheduler) -> int:
+    """A checkpoint at `step`, the newest two kept; returns `step`."""
     path = directory / f"checkpoint-{step}"
     path.mkdir(parents=True, exist_ok=True)
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
@@ -212,6 +213,7 @@ def _save_checkpoint(directory: Path, step: int, model, optimizer, scheduler) ->
         import shutil
 
         shutil.rmtree(old, ignore_errors=True)
+    return step
 
 
 def _load_checkpoint(path: Path, model, optimizer, scheduler) -> int:
@@ -267,41 +269,50 @@ def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_ep
     started, losses = time.perf_counter(), {}
     recent: dict[str, float] = {}  # losses since the last log line
     recent_steps = 0
-    while step < total:
-        epoch, skip = divmod(step, steps_per_epoch)
-        running: dict[str, float] = {}
-        count = 0
-        for index, batch in enumerate(console.progress(epoch_batches(epoch), f"epoch {epoch + 1}", steps_per_epoch,
-                                                       "steps")):
-            if index < skip:
-                continue  # done before the interruption: the same batches, drawn again from (seed, epoch)
-            with autocast(precision, device):
-                value, parts = loss(model, to_device(batch, device))
-            value.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), schedule.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            count += 1
-            for name, v in parts.items():
-                running[name] = running.get(name, 0.0) + v
-                recent[name] = recent.get(name, 0.0) + v
-            recent_steps += 1
-            if log_steps and step % log_steps == 0:
-                console.say(f"step {step}/{total}: mean loss " + ", ".join(f"{k} {v / recent_steps:.4f}"
-                                                                           for k, v in recent.items()) +
-                            f" ({time.perf_counter() - started:.0f} s)")
-                recent, recent_steps = {}, 0
-            if schedule.checkpoint_steps and step % schedule.checkpoint_steps == 0 and step < total:
-                _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
-            if step >= total:
-                break
-        losses = {name: round(v / max(count, 1), 4) for name, v in running.items()}
-        console.say(f"epoch {epoch + 1}: step {step}/{total}, mean loss " +
-                    ", ".join(f"{k} {v:.4f}" for k, v in losses.items()))
-        if step < total:
+    saved = step
+    try:
+        while step < total:
+            epoch, skip = divmod(step, steps_per_epoch)
+            running: dict[str, float] = {}
+            count = 0
+            for index, batch in enumerate(console.progress(epoch_batches(epoch), f"epoch {epoch + 1}", steps_per_epoch,
+                                                           "steps")):
+                if index < skip:
+                    continue  # done before the interruption: the same batches, drawn again from (seed, epoch)
+                with signals.deferred():  # a step whole, or not at all: a checkpoint at `step` is then exact
+                    with autocast(precision, device):
+                        value, parts = loss(model, to_device(batch, device))
+                    value.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), schedule.max_grad_norm)
+                    optimizer.step()
+                    scheduler.step()
+                    optimizer.zero_grad(set_to_none=True)
+                    step += 1
+                count += 1
+                for name, v in parts.items():
+                    running[name] = running.get(name, 0.0) + v
+                    recent[name] = recent.get(name, 0.0) + v
+                recent_steps += 1
+                if log_steps and step % log_steps == 0:
+                    console.say(f"step {step}/{total}: mean loss " + ", ".join(f"{k} {v / recent_steps:.4f}"
+                                                                               for k, v in recent.items()) +
+                                f" ({time.perf_counter() - started:.0f} s)")
+                    recent, recent_steps = {}, 0
+                if schedule.checkpoint_steps and step % schedule.checkpoint_steps == 0 and step < total:
+                    saved = _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
+                if step >= total:
+                    break
+            losses = {name: round(v / max(count, 1), 4) for name, v in running.items()}
+            console.say(f"epoch {epoch + 1}: step {step}/{total}, mean loss " +
+                        ", ".join(f"{k} {v:.4f}" for k, v in losses.items()))
+            if step < total:
+                saved = _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (signals.py): keep the steps done
+        if step > saved:
             _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
+        console.warn(f"stopped at step {step}/{total}; checkpoint in {checkpoint_dir}: the same command with "
+                     "--resume continues")
+        raise
     model.eval()
     return {"steps": total, "final_epoch_losses": losses, "seconds": round(time.perf_counter() - started, 1),
             "precision": precision}

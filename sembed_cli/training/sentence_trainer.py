@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,7 +23,8 @@ import torch
 from sentence_transformers import SentenceTransformerTrainer
 from transformers import TrainerCallback, set_seed
 
-from .. import console, sentence_models
+from .. import console, sentence_models, signals
+from ..distributed import is_main_process, world_size  # under torchrun only rank 0 writes artifacts
 from ..artifacts import building, describe, refuse_existing, write_metadata
 from . import checkpoints
 
@@ -66,18 +67,16 @@ class TrainingRun:
     seconds: float = 0.0
     device: str = "cpu"
     resumed_from_step: int | None = None
+    world_size: int = 1  # processes of a distributed run (torchrun), each with its share of every batch
+    global_batch_size: int = 0  # examples per optimiser step over all of them
 
     def summary(self) -> dict:
         summary = {"steps": self.steps, "epochs": self.epochs, "epoch_losses": self.epoch_losses,
-                   "train_loss": self.train_loss, "seconds": round(self.seconds, 1), "device": self.device}
+                   "train_loss": self.train_loss, "seconds": round(self.seconds, 1), "device": self.device,
+                   "world_size": self.world_size, "global_batch_size": self.global_batch_size}
         if self.resumed_from_step is not None:
             summary["resumed_from_step"] = self.resumed_from_step
         return summary
-
-
-def is_main_process() -> bool:
-    """Under torchrun only rank 0 writes artifacts; a plain run is rank 0."""
-    return int(os.environ.get("RANK", "0")) == 0
 
 
 def quiet_libraries() -> None:
@@ -88,6 +87,8 @@ def quiet_libraries() -> None:
     if not console.state.verbose:
         transformers.utils.logging.set_verbosity_error()
         logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+        # accelerate's notice about DDP's arguments under torchrun, which are transformers' to pass
+        warnings.filterwarnings("ignore", message=".*broadcast_buffers", category=FutureWarning)
     transformers.utils.logging.disable_progress_bar()
     datasets.disable_progress_bars()
 
@@ -170,13 +171,15 @@ def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: 
     )
     progress = ConsoleProgress(schedule.epochs)
     trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
-                      callbacks=[checkpoints.EpochEndCheckpoints(), progress, *callbacks])
+                      callbacks=[checkpoints.EpochEndCheckpoints(), checkpoints.CheckpointOnSignal(), progress,
+                                 *callbacks])
     for callback in (PrinterCallback, ProgressCallback):  # they print to stdout, which is for records only
         trainer.remove_callback(callback)
     resumed = checkpoints.step_of(resume_from) if resume_from is not None else None
     start = time.perf_counter()
     try:
-        output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        with signals.deferred():  # a signal ends the step under way, checkpointed (CheckpointOnSignal)
+            output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     except KeyboardInterrupt:
         console.warn(f"interrupted; checkpoints are kept in {checkpoint_dir}: the same command with --resume continues")
         raise
@@ -185,7 +188,9 @@ def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: 
     epoch_losses = [round(float(entry["loss"]), 6) for entry in trainer.state.log_history if "loss" in entry]
     return TrainingRun(model=trainer.model, steps=trainer.state.global_step, epochs=round(trainer.state.epoch or 0, 4),
                        epoch_losses=epoch_losses, train_loss=round(float(output.training_loss), 6),
-                       seconds=time.perf_counter() - start, device=str(args.device), resumed_from_step=resumed)
+                       seconds=time.perf_counter() - start, device=str(args.device), resumed_from_step=resumed,
+                       world_size=args.world_size,
+                       global_batch_size=args.train_batch_size * args.gradient_accumulation_steps * args.world_size)
 
 
 @dataclass
@@ -228,8 +233,11 @@ def train_and_save(output: Path, *, method: str, base_model: str, make_data: Cal
     if parts.prepare_model is not None:
         model = parts.prepare_model(model)
     loss = make_loss(model)
+    processes = world_size()
     console.say(f"training {method} on {data['records']} pairs from {base_model}: {schedule.epochs} epoch(s), "
-                f"batch {schedule.batch_size}, on {resolved_device}")
+                f"batch {schedule.batch_size}, on {resolved_device}"
+                + (f" in each of {processes} processes (global batch {schedule.batch_size * processes})"
+                   if processes > 1 else ""))
     run = fine_tune(model, columns, loss, schedule, resolved_device, checkpoint_dir, resume_from, checkpoint_steps,
                     learning_rates=parts.learning_rates(loss) if parts.learning_rates else None)
     metadata = describe(COMMAND, data, all_settings, method=method, **(fields or {}), base_model=base_model,

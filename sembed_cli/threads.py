@@ -1,0 +1,115 @@
+"""How many CPU threads a command computes with, set once for every library that keeps a thread pool.
+
+Precedence: ``--threads N``, then ``SEMBED_THREADS``, then ``OMP_NUM_THREADS``, then a default that fits the
+machine as it is now: the cores this process may run on (its CPU affinity, and the cgroup's CPU quota) less the
+work already running on them (the larger of the one-minute load average and the processes runnable at this
+moment, ourselves left out), rounded, and at least one.
+
+Why not the libraries' own default (one thread per core): their parallel regions are many and short, and each
+waits for its slowest thread; when another process holds a core, that thread is descheduled for a whole time
+slice and every region waits for it. On a 2-core machine with one other busy process `train --method nws` ran
+22-30 times slower with torch's default than with one thread (issue 14; bench/threads.py measures the default
+against fixed settings, quiet and under contention).
+
+`apply` sets torch's intra-op (and, when still possible, inter-op) threads, the BLAS and OpenMP pools already
+loaded (through threadpoolctl), FAISS's OpenMP when loaded, and the ``OMP_NUM_THREADS`` family of variables so
+libraries loaded later start with the same count.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+LOADAVG = Path("/proc/loadavg")
+USER_OMP_THREADS = os.environ.get("OMP_NUM_THREADS", "")  # as the user set it, before `apply` sets it for libraries
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its affinity mask, bounded by a cgroup CPU quota (containers)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = CGROUP_CPU_MAX.read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)
+
+
+def other_work() -> float:
+    """How many cores other processes are keeping busy: the larger of the one-minute load average (what has been
+    running) and the runnable processes now, this one left out (what has just started, e.g. the other stages of a
+    pipeline)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    try:
+        running = int(LOADAVG.read_text().split()[3].split("/")[0]) - 1
+    except (OSError, ValueError, IndexError):
+        running = 0
+    return max(load, float(running), 0.0)
+
+
+def default_threads() -> int:
+    """The usable cores less the other work on them, rounded half up, at least 1."""
+    cores = usable_cores()
+    return max(1, min(cores, math.floor(cores - other_work() + 0.5)))
+
+
+def choose(requested: int | None) -> tuple[int, str]:
+    """The thread count and where it came from: the option (or SEMBED_THREADS, which typer folds into it),
+    OMP_NUM_THREADS, or the machine."""
+    if requested is not None:
+        return requested, "--threads"
+    if USER_OMP_THREADS.isdigit() and int(USER_OMP_THREADS) > 0:
+        return int(USER_OMP_THREADS), "OMP_NUM_THREADS"
+    return default_threads(), "default"
+
+
+def apply(threads: int) -> None:
+    """Use `threads` threads in every thread pool loaded now, and in those loaded later."""
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    if "torch" in sys.modules:
+        _torch(threads)
+    if "faiss" in sys.modules:
+        sys.modules["faiss"].omp_set_num_threads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=threads)  # numpy's and scipy's BLAS, and the OpenMP runtimes already loaded
+
+
+def _torch(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    try:  # only possible before the first inter-op parallel work of the process
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:
+        pass
+
+
+def configure(requested: int | None) -> int:
+    """Choose the thread count, apply it, and log the choice (shown with -v)."""
+    threads, origin = choose(requested)
+    apply(threads)
+    if origin == "default":
+        log.debug("%d thread(s): %d usable core(s), %.1f busy with other work", threads, usable_cores(), other_work())
+    else:
+        log.debug("%d thread(s) (%s)", threads, origin)
+    return threads
