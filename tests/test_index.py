@@ -222,6 +222,28 @@ def test_a_failed_update_leaves_the_index_intact(tiny_model, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temporary directory left
 
 
+def test_an_update_holds_the_index_from_reading_it_to_replacing_it(tiny_model, tmp_path):
+    """Two nightly updates at once: the second refuses before reading the index, so neither loses the other's
+    records (an update merges into the index it read)."""
+    import fcntl
+
+    index = tmp_path / "idx"
+    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index),
+                  input=city_records()).exit_code == 0
+    files = {p.name: p.read_bytes() for p in index.iterdir()}
+    with open(tmp_path / ".idx.lock", "w") as held:  # another update is running
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("4242\n")
+        held.flush()
+        run = sembed("index", "--update", str(index), input=jsonl({"id": "x", "text": "Paris"}))
+    assert run.exit_code == 1
+    assert run.stderr.startswith(f"error: {index} is being written by another run (process 4242)")
+    assert {p.name: p.read_bytes() for p in index.iterdir()} == files
+    run = sembed("index", "-q", "--update", str(index), input=jsonl({"id": "x", "text": "Paris"}))
+    assert run.exit_code == 0, run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # the lock goes with the run that held it
+
+
 def test_update_and_output_usage(tmp_path):
     run = sembed("index", input=jsonl({"text": "x"}))
     assert run.exit_code == 2 and "give the index directory: -o DIR for a new index, or --update DIR" in run.stderr

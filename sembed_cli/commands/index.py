@@ -104,7 +104,7 @@ def index_command(
     import numpy as np
 
     from .. import model_identity
-    from ..artifacts import ContentHash, building, describe, refuse_existing, write_metadata
+    from ..artifacts import ContentHash, building, describe, exclusive, refuse_existing, write_metadata
     from ..io import dumps
     from ..sentence_embedding import LongTexts
     from ..vector_index import (HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, INDEX_FILE, METADATA_FILE, RECORDS_FILE,
@@ -118,6 +118,8 @@ def index_command(
     # what the command line says overrides what the records or the index to update say (SEMBED_MODEL does not)
     given = {name for name in ("model", "index_type", "text_key", "embedding_key", "id_key")
              if ctx.get_parameter_source(name).name == "COMMANDLINE"}
+    target = output if output is not None else update
+    ctx.with_resource(exclusive(target))  # one run at a time: an update must not lose another's records
     old = None
     if update is not None:
         old = VectorIndex.load(update)
@@ -128,7 +130,6 @@ def index_command(
         index_type = index_type if "index_type" in given else settings.get("requested_type", index_type)
     else:
         refuse_existing(output, force)
-    target = output if output is not None else update
 
     records = IndexRecords(text_key, embedding_key, id_key, needs_ids=old is not None, npy=npy)
     records.read(input, skip_errors, lines)
