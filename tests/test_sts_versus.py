@@ -103,7 +103,7 @@ def side(cosines, model: str | None = None, **extra) -> list[dict]:
 def test_versus_file_reports_both_models_and_their_difference(tmp_path):
     other = tmp_path / "sbert.jsonl"
     other.write_text(jsonl(*side(B_COSINES, MODEL_B)))
-    run = sembed("eval", "sts", "--versus", str(other), "--resamples", "50", "--seed", "5",
+    run = sembed("eval", "sts", "--versus", str(other), "--resamples", "200", "--seed", "1",
                  input=jsonl(*side(A_COSINES, MODEL_A)))
     assert run.exit_code == 0, run.stderr
     [report] = run.records
@@ -116,10 +116,12 @@ def test_versus_file_reports_both_models_and_their_difference(tmp_path):
     difference = report["difference"]
     assert difference["pearson"] == round(100 * (R_A - R_B), 4) == 11.9523
     assert difference["spearman"] == 20.0
-    assert (difference["resamples"], difference["seed"], difference["n"]) == (50, 5, 4)
+    assert (difference["resamples"], difference["seed"], difference["n"]) == (200, 1, 4)
     a, b = np.array([c for c, _ in A_COSINES]), np.array([c for c, _ in B_COSINES])
-    assert difference == sts.paired_difference(a, b, np.arange(4.0), 50, 5)
+    assert difference == sts.paired_difference(a, b, np.arange(4.0), 200, 1)
     assert "a - b" in run.stderr and "+11.95" in run.stderr
+    assert difference["undefined_resamples"] > 0  # 4 pairs: some resamples draw one pair four times
+    assert f"{difference['undefined_resamples']} of 200 bootstrap resamples left out" in run.stderr
 
 
 def test_versus_key_reads_the_other_model_from_the_same_records():

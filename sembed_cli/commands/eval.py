@@ -399,6 +399,10 @@ def sts_versus(input: str, versus: Optional[str], versus_key: Optional[str], tex
         report[side][FIELD] = None if identity is None else str(identity)
     if len(scored) < len(rows_a):
         report["unscored"] = len(rows_a) - len(scored)
+    undefined = report["difference"].get("undefined_resamples")
+    if undefined:
+        console.warn(f"{undefined} of {resamples} bootstrap resamples left out: a correlation was undefined in them "
+                     "(a column that did not vary)")
     return report
 
 
