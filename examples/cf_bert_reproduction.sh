@@ -22,8 +22,9 @@
 # seeds of each row and the mean paired difference CF - SBERT (same seed) with its 95% t interval over seeds,
 # and a verdict per claim against the paper's Tables 5 and 6.
 #
-# Time: on 2 free CPU cores one seed of the four models takes about 10 minutes from either start (all training
-# pairs, 1 epoch); 5 seeds x 2 starts, with the 2,000-step masked-LM build (about 20 minutes), about 2 hours.
+# Time: on 2 free CPU cores one seed of the four models takes about 33 minutes (the single-seed run of
+# 2026-11: 29.5 min training, 1,284 steps, and 3 min evaluating), so 5 seeds x 2 starts about 5.5 hours, plus
+# the 2,000-step masked-LM build (about 18 minutes). A sitting can take part of it (SEEDS="1 2", one START).
 # Settings (environment): SEEDS ("1 2 3 4 5"), START (minilm), MLM, MLM_STEPS (2000), EPOCHS (1; the paper: 4),
 # TRAIN_PAIRS (all; else a random subsample of that many pairs of each training set, the same for every seed,
 # drawn with SAMPLE_SEED, 42), WORK (runs/cf_bert), RESULTS (examples/results). On a machine shared with other

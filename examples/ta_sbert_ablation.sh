@@ -26,8 +26,9 @@
 # RESULTS/ta_sbert.md from that file: the mean over seeds of each row, the mean paired difference of each TA row
 # minus mean pooling (same seed) with its 95% t interval over seeds, and a verdict per claim against Table 3.
 #
-# Time: about 0.65 s a step with mean pooling and 1.0 s with the reconstruction head on 2 free cores, so one seed
-# of the six rows takes about 30 minutes and 3 seeds x 2 starts about 3 hours (TRANSFER=1 adds about half).
+# Time: about 0.65 s a step with mean pooling and 1.0 s with the reconstruction head on 2 free cores (the
+# 150-step run: 39 minutes for 18 models), so one seed of the six rows at 361 steps takes about 35 minutes and
+# 3 seeds x 2 starts about 3.5 hours (TRANSFER=1 adds embedding 24k more sentences per model).
 # Settings (environment): SEEDS ("1 2 3"), START (minilm), MLM, MLM_STEPS (2000), STEPS (max optimiser steps per
 # model; empty: one full epoch), TRANSFER (0; 1: also MR/SUBJ/CR), DEVICE (auto), WORK (runs/ta_sbert),
 # RESULTS (examples/results). On a machine shared with other jobs, OMP_NUM_THREADS=1 avoids torch's threads
