@@ -36,8 +36,9 @@ PAPER = [
 ]
 ROWS = [("sbert", "+ SBERT fine-tuning (W_cf = 0)"), ("cf", "+ CF fine-tuning (W_cf = 0.2)")]
 # (metrics file: DATA.KIND, metric, column): the files examples/cf_bert_reproduction.sh writes per model
-MEASURES = [("sick.sts", "pearson", "SICK-R r"), ("sick.sts", "spearman", "SICK-R ρ"), ("stsb.sts", "pearson", "STS-B r"),
-            ("stsb.sts", "spearman", "STS-B ρ"), ("sick.sick-e", "accuracy", "SICK-E acc")]
+MEASURES = [("sick.sts", "pearson", "SICK-R r"), ("sick.sts", "spearman", "SICK-R ρ"),
+            ("stsb.sts", "pearson", "STS-B r"), ("stsb.sts", "spearman", "STS-B ρ"),
+            ("sick.sick-e", "accuracy", "SICK-E acc")]
 LABELS = [label for _, _, label in MEASURES]
 # The claim: CF-BERT-base (W_cf = 0.2) above SBERT-base, by these differences (Tables 5 and 6)
 PAPER_DIFFERENCE = {"cf": dict(zip(LABELS, (cf - sbert for cf, sbert in zip((*PAPER[3][1], PAPER[3][2]),
@@ -56,7 +57,8 @@ def sample(n: str, seed: int) -> None:
 
 def collect(args: argparse.Namespace) -> dict:
     """This start's per-seed figures, training settings and time into the results file."""
-    entry = {"base_model": args.base_model, **verdict.collect(args.work, [key for key, _ in ROWS], MEASURES, args.seeds),
+    entry = {"base_model": args.base_model,
+             **verdict.collect(args.work, [key for key, _ in ROWS], MEASURES, args.seeds),
              "time": verdict.stage_seconds(args.work),
              "training": {"epochs": args.epochs, "train_pairs": args.train_pairs, "batch": 16, "lr": 2e-5,
                           "warmup": 0.1, "cf_weight": 0.2},

@@ -143,7 +143,8 @@ def render(results: dict, *, title: str, labels: Sequence[str], paper_rows: Sequ
     head = "| model | " + " | ".join(labels) + " |"
     rule = "|---|" + "---:|" * len(labels)
     out = [f"## {title}", "", head, rule]
-    out += [f"| paper: {name} | " + " | ".join(f"{values[m]:.2f}" for m in labels) + " |" for name, values in paper_rows]
+    out += [f"| paper: {name} | " + " | ".join(f"{values[m]:.2f}" for m in labels) + " |"
+            for name, values in paper_rows]
     for start, entry in starts.items():
         zero = entry["zero_shot"]
         out.append(f"| ours: {start_labels.get(start, start)}, zero-shot | "
