@@ -82,9 +82,11 @@ evaluate() {  # evaluate NAME DATA [embed options]
     return
   fi
   sembed embed -q "$ROOT/$data-test.jsonl" --device cpu "$@" -o "$file"
-  sembed eval sts -q "$file" > "$metrics.sts.json.part" && mv "$metrics.sts.json.part" "$metrics.sts.json"
+  sembed eval sts -q "$file" > "$metrics.sts.json.part"
+  mv "$metrics.sts.json.part" "$metrics.sts.json"
   if [ "$data" = sick ]; then
-    sembed eval entailment -q "$file" > "$metrics.sick-e.json.part" && mv "$metrics.sick-e.json.part" "$metrics.sick-e.json"
+    sembed eval entailment -q "$file" > "$metrics.sick-e.json.part"
+    mv "$metrics.sick-e.json.part" "$metrics.sick-e.json"
   fi
   rm -f "$file"
 }
