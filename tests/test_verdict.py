@@ -162,3 +162,35 @@ def test_ta_table_pairs_every_row_with_mean_pooling_and_drops_measures_not_run()
     assert "| paper: + att + recon − mean pooling | +2.09 | +1.91 | +1.58 | +1.04 |" in lines
     assert f"| **ours: all-MiniLM-L6-v2 SBERT-NLI (mean pooling)** | 80.00 ± {half_width(mean):.2f} |" in lines[
         lines.index("| ours: all-MiniLM-L6-v2, zero-shot | - | - | - | - |") + 1]
+
+
+# --- the masked-LM start: what START=mlm hands to train and embed --------------------------------------------
+
+WORDS = "the a dog cat man woman runs eats sleeps plays in on park house food ball quickly slowly".split()
+
+
+def test_a_masked_lm_directory_is_a_start_for_sbert_cf_and_ta(tiny_model, tmp_path, one_torch_thread):
+    """`train --method mlm` writes the encoder with mean pooling beside its masked-LM head, so the verdict scripts pass
+    its directory to `train --model` (sbert, cf, ta) and `embed -m` as it is."""
+    from conftest import jsonl, sembed
+
+    sentences = [f"the {WORDS[2 + i % 4]} {WORDS[9 + i % 4]} in the {WORDS[13 + i % 3]}" for i in range(12)]
+    mlm = tmp_path / "mlm"
+    run = sembed("train", "--method", "mlm", "--model", tiny_model, "--max-steps", "1", "--batch-size", "4",
+                 "--device", "cpu", "-q", "-o", str(mlm), input=jsonl(*({"text": t} for t in sentences)))
+    assert run.exit_code == 0, run.stderr
+    modules = json.loads((mlm / "modules.json").read_text())
+    assert [m["type"].rsplit(".", 1)[1] for m in modules] == ["Transformer", "Pooling", "Normalize"]
+    assert json.loads((mlm / "1_Pooling" / "config.json").read_text())["pooling_mode_mean_tokens"] is True
+    pairs = [{"text_a": a, "text_b": b, "score": float(i % 5), "s_cf_a": a.split()[1], "s_cf_b": b.split()[1],
+              "label": ("entailment", "neutral", "contradiction")[i % 3]}
+             for i, (a, b) in enumerate(zip(sentences, sentences[1:] + sentences[:1]))]
+    for method, extra in (("sbert", ()), ("cf", ()), ("ta", ("--pooling", "ta"))):
+        out = tmp_path / method
+        run = sembed("train", "--method", method, "--model", str(mlm), *extra, "--max-steps", "1", "--epochs", "1",
+                     "--device", "cpu", "-q", "-o", str(out), input=jsonl(*pairs))
+        assert run.exit_code == 0, (method, run.stderr)
+        assert json.loads((out / "sembed.json").read_text())["base_model"] == str(mlm)
+    run = sembed("embed", "-q", "-m", str(mlm), "--device", "cpu", input=jsonl(*pairs[:2]))
+    assert run.exit_code == 0, run.stderr
+    assert len(run.records[0]["embedding_a"]) == 32
