@@ -185,3 +185,10 @@ def test_versus_refuses_files_of_other_pairs(tmp_path, change, message):
 def test_versus_usage_errors(args, message):
     run = sembed("eval", "sts", *args, input=jsonl(*side(A_COSINES)))
     assert run.exit_code == 2 and message in run.stderr.replace("\n", " ").replace("  ", " ")
+
+
+def test_versus_key_without_those_vectors_is_a_bad_record():
+    records = [{**r, "similarity": 0.5} for r in side(A_COSINES)]  # never taken for the other model's similarity
+    run = sembed("eval", "sts", "--versus-key", "sbert", input=jsonl(*records))
+    assert run.exit_code == 1
+    assert run.stderr == "error: <stdin>:1: missing key 'sbert_a' (run sembed embed first)\n"

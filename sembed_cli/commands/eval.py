@@ -354,27 +354,30 @@ def sts_versus(input: str, versus: Optional[str], versus_key: Optional[str], tex
     text_a, text_b = pair_keys(text_keys, "text")
     models = {"a": OneModel(), "b": OneModel()}
 
-    def reader(keys: tuple[str, str], side: str, identity_field: str = FIELD) -> Callable[[dict], tuple]:
-        """(the pair's texts, its gold score or None, its similarity) of one record, for one side."""
-        similarity = sts.PairSimilarity(*keys, similarity_key if side == "a" or versus else None)
+    class Side:
+        """Reads one model's (the pair's texts, its gold score or None, its similarity) from a record."""
 
-        def keep(record: dict) -> tuple:
-            if identity_field != FIELD:  # the other side's identity, under NAME_model
-                models[side]({FIELD: record.get(identity_field)})
+        def __init__(self, keys: tuple[str, str], similarity_key: Optional[str], identity_field: Optional[str] = None):
+            self.similarity = sts.PairSimilarity(*keys, similarity_key)
+            if identity_field is not None:  # the other model's vectors in the same records: never a similarity field
+                self.similarity.decided = True
+            self.identity_field = identity_field
+
+        def __call__(self, record: dict) -> tuple:
+            if self.identity_field is not None:  # the other model's identity, under NAME_model
+                models["b"]({FIELD: record.get(self.identity_field)})
             gold = None if record.get(gold_key) is None else check_number(record, gold_key, "the gold similarity score")
-            return (record.get(text_a), record.get(text_b)), gold, similarity(record)
+            return (record.get(text_a), record.get(text_b)), gold, self.similarity(record)
 
-        keep.name = similarity.name  # type: ignore[attr-defined]
-        return keep
-
-    keep_a = reader(pair_keys(text_keys, "embedding"), "a")
+    embeddings = pair_keys(text_keys, "embedding")
+    side_a = Side(embeddings, similarity_key)
     if versus is not None:
-        keep_b = reader(pair_keys(text_keys, "embedding"), "b")
-        rows_a = read_all(RecordSource(input, skip_errors=skip_errors), keep_a, models["a"])
-        rows_b = read_all(RecordSource(versus, skip_errors=skip_errors), keep_b, models["b"])
-        names = (f"{display_name(input)}: {keep_a.name}", f"{display_name(versus)}: {keep_b.name}")
+        side_b = Side(embeddings, similarity_key)
+        rows_a = read_all(RecordSource(input, skip_errors=skip_errors), side_a, models["a"])
+        rows_b = read_all(RecordSource(versus, skip_errors=skip_errors), side_b, models["b"])
+        names = (f"{display_name(input)}: {side_a.similarity.name}", f"{display_name(versus)}: {side_b.similarity.name}")
         if len(rows_a) != len(rows_b):
-            raise SembedError(f"{display_name(input)} has {len(rows_a)} pairs, {versus} {len(rows_b)}: "
+            raise SembedError(f"{display_name(input)} has {len(rows_a)} pairs, {display_name(versus)} {len(rows_b)}: "
                               "--versus needs the same pairs in the same order")
         for number, (row_a, row_b) in enumerate(zip(rows_a, rows_b), 1):
             if row_a[:2] != row_b[:2]:
@@ -382,10 +385,10 @@ def sts_versus(input: str, versus: Optional[str], versus_key: Optional[str], tex
                                   f"against {row_b[0]}, score {row_b[1]}): --versus needs the same pairs in the "
                                   "same order")
     else:
-        keep_b = reader(pair_keys(text_keys, versus_key), "b", f"{versus_key}_model")
-        rows = read_all(RecordSource(input, skip_errors=skip_errors), lambda r: (keep_a(r), keep_b(r)), models["a"])
+        side_b = Side(pair_keys(text_keys, versus_key), None, f"{versus_key}_model")
+        rows = read_all(RecordSource(input, skip_errors=skip_errors), lambda r: (side_a(r), side_b(r)), models["a"])
         rows_a, rows_b = [row[0] for row in rows], [row[1] for row in rows]
-        names = (keep_a.name, keep_b.name)
+        names = (side_a.similarity.name, side_b.similarity.name)
     scored = [(a[1], a[2], b[2]) for a, b in zip(rows_a, rows_b) if a[1] is not None]
     if len(scored) < len(rows_a):
         console.warn(f"{len(rows_a) - len(scored)} pair(s) have no gold score ('{gold_key}'): left out of the "
