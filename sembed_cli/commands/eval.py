@@ -375,10 +375,11 @@ def sts_versus(input: str, versus: Optional[str], versus_key: Optional[str], tex
         side_b = Side(embeddings, similarity_key)
         rows_a = read_all(RecordSource(input, skip_errors=skip_errors), side_a, models["a"])
         rows_b = read_all(RecordSource(versus, skip_errors=skip_errors), side_b, models["b"])
-        names = (f"{display_name(input)}: {side_a.similarity.name}", f"{display_name(versus)}: {side_b.similarity.name}")
+        names = (f"{display_name(input)}: {side_a.similarity.name}",
+                 f"{display_name(versus)}: {side_b.similarity.name}")
         if len(rows_a) != len(rows_b):
-            raise SembedError(f"{display_name(input)} has {len(rows_a)} pairs, {display_name(versus)} {len(rows_b)}: "
-                              "--versus needs the same pairs in the same order")
+            raise SembedError(f"{display_name(input)} has {len(rows_a)} pairs, {display_name(versus)} "
+                              f"{len(rows_b)}: --versus needs the same pairs in the same order")
         for number, (row_a, row_b) in enumerate(zip(rows_a, rows_b), 1):
             if row_a[:2] != row_b[:2]:
                 raise SembedError(f"pair {number} differs between the two files ({row_a[0]}, score {row_a[1]} "
