@@ -60,6 +60,11 @@ def mean_cell(xs: Sequence[float | None], signed: bool = False) -> str:
     return number if interval is None else f"{number} ± {(interval[1] - interval[0]) / 2:.2f}"
 
 
+def duration(seconds: float) -> str:
+    """Hours to one decimal, or whole minutes under an hour."""
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
 # --- from the runs to the results file ---------------------------------------------------------------------
 
 
@@ -166,8 +171,8 @@ def render(results: dict, *, title: str, labels: Sequence[str], paper_rows: Sequ
     for start, entry in starts.items():
         time = entry.get("time", {})
         seeds = ", ".join(str(s) for s in entry["seeds"])
-        out.append(f"- {start_labels.get(start, start)}: seeds {seeds}; {time.get('cpu_seconds', 0) / 3600:.1f} h of "
-                   f"CPU time ({time.get('wall_seconds', 0) / 3600:.1f} h wall) over all sittings"
+        out.append(f"- {start_labels.get(start, start)}: seeds {seeds}; {duration(time.get('cpu_seconds', 0))} of "
+                   f"CPU time ({duration(time.get('wall_seconds', 0))} wall) over all sittings"
                    + (f"; {entry['machine']}" if entry.get("machine") else "") + ".")
     out += [f"- {note}" for note in notes]
     return "\n".join(out) + "\n"

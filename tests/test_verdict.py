@@ -70,7 +70,7 @@ CF_RESULTS = {"starts": {
                                         "SICK-E acc": 70.0},
             "rows": {"sbert": {m: [70.0] for m in cf_bert_report.LABELS},
                      "cf": {m: [71.25] for m in cf_bert_report.LABELS}},
-            "time": {"wall_seconds": 1800, "cpu_seconds": 3600}},
+            "time": {"wall_seconds": 1800, "cpu_seconds": 3600}},  # 30 min wall, 1.0 h CPU
 }}
 
 
@@ -107,7 +107,7 @@ def test_cf_table_means_intervals_and_verdicts(tmp_path):
             "this power |") in lines
     assert ("- all-MiniLM-L6-v2: seeds 1, 2, 3, 4, 5; 3.6 h of CPU time (2.0 h wall) over all sittings; "
             "2 CPU cores.") in lines
-    assert "- masked-LM MiniLM: seeds 1; 1.0 h of CPU time (0.5 h wall) over all sittings." in lines
+    assert "- masked-LM MiniLM: seeds 1; 1.0 h of CPU time (30 min wall) over all sittings." in lines
     assert verdict.INTERVAL in text and verdict.RULE in text
 
 
