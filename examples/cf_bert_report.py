@@ -1,10 +1,14 @@
-"""Helpers of examples/cf_bert_reproduction.sh: a seeded subsample of a record stream, and the final report.
+"""Helpers of examples/cf_bert_reproduction.sh: a seeded subsample of a record stream, and the multi-seed report.
 
     python examples/cf_bert_report.py sample N|all SEED < records.jsonl > some.jsonl
-    python examples/cf_bert_report.py table WORK --epochs E --train-pairs N|all --seed S [--markdown F] [--json F]
+    python examples/cf_bert_report.py collect WORK/START --start minilm|mlm --base-model M --seeds S... \
+        --epochs E --train-pairs N|all --json RESULTS/cf_bert.json
+    python examples/cf_bert_report.py table RESULTS/cf_bert.json [--markdown RESULTS/cf_bert.md]
 
+collect adds one start's per-seed figures to the results file (examples/verdict.py: the layout, the 95% t
+interval over seeds and the verdict rule); table renders the file, so it can be recomputed from the JSON alone.
 The paper's figures below are copied from its text (Yin et al. 2020,
-"Improving Sentence Representations via Component Focusing", Tables 5-7).
+"Improving Sentence Representations via Component Focusing", Tables 5 and 6).
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ import random
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+import verdict  # noqa: E402  (examples/verdict.py, beside this file)
+
 # Table 5: SICK-R Pearson r, Spearman rho; STS-B r, rho (x100). Table 6: SICK-E accuracy.
 PAPER = [
     ("USE", (82.65, 76.69, 75.53, 74.92), 83.5),
@@ -27,15 +34,16 @@ PAPER = [
     ("SBERT-large", (88.78, 83.93, 87.41, 86.35), 87.1),
     ("CF-BERT-large (W_cf = 0.2)", (89.29, 84.35, 87.83, 86.82), 87.5),
 ]
-# Table 7: Pearson r x100 of CF-BERT-large for each W_cf (SICK-R, STS-B).
-PAPER_TABLE7 = {
-    0: (88.78, 87.41), 0.1: (89.05, 87.69), 0.2: (89.29, 87.83), 0.3: (89.17, 87.66), 0.4: (89.05, 87.54),
-    0.5: (88.83, 87.51), 0.6: (88.68, 87.19), 0.7: (88.33, 86.72), 0.8: (88.01, 86.33), 0.9: (87.63, 86.11),
-    1.0: (87.31, 85.81), 2.0: (86.22, 85.18), 3.0: (85.23, 84.26), 4.0: (84.34, 83.38), 5.0: (83.12, 82.17),
-    6.0: (82.01, 81.10),
-}
-OURS = [("zeroshot", "all-MiniLM-L6-v2, zero-shot"), ("sbert", "MiniLM + SBERT fine-tuning (W_cf = 0)"),
-        ("cf", "MiniLM + CF fine-tuning (W_cf = 0.2)")]
+ROWS = [("sbert", "+ SBERT fine-tuning (W_cf = 0)"), ("cf", "+ CF fine-tuning (W_cf = 0.2)")]
+# (metrics file: DATA.KIND, metric, column): the files examples/cf_bert_reproduction.sh writes per model
+MEASURES = [("sick.sts", "pearson", "SICK-R r"), ("sick.sts", "spearman", "SICK-R ρ"),
+            ("stsb.sts", "pearson", "STS-B r"), ("stsb.sts", "spearman", "STS-B ρ"),
+            ("sick.sick-e", "accuracy", "SICK-E acc")]
+LABELS = [label for _, _, label in MEASURES]
+# The claim: CF-BERT-base (W_cf = 0.2) above SBERT-base, by these differences (Tables 5 and 6)
+PAPER_DIFFERENCE = {"cf": dict(zip(LABELS, (cf - sbert for cf, sbert in zip((*PAPER[3][1], PAPER[3][2]),
+                                                                        (*PAPER[2][1], PAPER[2][2])))))}
+STARTS = {"minilm": "all-MiniLM-L6-v2", "mlm": "masked-LM MiniLM"}
 
 
 def sample(n: str, seed: int) -> None:
@@ -47,143 +55,60 @@ def sample(n: str, seed: int) -> None:
     sys.stdout.writelines(lines)
 
 
-def load(work: Path) -> dict:
-    metrics = {}
-    for path in sorted((work / "metrics").glob("*.json")):
-        metrics[path.name.removesuffix(".json")] = json.loads(path.read_text())
-    return metrics
+def collect(args: argparse.Namespace) -> dict:
+    """This start's per-seed figures, training settings and time into the results file."""
+    entry = {"base_model": args.base_model,
+             **verdict.collect(args.work, [key for key, _ in ROWS], MEASURES, args.seeds),
+             "time": verdict.stage_seconds(args.work),
+             "training": {"epochs": args.epochs, "train_pairs": args.train_pairs, "batch": 16, "lr": 2e-5,
+                          "warmup": 0.1, "cf_weight": 0.2},
+             "machine": f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), no GPU, torch "
+                        f"threads {os.environ.get('OMP_NUM_THREADS', 'default')}, "
+                        f"{datetime.date.today().isoformat()}"}
+    return verdict.merge(args.json, args.start, entry, {"interval": verdict.INTERVAL, "rule": verdict.RULE,
+                                                        "measures": LABELS, "paper": PAPER})
 
 
-def f(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def grid_at(grid: dict, weight: float) -> dict:
-    return next(entry for entry in grid["cf_grid"] if abs(entry["cf_weight"] - weight) < 1e-9)
-
-
-def table(work: Path, args: argparse.Namespace) -> tuple[str, dict]:
-    m = load(work)
-    times = [line.split("\t") for line in (work / "times.tsv").read_text().splitlines() if line]
-    ours = {}
-    for key, _ in OURS:
-        ours[key] = {data: m.get(f"{key}.{data}.sts") for data in ("sick", "stsb")}
-        ours[key]["sick-e"] = m.get(f"{key}.sick.entailment")
-    # CF applied at inference only to the zero-shot model, from its kept parts: the paper's "USE + CF" row
-    inference_cf = {data: grid_at(m[f"zeroshot.{data}.grid"], 0.2) if f"zeroshot.{data}.grid" in m else None
-                    for data in ("sick", "stsb")}
-
-    out = ["## CF-BERT reproduction: Tables 5 and 6 (x100)", "",
-           "| model | SICK-R r | SICK-R ρ | STS-B r | STS-B ρ | SICK-E acc |", "|---|---:|---:|---:|---:|---:|"]
-    for name, (r1, p1, r2, p2), acc in PAPER:
-        out.append(f"| paper: {name} | {r1:.2f} | {p1:.2f} | {r2:.2f} | {p2:.2f} | {acc:.1f} |")
-
-    def row(label: str, sick: dict | None, stsb: dict | None, entail: dict | None) -> str:
-        cells = [f(sick and sick["pearson"]), f(sick and sick["spearman"]), f(stsb and stsb["pearson"]),
-                 f(stsb and stsb["spearman"]), f(entail and entail["accuracy"])]
-        return f"| **ours: {label}** | " + " | ".join(cells) + " |"
-
-    out.append(row(OURS[0][1], ours["zeroshot"]["sick"], ours["zeroshot"]["stsb"], ours["zeroshot"]["sick-e"]))
-    out.append(row("all-MiniLM-L6-v2, zero-shot + CF at inference (W_cf = 0.2)", inference_cf["sick"],
-                   inference_cf["stsb"], None))
-    for key, label in OURS[1:]:
-        out.append(row(label, ours[key]["sick"], ours[key]["stsb"], ours[key]["sick-e"]))
-
-    def delta(a: dict | None, b: dict | None, metric: str) -> str:
-        return "-" if not (a and b) else f"{a[metric] - b[metric]:+.2f}"
-
-    out.append("| paper: CF − SBERT (base / large) | +0.58 / +0.51 | +0.51 / +0.42 | +0.54 / +0.42 "
-               "| +0.53 / +0.47 | +0.5 / +0.4 |")
-    cf, sb = ours["cf"], ours["sbert"]
-    out.append(f"| **ours: CF − SBERT** | {delta(cf['sick'], sb['sick'], 'pearson')} | "
-               f"{delta(cf['sick'], sb['sick'], 'spearman')} | {delta(cf['stsb'], sb['stsb'], 'pearson')} | "
-               f"{delta(cf['stsb'], sb['stsb'], 'spearman')} | {delta(cf['sick-e'], sb['sick-e'], 'accuracy')} |")
-    out.append("")
-    verdicts = [f"{name} {'yes' if d > 0 else 'no'} ({d:+.2f})" for name, d in (
-        ("SICK-R", cf["sick"]["pearson"] - sb["sick"]["pearson"] if cf["sick"] and sb["sick"] else None),
-        ("STS-B", cf["stsb"]["pearson"] - sb["stsb"]["pearson"] if cf["stsb"] and sb["stsb"] else None),
-        ("SICK-E", cf["sick-e"]["accuracy"] - sb["sick-e"]["accuracy"] if cf["sick-e"] and sb["sick-e"] else None),
-    ) if d is not None]
-    out += ["The paper's effect, CF fine-tuning (W_cf = 0.2) above SBERT fine-tuning (W_cf = 0), here: "
-            + ", ".join(verdicts) + ".", ""]
-    ci = []
-    for key, label in OURS[1:]:
-        for data, name in (("sick", "SICK-R"), ("stsb", "STS-B")):
-            s = ours[key][data]
-            if s:
-                ci.append(f"{label} on {name}: r 95% CI [{s['pearson_ci'][0]:.2f}, {s['pearson_ci'][1]:.2f}]")
-        e = ours[key]["sick-e"]
-        if e:
-            ci.append(f"{label} on SICK-E: accuracy std over folds {e['accuracy_std']:.2f}")
-    out += ["Uncertainty (Fisher 95% confidence intervals of r, n = pairs; SICK-E: fold spread):", ""]
-    out += [f"- {line}" for line in ci]
-
-    out += ["", "## Table 7: Pearson r (x100) for each W_cf at inference", "",
-            "| W_cf | paper SICK-R | paper STS-B | ours CF model SICK-R | ours CF model STS-B "
-            "| ours SBERT model SICK-R | ours SBERT model STS-B | ours zero-shot SICK-R | ours zero-shot STS-B |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for weight, (paper_sick, paper_stsb) in PAPER_TABLE7.items():
-        cells = [f"{paper_sick:.2f}", f"{paper_stsb:.2f}"]
-        for key in ("cf", "sbert", "zeroshot"):
-            for data in ("sick", "stsb"):
-                grid = m.get(f"{key}.{data}.grid")
-                cells.append(f(grid_at(grid, weight)["pearson"]) if grid else "-")
-        out.append(f"| {weight:g} | " + " | ".join(cells) + " |")
-    best = {f"{key}.{data}": m[f"{key}.{data}.grid"]["best_cf_weight"]
-            for key in ("cf", "sbert", "zeroshot") for data in ("sick", "stsb") if f"{key}.{data}.grid" in m}
-    out += ["", "Best W_cf by Pearson: " + ", ".join(f"{k} {v:g}" for k, v in best.items()) + " (paper: 0.2)."]
-
-    total = next((int(s) for name, s in times if name == "total"), None)
-    trained = {path.name: json.loads((path / "sembed.json").read_text())
-               for path in sorted((work / "models").glob("*")) if (path / "sembed.json").exists()}
-    counts = {name.split("-")[0]: meta["data"]["records"] for name, meta in trained.items()}
-    subsample = "all pairs" if args.train_pairs == "all" else f"a seeded random subsample of {args.train_pairs} pairs"
-    n = {data: (ours["zeroshot"][data] or {}).get("n") for data in ("stsb", "sick")}
-    out += ["", "## Run", "",
-            "- Model: the packaged all-MiniLM-L6-v2 (6 layers, 384-d); the paper: BERT-base/large NLI models.",
-            f"- Training: {subsample} of STS-B train ({counts.get('stsb')}) and of SICK train ({counts.get('sick')}), "
-            f"{args.epochs} epoch(s) (the paper: 4), batch 16, AdamW lr 2e-5, 10% warm-up, seed {args.seed}; "
-            "SICK scores mapped by (s - 1) / 4, STS-B by s / 5. S_cf by `sembed spo` (the packaged spaCy parser).",
-            f"- Test: STS-B test ({n['stsb']} pairs), SICK test ({n['sick']} pairs: SICK-R, and SICK-E by 10-fold "
-            "logistic regression on |u - v|).",
-            f"- Machine: {os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), no GPU, "
-            f"torch threads: {os.environ.get('OMP_NUM_THREADS', 'default')}; {datetime.date.today().isoformat()}.",
-            f"- Time: {total // 60} min {total % 60} s in all." if total is not None else "- Time: unknown.", "",
-            "| stage | seconds |", "|---|---:|"]
-    out += [f"| {name} | {s} |" for name, s in times]
-    out += ["", "| model | pairs | steps | loss per epoch | training seconds |", "|---|---:|---:|---|---:|"]
-    for name, meta in trained.items():
-        t = meta["training"]
-        out.append(f"| {name} | {meta['data']['records']} | {t['steps']} | "
-                   f"{', '.join(f'{x:.4f}' for x in t['epoch_losses'])} | {t['seconds']:.0f} |")
-    return "\n".join(out) + "\n", {"ours": ours, "inference_cf": inference_cf, "metrics": m, "times": dict(times),
-                                   "models": trained}
+def table(results: dict) -> str:
+    """The markdown of the results file: Tables 5 and 6, ours per start, CF - SBERT with verdicts."""
+    return verdict.render(
+        results, title="CF-BERT reproduction: Tables 5 and 6 (x100), over seeds", labels=LABELS,
+        paper_rows=[(name, dict(zip(LABELS, (*sts, acc)))) for name, sts, acc in PAPER], rows=ROWS, baseline="sbert",
+        claims=[("cf", "CF − SBERT")], paper_differences=PAPER_DIFFERENCE, start_labels=STARTS,
+        notes=["Paper's claim: CF-BERT-base − SBERT-base, Tables 5 and 6; the paper fine-tunes BERT-base/large NLI "
+               "models for 4 epochs on a GPU, ours 1 epoch over the same STS-B / SICK training pairs (batch 16, AdamW "
+               "lr 2e-5, 10% warm-up), SICK scores mapped by (s − 1) / 4, S_cf by `sembed spo`.",
+               "Test: STS-B test, SICK test (SICK-R; SICK-E by 10-fold logistic regression on |u − v|)."])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     s = commands.add_parser("sample")
     s.add_argument("n")
     s.add_argument("seed", type=int)
+    c = commands.add_parser("collect")
+    c.add_argument("work", type=Path)
+    c.add_argument("--start", required=True, choices=tuple(STARTS))
+    c.add_argument("--base-model", required=True)
+    c.add_argument("--seeds", nargs="+", required=True)
+    c.add_argument("--epochs", required=True, type=int)
+    c.add_argument("--train-pairs", required=True)
+    c.add_argument("--json", type=Path, required=True)
     t = commands.add_parser("table")
-    t.add_argument("work", type=Path)
-    t.add_argument("--epochs", required=True)
-    t.add_argument("--train-pairs", required=True)
-    t.add_argument("--seed", required=True)
+    t.add_argument("json", type=Path)
     t.add_argument("--markdown", type=Path)
-    t.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.command == "sample":
         sample(args.n, args.seed)
-        return
-    text, data = table(args.work, args)
-    print(text)
-    if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(text)
-    if args.json:
-        args.json.write_text(json.dumps(data, indent=1) + "\n")
+    elif args.command == "collect":
+        collect(args)
+    else:
+        text = table(json.loads(args.json.read_text()))
+        print(text)
+        if args.markdown:
+            args.markdown.parent.mkdir(parents=True, exist_ok=True)
+            args.markdown.write_text(text)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
 # Sourced by the reproduction scripts: `stage NAME COMMAND...` runs COMMAND and appends "NAME<TAB>seconds" to
-# $WORK/times.tsv, which the scripts' reports turn into their time tables.
+# $WORK/times.tsv, which the scripts' reports turn into their time tables; with STAGE_CPU_LOG set, also
+# "NAME<TAB>wall seconds<TAB>CPU seconds" (user + system of the stage's child processes) to that file.
 stage() {
-  local name=$1 t0
+  local name=$1 t0 cpu0
   shift
   t0=$(date +%s)
+  cpu0=$(children_cpu_seconds)
   echo "== $name" >&2
   "$@"
   echo -e "$name\t$(($(date +%s) - t0))" >> "$WORK/times.tsv"
+  if [ -n "${STAGE_CPU_LOG:-}" ]; then
+    echo -e "$name\t$(($(date +%s) - t0))\t$(awk -v a="$(children_cpu_seconds)" -v b="$cpu0" 'BEGIN {print a - b}')" \
+      >> "$STAGE_CPU_LOG"
+  fi
 }
 
 # `corpus_records DIR [NAME...]`: the shared sentence-ordered corpora under DIR (all six, or the NAMEs) as
@@ -24,4 +30,10 @@ corpus_records() {
       *) echo "corpus_records: unknown corpus $name" >&2; return 2 ;;
     esac
   done
+}
+
+# The user + system CPU seconds of this shell's finished child processes (cutime + cstime of /proc/$$/stat: the
+# script's own shell, even from a subshell).
+children_cpu_seconds() {
+  awk -v tick="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($14 + $15) / tick }' "/proc/$$/stat"
 }

@@ -1,7 +1,13 @@
 """Reports of examples/ta_sbert_ablation.sh (Tables 3-4) and ta_sbert_stability.sh (Fig. 9), over seeds.
 
-    python examples/ta_sbert_report.py ablation WORK --seconds S --steps N|all [--markdown F] [--json F]
+    python examples/ta_sbert_report.py collect WORK/START --start minilm|mlm --base-model M --seeds S... \
+        --steps N|all --json RESULTS/ta_sbert.json
+    python examples/ta_sbert_report.py table RESULTS/ta_sbert.json [--markdown RESULTS/ta_sbert.md]
     python examples/ta_sbert_report.py stability WORK --seconds S --steps N|all [--markdown F] [--json F] [--png F]
+
+collect adds one start's per-seed figures of the ablation to the results file (examples/verdict.py: the layout,
+the 95% t interval over seeds and the verdict rule); table renders the file, so it can be recomputed from the
+JSON alone.
 
 The paper's figures are copied from Seo et al. 2022, "TA-SBERT", Table 3
 (STS-B and SICK-R, Pearson / Spearman x100) and Table 4 (SentEval accuracy),
@@ -16,7 +22,11 @@ import json
 import os
 import platform
 import statistics
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import verdict  # noqa: E402  (examples/verdict.py, beside this file)
 
 ROWS = [("mean", "SBERT-NLI (mean pooling)", "SBERT-NLI-base"), ("form", "+ form", "+ form"),
         ("att", "+ att", "+ att"), ("form_att", "+ form + att", "+ form + att"),
@@ -35,20 +45,16 @@ COLUMNS = [("stsb", "pearson", "STS-B r"), ("stsb", "spearman", "STS-B ρ"), ("s
            ("subj", "accuracy", "SUBJ")]
 
 
-def load(work: Path) -> dict[tuple[str, str, str], dict]:
-    """(row, seed, set) -> metrics, from WORK/metrics/ROW.SEED.SET.json."""
-    found = {}
-    for path in (work / "metrics").glob("*.json"):
-        row, seed, name = path.name.removesuffix(".json").split(".")
-        found[(row, seed, name)] = json.loads(path.read_text())
-    return found
-
-
-def values(metrics: dict, row: str, name: str, metric: str) -> list[float]:
-    return [m[metric] for (r, _, n), m in sorted(metrics.items()) if r == row and n == name]
+LABELS = [label for _, _, label in COLUMNS]  # COLUMNS: (metrics file set, metric, column) of each model's files
+PAPER_BY_ROW = {row: dict(zip(LABELS, (*PAPER[paper_row][0], *PAPER[paper_row][1]))) for row, _, paper_row in ROWS}
+# The claims: each TA row above (or level with) mean pooling, by the paper's differences (Tables 3 and 4)
+PAPER_DIFFERENCE = {row: {label: PAPER_BY_ROW[row][label] - PAPER_BY_ROW["mean"][label] for label in LABELS}
+                    for row, _, _ in ROWS[1:]}
+STARTS = {"minilm": "all-MiniLM-L6-v2", "mlm": "masked-LM MiniLM"}
 
 
 def cell(xs: list[float]) -> str:
+    """mean ± standard deviation over seeds (the stability table)."""
     if not xs:
         return "-"
     if len(xs) == 1:
@@ -56,44 +62,33 @@ def cell(xs: list[float]) -> str:
     return f"{statistics.mean(xs):.2f} ± {statistics.stdev(xs):.2f}"
 
 
-def report(work: Path, args: argparse.Namespace) -> tuple[str, dict]:
-    metrics = load(work)
-    seeds = sorted({seed for _, seed, _ in metrics})
-    out = ["## TA-SBERT ablation (Tables 3 and 4, x100)", "",
-           "| model | " + " | ".join(label for _, _, label in COLUMNS) + " |",
-           "|---|" + "---:|" * len(COLUMNS)]
-    for _, _, paper_row in ROWS:
-        sts, transfer = PAPER[paper_row]
-        out.append(f"| paper: SBERT-NLI-base {paper_row if paper_row != 'SBERT-NLI-base' else ''} | "
-                   + " | ".join(f"{v:.2f}" for v in (*sts, *transfer)) + " |")
-    summary: dict = {}
-    for row, label, _ in ROWS:
-        cells = []
-        for name, metric, column in COLUMNS:
-            xs = values(metrics, row, name, metric)
-            summary.setdefault(row, {})[column] = {"values": xs, "mean": statistics.mean(xs) if xs else None,
-                                                   "stdev": statistics.stdev(xs) if len(xs) > 1 else None}
-            cells.append(cell(xs))
-        out.append(f"| **ours: MiniLM {label}** | " + " | ".join(cells) + " |")
+def collect(args: argparse.Namespace) -> dict:
+    """This start's per-seed figures, training settings and time into the results file."""
+    entry = {"base_model": args.base_model,
+             **verdict.collect(args.work, [row for row, _, _ in ROWS], COLUMNS, args.seeds),
+             "time": verdict.stage_seconds(args.work),
+             "training": {"data": "SICK train + the SNLI part, NLI labels", "epochs": 1, "max_steps": args.steps,
+                          "batch": 16, "encoder_lr": 2e-5, "head_lr": 3e-5, "reconstruction_weight": 0.017},
+             "machine": f"{os.cpu_count()} CPU cores ({platform.machine()}), no GPU, torch threads "
+                        f"{os.environ.get('OMP_NUM_THREADS', 'default')}, "
+                        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}"}
+    return verdict.merge(args.json, args.start, entry, {"interval": verdict.INTERVAL, "rule": verdict.RULE,
+                                                        "measures": LABELS, "paper": PAPER})
 
-    def mean_of(row: str, column: str) -> float | None:
-        return summary.get(row, {}).get(column, {}).get("mean")
 
-    out += ["", f"Mean ± standard deviation over seeds {', '.join(seeds)}; every model from the packaged "
-            f"all-MiniLM-L6-v2, one epoch over the same NLI pairs (max steps: {args.steps}), batch 16, encoder lr "
-            f"2e-5, Token Attention and heads 3e-5, reconstruction weight 0.017.", ""]
-    effects = []
-    for column in ("STS-B r", "SICK-R r", "STS-B ρ", "SICK-R ρ"):
-        a, b = mean_of("att_recon", column), mean_of("mean", column)
-        if a is not None and b is not None:
-            effects.append(f"{column} {a - b:+.2f}")
-    paper = PAPER["+ att + recon"][0][0] - PAPER["SBERT-NLI-base"][0][0]
-    out += [f"The paper's claim, TA + reconstruction above mean pooling (+ att + recon − SBERT-NLI): paper STS-B r "
-            f"{paper:+.2f}; ours " + ", ".join(effects) + ".", ""]
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    out += [f"Run {when} on {platform.machine()} with {os.cpu_count()} CPU(s), {args.seconds / 60:.0f} minutes in all."]
-    return "\n".join(out) + "\n", {"seeds": seeds, "steps": args.steps, "seconds": args.seconds,
-                                   "summary": summary, "paper": PAPER}
+def table(results: dict) -> str:
+    """The markdown of the results file: Table 3 (and 4), ours per start, each TA row - mean pooling with verdicts."""
+    return verdict.render(
+        results, title="TA-SBERT ablation: Tables 3 and 4 (x100), over seeds", labels=LABELS,
+        paper_rows=[(f"SBERT-NLI-base {paper_row}" if paper_row != "SBERT-NLI-base" else paper_row,
+                     PAPER_BY_ROW[row]) for row, _, paper_row in ROWS],
+        rows=[(row, label) for row, label, _ in ROWS], baseline="mean",
+        claims=[(row, f"{label} − mean pooling") for row, label, _ in ROWS[1:]],
+        paper_differences=PAPER_DIFFERENCE, start_labels=STARTS,
+        notes=["Paper: SBERT-NLI-base rows of Tables 3 and 4 (BERT-base, all of SNLI + MultiNLI, GPU). Ours: one "
+               "epoch over the same 5,773 NLI pairs (SICK train + the SNLI part) for every row, batch 16, encoder "
+               "lr 2e-5, Token Attention and heads 3e-5, reconstruction weight 0.017; a form row sees base-form "
+               "text in training and at test time."])
 
 
 def stability(work: Path, args: argparse.Namespace) -> tuple[str, dict]:
@@ -151,15 +146,36 @@ def stability(work: Path, args: argparse.Namespace) -> tuple[str, dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("kind", choices=("ablation", "stability"))
-    parser.add_argument("work", type=Path)
-    parser.add_argument("--png", type=Path)
-    parser.add_argument("--seconds", type=int, default=0)
-    parser.add_argument("--steps", default="all")
-    parser.add_argument("--markdown", type=Path)
-    parser.add_argument("--json", type=Path)
+    commands = parser.add_subparsers(dest="command", required=True)
+    c = commands.add_parser("collect")
+    c.add_argument("work", type=Path)
+    c.add_argument("--start", required=True, choices=tuple(STARTS))
+    c.add_argument("--base-model", required=True)
+    c.add_argument("--seeds", nargs="+", required=True)
+    c.add_argument("--steps", default="all")
+    c.add_argument("--json", type=Path, required=True)
+    t = commands.add_parser("table")
+    t.add_argument("json", type=Path)
+    t.add_argument("--markdown", type=Path)
+    s = commands.add_parser("stability")
+    s.add_argument("work", type=Path)
+    s.add_argument("--png", type=Path)
+    s.add_argument("--seconds", type=int, default=0)
+    s.add_argument("--steps", default="all")
+    s.add_argument("--markdown", type=Path)
+    s.add_argument("--json", type=Path)
     args = parser.parse_args()
-    text, data = (report if args.kind == "ablation" else stability)(args.work, args)
+    if args.command == "collect":
+        collect(args)
+        return
+    if args.command == "table":
+        text = table(json.loads(args.json.read_text()))
+        print(text)
+        if args.markdown:
+            args.markdown.parent.mkdir(parents=True, exist_ok=True)
+            args.markdown.write_text(text)
+        return
+    text, data = stability(args.work, args)
     print(text)
     if args.markdown:
         args.markdown.write_text(text)

@@ -11,7 +11,7 @@ import typer
 
 from .. import console
 from ..errors import SembedError
-from ..io import RecordSink, RecordSource, check_number, derived_key
+from ..io import RecordSink, RecordSource, check_number, derived_key, display_name
 from ..options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose
 
 T = TypeVar("T")
@@ -188,6 +188,18 @@ PairsFile = Annotated[Optional[str], typer.Option(
          "without its vectors, with its similarity; unscored pairs too.")]
 
 
+Versus = Annotated[Optional[str], typer.Option(
+    "--versus", metavar="FILE", show_default=False,
+    help="Compare with another model: FILE holds the same pairs in the same order, embedded by it (read like the "
+         "input); adds their paired difference (input - FILE) with a bootstrap interval.")]
+VersusKey = Annotated[Optional[str], typer.Option(
+    "--versus-key", metavar="NAME", show_default=False,
+    help="Compare with another model whose vectors the same records hold under NAME_a and NAME_b (as --text-key "
+         "derives them), its identity under NAME_model when known.")]
+Resamples = Annotated[int, typer.Option(
+    "--resamples", min=1, metavar="N", help="Bootstrap resamples of the test pairs for --versus / --versus-key.")]
+
+
 @eval_app.command("sts", epilog=VECTORS_EPILOG)
 def sts_command(
     input: Input = "-",
@@ -200,6 +212,10 @@ def sts_command(
     cf_grid: CfGrid = None,
     pairs: PairsFile = None,
     npy: NpyVectors = None,
+    versus: Versus = None,
+    versus_key: VersusKey = None,
+    resamples: Resamples = 1000,
+    seed: Seed = 0,
     skip_errors: SkipErrors = False,
     threads: Threads = None,
     quiet: Quiet = False,
@@ -236,6 +252,17 @@ def sts_command(
     overflows; --npy FILE reads the vectors of `sembed embed --npy FILE`
     (records with embedding_row_a, ...).
 
+    Two models on the same pairs: --versus FILE (the other model's records
+    of the same pairs, in the same order: their text and score must agree)
+    or --versus-key NAME (its vectors in the same records, NAME_a and
+    NAME_b) writes "a" (the input's metrics, as above, with its
+    embedding_model), "b" (the other's) and "difference": Pearson and
+    Spearman of a minus b, x100, each with a paired bootstrap 95% interval
+    (--resamples draws of the test pairs with replacement, the same draw for
+    both models, seeded by --seed; the 2.5th and 97.5th percentiles). Each
+    side must be of one model, as always; the two may differ, that being
+    the point. Not with --cf-grid, --group-by, --pairs or --npy.
+
     Fewer than two pairs, or a constant similarity or score column, leaves
     the correlation undefined: an error.
 
@@ -246,12 +273,31 @@ def sts_command(
           | sembed embed --cf-weight 0.2 --keep-parts | sembed eval sts --cf-grid 0:1:0.1
         sembed convert --from semeval-sts STS.input.answers-forums.txt \\
           | sembed embed --npy forums.npy | sembed eval sts --npy forums.npy --pairs forums-pairs.jsonl
+        sembed embed -m runs/cf test.jsonl > cf.jsonl; sembed embed -m runs/sbert test.jsonl > sbert.jsonl
+        sembed eval sts cf.jsonl --versus sbert.jsonl --resamples 2000
     """
     import numpy as np
 
     from ..evaluation import fields, sts
     from ..model_identity import FIELD, OneModel
 
+    if versus is not None or versus_key is not None:
+        option = "--versus" if versus is not None else "--versus-key"
+        if versus is not None and versus_key is not None:
+            raise typer.BadParameter("give the other model once: --versus FILE or --versus-key NAME",
+                                     param_hint="--versus-key")
+        for given, name in ((cf_grid, "--cf-grid"), (group_by, "--group-by"), (pairs, "--pairs"), (npy, "--npy")):
+            if given is not None:
+                raise typer.BadParameter(f"{option} compares two models over all pairs; leave out {name}",
+                                         param_hint=name)
+        if versus == input:
+            raise typer.BadParameter("--versus names the input itself: give the other model's records",
+                                     param_hint="--versus")
+        report = sts_versus(input, versus, versus_key, text_keys, similarity_key, gold_key, resamples, seed,
+                            skip_errors)
+        write_report(report, output, force, input)
+        show(versus_table(report))
+        return
     if cf_grid is not None and similarity_key is not None:
         raise typer.BadParameter("--cf-grid sweeps embedding parts; it cannot use --similarity-key", param_hint="--cf-grid")
     if cf_grid is not None and pairs is not None:
@@ -281,7 +327,7 @@ def sts_command(
             return None
         return value, gold, group
 
-    with RecordSink(pairs) if pairs is not None else nullcontext() as sink:
+    with RecordSink(pairs, force=force, inputs=[input]) if pairs is not None else nullcontext() as sink:
         rows = [row for row in read_all(RecordSource(input, skip_errors=skip_errors), keep, models, npy)
                 if row is not None]
     if unscored:
@@ -297,6 +343,91 @@ def sts_command(
         console.warn(problem)
     write_report(report, output, force, input)
     show(sts_table(report))
+
+
+def sts_versus(input: str, versus: Optional[str], versus_key: Optional[str], text_keys: Optional[list[str]],
+               similarity_key: Optional[str], gold_key: str, resamples: int, seed: int, skip_errors: bool) -> dict:
+    """`eval sts --versus FILE | --versus-key NAME`: both models' similarity of every scored pair, compared."""
+    import numpy as np
+
+    from ..evaluation import sts
+    from ..model_identity import FIELD, OneModel
+
+    text_a, text_b = pair_keys(text_keys, "text")
+    models = {"a": OneModel(), "b": OneModel()}
+
+    class Side:
+        """Reads one model's (the pair's texts, its gold score or None, its similarity) from a record."""
+
+        def __init__(self, keys: tuple[str, str], similarity_key: Optional[str], identity_field: Optional[str] = None):
+            self.similarity = sts.PairSimilarity(*keys, similarity_key)
+            if identity_field is not None:  # the other model's vectors in the same records: never a similarity field
+                self.similarity.decided = True
+            self.identity_field = identity_field
+
+        def __call__(self, record: dict) -> tuple:
+            if self.identity_field is not None:  # the other model's identity, under NAME_model
+                models["b"]({FIELD: record.get(self.identity_field)})
+            gold = None if record.get(gold_key) is None else check_number(record, gold_key, "the gold similarity score")
+            return (record.get(text_a), record.get(text_b)), gold, self.similarity(record)
+
+    embeddings = pair_keys(text_keys, "embedding")
+    side_a = Side(embeddings, similarity_key)
+    if versus is not None:
+        side_b = Side(embeddings, similarity_key)
+        rows_a = read_all(RecordSource(input, skip_errors=skip_errors), side_a, models["a"])
+        rows_b = read_all(RecordSource(versus, skip_errors=skip_errors), side_b, models["b"])
+        names = (f"{display_name(input)}: {side_a.similarity.name}",
+                 f"{display_name(versus)}: {side_b.similarity.name}")
+        if len(rows_a) != len(rows_b):
+            raise SembedError(f"{display_name(input)} has {len(rows_a)} pairs, {display_name(versus)} "
+                              f"{len(rows_b)}: --versus needs the same pairs in the same order")
+        for number, (row_a, row_b) in enumerate(zip(rows_a, rows_b), 1):
+            if row_a[:2] != row_b[:2]:
+                raise SembedError(f"pair {number} differs between the two files ({row_a[0]}, score {row_a[1]} "
+                                  f"against {row_b[0]}, score {row_b[1]}): --versus needs the same pairs in the "
+                                  "same order")
+    else:
+        side_b = Side(pair_keys(text_keys, versus_key), None, f"{versus_key}_model")
+        rows = read_all(RecordSource(input, skip_errors=skip_errors), lambda r: (side_a(r), side_b(r)), models["a"])
+        rows_a, rows_b = [row[0] for row in rows], [row[1] for row in rows]
+        names = (side_a.similarity.name, side_b.similarity.name)
+    scored = [(a[1], a[2], b[2]) for a, b in zip(rows_a, rows_b) if a[1] is not None]
+    if len(scored) < len(rows_a):
+        console.warn(f"{len(rows_a) - len(scored)} pair(s) have no gold score ('{gold_key}'): left out of the "
+                     "correlation")
+    if not scored:
+        raise SembedError(f"no pair has a gold score ('{gold_key}')", "give the score field with --gold-key")
+    gold, similarity_a, similarity_b = (np.array(column) for column in zip(*scored))
+    report = sts.compare(similarity_a, similarity_b, gold, names, gold_key, resamples, seed)
+    for side in ("a", "b"):
+        identity = models[side].identity
+        report[side][FIELD] = None if identity is None else str(identity)
+    if len(scored) < len(rows_a):
+        report["unscored"] = len(rows_a) - len(scored)
+    undefined = report["difference"].get("undefined_resamples")
+    if undefined:
+        console.warn(f"{undefined} of {resamples} bootstrap resamples left out: a correlation was undefined in them "
+                     "(a column that did not vary)")
+    return report
+
+
+def versus_table(report: dict):
+    from rich.table import Table
+
+    difference = report["difference"]
+    table = Table(title=f"STS: two models vs {report['gold']} (x100; a, b: Fisher 95% CI; a - b: "
+                        f"{difference['interval']}, {difference['resamples']} resamples)", title_justify="left")
+    for column in ("", "model", "n", "Pearson", "95% CI", "Spearman", "95% CI"):
+        table.add_column(column, justify="left" if column in ("", "model") else "right")
+    for side in ("a", "b"):
+        m = report[side]
+        table.add_row(side, m.get("embedding_model") or m["similarity"], str(m["n"]), _fmt(m["pearson"]),
+                      _interval(m["pearson_ci"]), _fmt(m["spearman"]), _interval(m["spearman_ci"]))
+    table.add_row("a - b", "", str(difference["n"]), f"{difference['pearson']:+.2f}",
+                  _interval(difference["pearson_ci"]), f"{difference['spearman']:+.2f}",
+                  _interval(difference["spearman_ci"]))
+    return table
 
 
 # --- entailment and classify ---------------------------------------------------------------------------

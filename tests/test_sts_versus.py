@@ -1,0 +1,194 @@
+"""eval sts --versus / --versus-key: two models on the same pairs, their paired difference with a bootstrap interval."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import jsonl, sembed
+from sembed_cli.evaluation import sts
+
+GOLD = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+PERFECT = np.array([0.0, 1.0, 2.0, 3.0, 4.0])  # r = rho = 1
+SWAPPED = np.array([0.0, 1.0, 2.0, 4.0, 3.0])  # r = rho = 9 / 10 (sum of dx dy = 9, sum dx^2 = 10)
+
+
+def bootstrap_by_hand(a: np.ndarray, b: np.ndarray, gold: np.ndarray, resamples: int, seed: int) -> dict:
+    """The documented procedure, one resample at a time with scipy: the percentile interval of r_a - r_b."""
+    import scipy.stats
+
+    draws = np.random.default_rng(seed).integers(0, len(gold), (resamples, len(gold)))
+    found = {"pearson": [], "spearman": []}
+    for rows in draws:
+        x, y, g = a[rows], b[rows], gold[rows]
+        if np.ptp(x) == 0 or np.ptp(y) == 0 or np.ptp(g) == 0:
+            continue
+        found["pearson"].append(scipy.stats.pearsonr(x, g).statistic - scipy.stats.pearsonr(y, g).statistic)
+        found["spearman"].append(scipy.stats.spearmanr(x, g).statistic - scipy.stats.spearmanr(y, g).statistic)
+    return {name: list(100 * np.percentile(values, [2.5, 97.5])) for name, values in found.items()} | {
+        "defined": len(found["pearson"])}
+
+
+def test_paired_difference_point_figures_are_exact():
+    result = sts.paired_difference(PERFECT, SWAPPED, GOLD, resamples=200, seed=3)
+    assert result["pearson"] == 10.0 and result["spearman"] == 10.0  # 100 * (1 - 0.9)
+    assert result["n"] == 5 and result["of"] == "a - b" and result["resamples"] == 200 and result["seed"] == 3
+    assert result["interval"] == "paired bootstrap over the test pairs, 95% percentile interval"
+
+
+def test_paired_difference_interval_is_the_documented_bootstrap():
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(0, 5, 40)
+    a, b = gold + rng.normal(0, 1, 40), gold + rng.normal(0, 2, 40)
+    result = sts.paired_difference(a, b, gold, resamples=300, seed=7)
+    expected = bootstrap_by_hand(a, b, gold, 300, 7)
+    assert result["pearson_ci"] == pytest.approx(expected["pearson"], abs=1e-4)
+    assert result["spearman_ci"] == pytest.approx(expected["spearman"], abs=1e-4)
+    assert "undefined_resamples" not in result
+    assert result["pearson_ci"][0] < result["pearson"] < result["pearson_ci"][1]
+    assert sts.paired_difference(a, b, gold, resamples=300, seed=7) == result  # seeded
+    assert sts.paired_difference(a, b, gold, resamples=300, seed=8)["pearson_ci"] != result["pearson_ci"]
+
+
+def test_paired_difference_counts_resamples_with_an_undefined_correlation():
+    result = sts.paired_difference(PERFECT, SWAPPED, GOLD, resamples=200, seed=3)
+    expected = bootstrap_by_hand(PERFECT, SWAPPED, GOLD, 200, 3)
+    assert result["undefined_resamples"] == 200 - expected["defined"] > 0  # 5 pairs: some draws repeat one pair
+    assert result["pearson_ci"] == pytest.approx(expected["pearson"], abs=1e-4)
+    assert result["spearman_ci"] == pytest.approx(expected["spearman"], abs=1e-4)
+
+
+def test_a_model_against_itself_or_a_monotone_copy_differs_by_exactly_zero():
+    rng = np.random.default_rng(1)
+    gold, a = rng.uniform(0, 5, 30), rng.uniform(-1, 1, 30)
+    same = sts.paired_difference(a, a, gold, resamples=100)
+    assert (same["pearson"], same["pearson_ci"], same["spearman"], same["spearman_ci"]) == (0.0, [0.0, 0.0], 0.0, [0.0, 0.0])
+    cubed = sts.paired_difference(a, a ** 3, gold, resamples=100)  # the same ranks: the same rho in every resample
+    assert cubed["spearman"] == 0.0 and cubed["spearman_ci"] == [0.0, 0.0] and cubed["pearson"] != 0.0
+
+
+def test_swapping_the_models_negates_the_difference_and_its_interval():
+    rng = np.random.default_rng(2)
+    gold = rng.uniform(0, 5, 25)
+    a, b = gold + rng.normal(0, 1, 25), gold + rng.normal(0, 1.5, 25)
+    ab, ba = sts.paired_difference(a, b, gold, 150, 4), sts.paired_difference(b, a, gold, 150, 4)
+    for name in ("pearson", "spearman"):
+        assert ba[name] == -ab[name]
+        assert ba[f"{name}_ci"] == pytest.approx([-ab[f"{name}_ci"][1], -ab[f"{name}_ci"][0]], abs=1e-4)
+
+
+# --- the CLI ------------------------------------------------------------------------------------------------
+
+# Four pairs on a unit circle: embedding_a = [1, 0], embedding_b = [c, s], so the cosine is c (s = sqrt(1 - c^2)).
+A_COSINES = [(0.0, 1.0), (0.6, 0.8), (0.8, 0.6), (1.0, 0.0)]  # rho 1 against scores 0..3
+B_COSINES = [(0.0, 1.0), (0.8, 0.6), (0.6, 0.8), (1.0, 0.0)]  # two middle pairs swapped: rho 0.8
+# Pearson (scores 0..3, dy = -1.5, -.5, .5, 1.5; both cosine columns have mean .6 and sum dx^2 = .56):
+R_A, R_B = 1.6 / math.sqrt(0.56 * 5), 1.4 / math.sqrt(0.56 * 5)
+MODEL_A, MODEL_B = "models/cf@0123456789ab;cf=0.2", "models/sbert@ba9876543210"
+
+
+def side(cosines, model: str | None = None, **extra) -> list[dict]:
+    records = []
+    for i, (c, s) in enumerate(cosines):
+        record = {"text_a": f"a{i}", "text_b": f"b{i}", "score": float(i), "embedding_a": [1.0, 0.0],
+                  "embedding_b": [c, s], **extra}
+        if model is not None:
+            record["embedding_model"] = model
+        records.append(record)
+    return records
+
+
+def test_versus_file_reports_both_models_and_their_difference(tmp_path):
+    other = tmp_path / "sbert.jsonl"
+    other.write_text(jsonl(*side(B_COSINES, MODEL_B)))
+    run = sembed("eval", "sts", "--versus", str(other), "--resamples", "200", "--seed", "1",
+                 input=jsonl(*side(A_COSINES, MODEL_A)))
+    assert run.exit_code == 0, run.stderr
+    [report] = run.records
+    assert list(report) == ["task", "gold", "a", "b", "difference"]
+    assert report["a"]["embedding_model"] == MODEL_A and report["b"]["embedding_model"] == MODEL_B
+    assert report["a"]["similarity"] == "<stdin>: cosine(embedding_a, embedding_b)"
+    assert report["b"]["similarity"] == f"{other}: cosine(embedding_a, embedding_b)"
+    assert report["a"]["pearson"] == round(100 * R_A, 4) and report["b"]["pearson"] == round(100 * R_B, 4)
+    assert report["a"]["spearman"] == 100.0 and report["b"]["spearman"] == 80.0
+    difference = report["difference"]
+    assert difference["pearson"] == round(100 * (R_A - R_B), 4) == 11.9523
+    assert difference["spearman"] == 20.0
+    assert (difference["resamples"], difference["seed"], difference["n"]) == (200, 1, 4)
+    a, b = np.array([c for c, _ in A_COSINES]), np.array([c for c, _ in B_COSINES])
+    assert difference == sts.paired_difference(a, b, np.arange(4.0), 200, 1)
+    assert "a - b" in run.stderr and "+11.95" in run.stderr
+    assert difference["undefined_resamples"] > 0  # 4 pairs: some resamples draw one pair four times
+    assert f"{difference['undefined_resamples']} of 200 bootstrap resamples left out" in run.stderr
+
+
+def test_versus_key_reads_the_other_model_from_the_same_records():
+    records = side(A_COSINES, MODEL_A)
+    for record, (c, s) in zip(records, B_COSINES):
+        record |= {"sbert_a": [1.0, 0.0], "sbert_b": [c, s], "sbert_model": MODEL_B}
+    run = sembed("eval", "sts", "-q", "--versus-key", "sbert", "--resamples", "50", "--seed", "5", input=jsonl(*records))
+    assert run.exit_code == 0, run.stderr
+    [report] = run.records
+    assert report["b"]["similarity"] == "cosine(sbert_a, sbert_b)" and report["b"]["embedding_model"] == MODEL_B
+    assert report["difference"]["pearson"] == 11.9523 and report["difference"]["spearman"] == 20.0
+    unlabelled = [{k: v for k, v in r.items() if not k.endswith("model")} for r in records]
+    report = sembed("eval", "sts", "-q", "--versus-key", "sbert", input=jsonl(*unlabelled)).records[0]
+    assert report["a"]["embedding_model"] is None and report["b"]["embedding_model"] is None
+    assert report["difference"]["resamples"] == 1000 and report["difference"]["seed"] == 0  # the defaults
+
+
+def test_versus_leaves_unscored_pairs_out_of_both(tmp_path):
+    a, b = side(A_COSINES + [(0.5, math.sqrt(0.75))]), side(B_COSINES + [(0.1, math.sqrt(0.99))])
+    a[-1]["score"] = b[-1]["score"] = None
+    other = tmp_path / "b.jsonl"
+    other.write_text(jsonl(*b))
+    run = sembed("eval", "sts", "--versus", str(other), "--resamples", "50", input=jsonl(*a))
+    assert run.exit_code == 0, run.stderr
+    assert run.records[0]["difference"]["spearman"] == 20.0 and run.records[0]["unscored"] == 1
+    assert "1 pair(s) have no gold score ('score')" in run.stderr
+
+
+def test_each_side_must_still_be_one_model(tmp_path):
+    mixed = side(B_COSINES, MODEL_B)
+    mixed[2]["embedding_model"] = MODEL_A
+    other = tmp_path / "mixed.jsonl"
+    other.write_text(jsonl(*mixed))
+    run = sembed("eval", "sts", "--versus", str(other), input=jsonl(*side(A_COSINES, MODEL_A)))
+    assert run.exit_code == 1
+    assert run.stderr == (f"error: {other}:3: embedding_model is '{MODEL_A}', but earlier records are '{MODEL_B}': "
+                          "vectors of two models cannot be compared\n")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda b: b[:3], "error: <stdin> has 4 pairs, {other} 3: --versus needs the same pairs in the same order\n"),
+    (lambda b: [b[0], b[2], b[1], b[3]], "error: pair 2 differs between the two files (('a1', 'b1'), score 1.0 "
+                                         "against ('a2', 'b2'), score 2.0): --versus needs the same pairs in the "
+                                         "same order\n"),
+])
+def test_versus_refuses_files_of_other_pairs(tmp_path, change, message):
+    other = tmp_path / "b.jsonl"
+    other.write_text(jsonl(*change(side(B_COSINES))))
+    run = sembed("eval", "sts", "--versus", str(other), input=jsonl(*side(A_COSINES)))
+    assert run.exit_code == 1 and run.stderr == message.format(other=other)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--versus", "b.jsonl", "--versus-key", "sbert"], "give the other model once: --versus FILE or --versus-key NAME"),
+    (["--versus-key", "sbert", "--cf-grid", "0:1:0.5"], "--versus-key compares two models over all pairs; leave out --cf-grid"),
+    (["--versus-key", "sbert", "--group-by", "genre"], "--versus-key compares two models over all pairs; leave out --group-by"),
+    (["--versus", "b.jsonl", "--pairs", "p.jsonl"], "--versus compares two models over all pairs; leave out --pairs"),
+    (["--versus", "-"], "--versus names the input itself: give the other model's records"),
+    (["--versus-key", "sbert", "--resamples", "0"], "Invalid value for '--resamples': Input should be greater than or equal to 1"),
+])
+def test_versus_usage_errors(args, message):
+    run = sembed("eval", "sts", *args, input=jsonl(*side(A_COSINES)))
+    assert run.exit_code == 2 and message in run.stderr.replace("\n", " ").replace("  ", " ")
+
+
+def test_versus_key_without_those_vectors_is_a_bad_record():
+    records = [{**r, "similarity": 0.5} for r in side(A_COSINES)]  # never taken for the other model's similarity
+    run = sembed("eval", "sts", "--versus-key", "sbert", input=jsonl(*records))
+    assert run.exit_code == 1
+    assert run.stderr == "error: <stdin>:1: missing key 'sbert_a' (run sembed embed first)\n"
