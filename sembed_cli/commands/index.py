@@ -10,7 +10,8 @@ import typer
 from .. import console, sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
-from ..options import BatchSize, Device, Force, Input, Quiet, Seed, SkipErrors, Verbose
+from ..options import (Backend, BatchSize, Device, Force, Input, Quantize, Quiet, Seed, SkipErrors, Verbose,
+                       check_backend)
 
 IndexDir = Annotated[Path, typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                         help="The index directory to write (required).")]
@@ -41,6 +42,8 @@ def index_command(
     force: Force = False,
     seed: Seed = 42,
     device: Device = "auto",
+    backend: Backend = "torch",
+    quantize: Quantize = "none",
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -55,7 +58,8 @@ def index_command(
     stdout: DIR holds index.faiss, records.jsonl (each row's id, from
     --id-key or the position, and the record without its vectors: the
     payload search returns) and sembed.json (the model's name and
-    fingerprint, dimension, type, count, data hash, settings, versions).
+    fingerprint, dimension, type, count, data hash, settings with the
+    --backend and --quantize that embedded the texts, versions).
     DIR appears complete or not at all; an existing DIR needs --force.
 
     \b
@@ -73,9 +77,9 @@ def index_command(
 
     if index_type not in ("auto", "flat", "hnsw", "ivf"):
         raise typer.BadParameter(f"'{index_type}' is not one of auto, flat, ivf, hnsw", param_hint="'--type'")
+    check_backend(backend, quantize, device)
     refuse_existing(output, force)
-    resolved = sentence_models.resolve_device(device)
-    encoder = sentence_models.load(model, resolved)
+    encoder, resolved = sentence_models.load_encoder(model, device, backend=backend, quantize=quantize)
     dimension = (getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension)()
     fingerprint = model_fingerprint(encoder)
     rows: list[tuple] = []
@@ -125,7 +129,7 @@ def index_command(
 
     settings = {"type": kind, "requested_type": index_type, "metric": "inner product of unit vectors (cosine)",
                 "text_key": text_key, "embedding_key": embedding_key, "id_key": id_key,
-                "source": "embeddings" if given else "texts"}
+                "source": "embeddings" if given else "texts", **sentence_models.backend_identity(encoder)}
     if kind == "hnsw":
         settings.update({"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION, "ef_search": HNSW_EF_SEARCH})
     elif kind == "ivf":

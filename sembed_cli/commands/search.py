@@ -10,7 +10,8 @@ import typer
 from .. import sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, batched, check_text, run_stream
-from ..options import BatchSize, Device, Input, Output, Quiet, SkipErrors, Verbose
+from ..options import (BACKEND_HELP, QUANTIZE_HELP, BackendName, BatchSize, Device, Input, Output, Quantization, Quiet,
+                       SkipErrors, Verbose, check_backend)
 
 IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_default=False,
                                          help="The index directory `sembed index` wrote (required).")]
@@ -22,6 +23,12 @@ TextKey = Annotated[str, typer.Option("--text-key", "-k", metavar="KEY", help="T
                                                                               "the record has no --embedding-key).")]
 EmbeddingKey = Annotated[str, typer.Option("--embedding-key", metavar="KEY",
                                            help="A field with the query's vector, used instead of its text.")]
+QueryBackend = Annotated[Optional[BackendName], typer.Option(
+    "--backend", envvar="SEMBED_BACKEND", metavar="torch|onnx", show_default=False,
+    help=BACKEND_HELP + " Default: the one the index was built with.")]
+QueryQuantize = Annotated[Optional[Quantization], typer.Option(
+    "--quantize", envvar="SEMBED_QUANTIZE", metavar="none|int8", show_default=False,
+    help=QUANTIZE_HELP + " Default: the index's.")]
 Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour the whole indexed record (payload), "
                                                          "not only its id, text and score.")]
 
@@ -123,6 +130,8 @@ def search_command(
     payload: Payload = False,
     batch_size: BatchSize = 1000,
     device: Device = "auto",
+    backend: QueryBackend = None,
+    quantize: QueryQuantize = None,
     skip_errors: SkipErrors = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
@@ -132,7 +141,8 @@ def search_command(
     Reads query records with an embedding (--embedding-key) or a text
     (--text-key), embedded with the index's model (the one its sembed.json
     names; --model for another path to the same model: a model with another
-    fingerprint is refused, and so is an embedding of another dimension).
+    fingerprint is refused, and so is an embedding of another dimension;
+    --backend and --quantize default to those the index was built with).
     Writes each record with neighbors: a list of {id, text, score} (score:
     the cosine), best first; --payload adds each neighbour's whole indexed
     record. Queries go to FAISS a batch at a time (--batch-size); output is
@@ -148,9 +158,12 @@ def search_command(
     from ..vector_index import VectorIndex, model_fingerprint
 
     loaded = VectorIndex.load(index)
-    resolved = sentence_models.resolve_device(device)
+    built = loaded.metadata.get("settings", {})
+    backend = backend or built.get("backend", "torch")
+    quantize = quantize or ("int8" if built.get("quantization") and backend == built.get("backend") else "none")
+    check_backend(backend, quantize, device)
     name = model or loaded.metadata.get("model_path") or loaded.metadata["model"]
-    encoder = sentence_models.load(name, resolved)
+    encoder, _ = sentence_models.load_encoder(name, device, backend=backend, quantize=quantize)
     loaded.check_model(name, model_fingerprint(encoder))
     console.say(f"searching {loaded.index.ntotal} vectors ({loaded.metadata.get('type')}) of {loaded.metadata['model']}")
 
