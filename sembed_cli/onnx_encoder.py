@@ -175,10 +175,10 @@ def cache_root() -> Path:
 
 
 def writable(folder: Path) -> bool:
-    """Whether sembed may create or replace files in `folder` (or create it in its parent)."""
-    if folder.exists():
-        return os.access(folder, os.W_OK | os.X_OK)
-    return os.access(folder.parent, os.W_OK | os.X_OK)
+    """Whether sembed may create or replace files in `folder` (or create it, in its nearest existing ancestor)."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def export_folders(pipeline: Pipeline, key: str) -> list[Path]:
@@ -188,20 +188,29 @@ def export_folders(pipeline: Pipeline, key: str) -> list[Path]:
 
 def cpu_instruction_set() -> str:
     """The quantisation config this CPU calls for: avx512_vnni, avx512, avx2 or arm64 (optimum's names)."""
-    if platform.machine().lower() in ("arm64", "aarch64"):
-        return "arm64"
+    flags = ""
     try:
-        flags = set()
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
+            flags = next((line.split(":", 1)[1] for line in f if line.startswith("flags")), "")
     except OSError:
-        return "avx2"  # no /proc/cpuinfo (macOS): every x86-64 CPU that runs ONNX Runtime well has AVX2
+        pass  # no /proc/cpuinfo (macOS)
+    return instruction_set(set(flags.split()), platform.machine())
+
+
+def instruction_set(flags: set[str], machine: str) -> str:
+    """avx512_vnni, avx512, avx2 (also when the flags are unknown: every x86-64 CPU ONNX Runtime is fast on has
+    it) or arm64, from the CPU's flags as /proc/cpuinfo lists them and its machine name."""
+    if machine.lower() in ("arm64", "aarch64"):
+        return "arm64"
     if "avx512f" in flags:
         return "avx512_vnni" if flags & {"avx512_vnni", "avx512vnni"} else "avx512"
     return "avx2"
+
+
+def weight_type(isa: str) -> str:
+    """int8 weights are signed (QInt8) but on AVX2 without VNNI: ONNX Runtime's u8s8 kernel there (VPMADDUBSW)
+    can saturate, so optimum's avx2 config keeps them unsigned (QUInt8)."""
+    return "QUInt8" if isa == "avx2" else "QInt8"
 
 
 def file_name(quantize: str, isa: str) -> str:
@@ -356,7 +365,7 @@ def quantize_int8(fp32: Path, path: Path, key: str, isa: str) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError:
         raise SembedError("--quantize int8 needs onnxruntime and onnx, which are not installed", EXTRA_HINT) from None
-    weights = QuantType.QUInt8 if isa == "avx2" else QuantType.QInt8
+    weights = getattr(QuantType, weight_type(isa))
     tmp = atomic_output(path)
     try:
         quantize_dynamic(str(fp32), str(tmp), weight_type=weights, per_channel=False, reduce_range=False,
