@@ -116,7 +116,8 @@ def test_int8_is_close_to_fp32_and_named_for_the_cpu(model, monkeypatch, one_tor
 ])
 def test_the_int8_config_follows_the_instruction_set(flags, machine, isa, weights):
     assert onnx_encoder.instruction_set(flags, machine) == isa
-    assert onnx_encoder.weight_type(isa) == weights
+    assert onnx_encoder.int8_config(isa) == onnx_encoder.Int8Config(weights, per_channel=True,
+                                                                    reduce_range=isa == "avx2")
     assert onnx_encoder.file_name("int8", isa) == f"model_qint8_{isa}.onnx"
 
 
@@ -289,7 +290,8 @@ def test_usage_errors(args, message):
 
 STSB_TEST_SPEARMAN = 82.03  # torch fp32, all-MiniLM-L6-v2 (bench/embed_speed.py, README)
 # int8 (ONNX Runtime dynamic quantisation, avx2 config) as measured here; the issue's bar: within 0.3 of fp32.
-INT8_SPEARMAN = {"stsb": 81.98, "sick": 76.94}
+# int8 vectors depend a little on the batches (activation ranges are per batch): these are `sembed embed`'s.
+INT8_SPEARMAN = {"stsb": 82.02, "sick": 77.03}
 FP32_SPEARMAN = {"stsb": 82.03, "sick": 77.15}
 
 
