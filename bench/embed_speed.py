@@ -213,7 +213,8 @@ def summarise(runs: dict, described: dict, sentences: int, save_it: bool, show: 
               "best_by_threads": table, "runs": runs}
     for threads, rows in table.items() if show else ():
         for name, row in rows.items():
-            log(f"{threads} thread(s) {name:30s} {row['sentences_per_s']:7.1f} sentences/s (x{row['throughput_ratio']}),"
+            log(f"{threads} thread(s) {name:30s} {row['sentences_per_s']:7.1f} sentences/s "
+                f"(x{row['throughput_ratio']}),"
                 f" start-up {row['startup_s']:5.2f} s (x{row['startup_speedup']} faster), "
                 f"peak {row['peak_rss_mb']:6.1f} MB (x{row['rss_ratio']})")
     if save_it:

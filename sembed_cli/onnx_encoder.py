@@ -263,7 +263,7 @@ def open_session(path: Path, key: str, threads: int | None):
     if found is None:
         return None, FOREIGN
     if found != key:
-        return None, "stale (the model changed since it was exported)"
+        return None, "stale (made from another version of the model, or with other settings)"
     return session, None
 
 
@@ -304,11 +304,12 @@ def session_for(pipeline: Pipeline, quantize: str = "none", threads: int | None 
             return session, folder / name
     problems = [f"{folder / name} is {why}" for folder, why in found.items() if why != MISSING]
     for folder, why in found.items():
-        if why == FOREIGN or not writable(folder):
+        if why == FOREIGN or not writable(folder) or \
+                name != FP32_FILE and open_session(folder / FP32_FILE, key, threads)[1] == FOREIGN:
             continue  # a file sembed did not write is never replaced
         try:
             with export_lock(folder):
-                session, why = open_session(folder / name, expected, threads)  # another job may have built it meanwhile
+                session, why = open_session(folder / name, expected, threads)  # another job may have built it
                 if session is None:
                     if why != MISSING:
                         log.warning("rebuilding %s: it is %s", folder / name, why)

@@ -146,7 +146,7 @@ def test_a_model_that_changed_is_exported_again(model, monkeypatch, caplog):
     made = exports_counted(monkeypatch)
     onnx_encoder.load(model)
     assert made == [model / "onnx" / "model.onnx"]
-    assert "is stale (the model changed since it was exported)" in caplog.text
+    assert "is stale (made from another version of the model, or with other settings)" in caplog.text
 
 
 def test_a_corrupt_export_is_rebuilt(model, monkeypatch, caplog):
@@ -166,8 +166,10 @@ def test_an_onnx_file_sembed_did_not_write_is_left_alone(model, tmp_path):
     onnx.save(foreign, str(model / "onnx" / "model.onnx"))
     before = (model / "onnx" / "model.onnx").read_bytes()
     encoder = onnx_encoder.load(model)
+    quantized = onnx_encoder.load(model, "int8")  # made from an fp32 export of sembed's own, in the cache
     assert (model / "onnx" / "model.onnx").read_bytes() == before
     assert encoder.path.parent.parent == tmp_path / "cache" / "onnx"
+    assert quantized.path.parent == encoder.path.parent
 
 
 def test_a_read_only_model_is_exported_to_the_cache_keyed_by_its_content(model, tmp_path, monkeypatch):
