@@ -447,7 +447,7 @@ class OnnxEncoder:
     def __init__(self, pipeline: Pipeline, quantize: str = "none", threads: int | None = None):
         self.pipeline, self.quantize = pipeline, quantize
         self.session, self.path = session_for(pipeline, quantize, threads)
-        self.tokenizer = fast_tokenizer(pipeline)
+        self.fast_tokenizer = fast_tokenizer(pipeline)  # a `tokenizers.Tokenizer`, not transformers' tokenizer API
         self.inputs = [arg.name for arg in self.session.get_inputs()]
         self.isa = cpu_instruction_set()
 
@@ -457,6 +457,11 @@ class OnnxEncoder:
         if self.quantize == "none":
             return {"backend": "onnx"}
         return {"backend": "onnx", "quantization": f"qint8_{self.isa}"}
+
+    @property
+    def max_seq_length(self) -> int:
+        """The longest input in tokens; longer texts are truncated, as SentenceTransformer.max_seq_length says."""
+        return self.pipeline.max_seq_length
 
     def get_embedding_dimension(self) -> int:
         return len(self.encode(["a"])[0])
@@ -476,7 +481,7 @@ class OnnxEncoder:
     def encode_batch(self, texts: list[str]) -> np.ndarray:
         if self.pipeline.do_lower_case:
             texts = [text.lower() for text in texts]
-        encodings = self.tokenizer.encode_batch(texts)
+        encodings = self.fast_tokenizer.encode_batch(texts)
         features = {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
                     "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
                     "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}

@@ -133,6 +133,7 @@ def test_exported_once_next_to_the_model_then_reused(model, monkeypatch):
     made = exports_counted(monkeypatch)
     first = onnx_encoder.load(model)
     assert first.path == model / "onnx" / "model.onnx" and made == [first.path]
+    assert first.max_seq_length == 64  # the tiny model's, as sentence-transformers reads it
     second = onnx_encoder.load(model)
     assert made == [first.path]  # reused, not exported again
     np.testing.assert_array_equal(first.encode(TEXTS), second.encode(TEXTS))
