@@ -16,6 +16,23 @@ with --threads 1 the CPU time is the work itself and gives a steady ratio.
 Target (issue 3): ratio >= 0.9.
 
     python bench/embed_speed.py [--repeats 3] [--threads N] [--limit N]
+
+With --backends (issue 16) every contender is a separate process, run
+interleaved on the same sentences at 1 and 2 threads: the reference, a
+script that imports sentence-transformers and calls `encode` fp32 a window
+of 1000 sentences at a time, and `sembed embed` (JSONL in, JSONL out) with
+--backend torch, --backend onnx and --backend onnx --quantize int8. Each
+reports sentences/s after its first output (steady state, start-up
+excluded), the time from process start to its first record out (imports,
+model load and the first window of 1000), its peak RSS (wait4) and its CPU
+seconds, with the CPU's model, flags and the load average. Start-up proper
+is timed in a run on 10 sentences just before (process start to first
+record out: imports, model load, one small batch), as a cron job on a
+small input sees it. Aims: int8 >=
+1.5x the reference's throughput (2x with VNNI), start-up >= 5x faster, peak
+RSS at most half. The ONNX exports are made (or found) by a warm-up first.
+
+    python bench/embed_speed.py --backends [--repeats 2] [--limit N]
 """
 
 from __future__ import annotations
@@ -79,12 +96,144 @@ def time_sembed(model, src: Path, dst: Path, npy: Path | None = None) -> Clock:
     return clock
 
 
+# The reference: sentence-transformers as a user's script would call it, a window of sentences at a time,
+# printing a line per window so its first output can be timed as sembed's is.
+REFERENCE = """
+import sys, orjson, torch
+torch.set_num_threads(int(sys.argv[2]))
+from sentence_transformers import SentenceTransformer
+from transformers.utils import logging
+logging.disable_progress_bar()
+from sembed_cli import sentence_models
+texts = [orjson.loads(line)["text"] for line in open(sys.argv[1], "rb")]
+model = SentenceTransformer(str(sentence_models.resolve_path(sentence_models.DEFAULT_MODEL)), device="cpu")
+for start in range(0, len(texts), 1000):
+    vectors = model.encode(texts[start:start + 1000], batch_size=32, show_progress_bar=False)
+    sys.stdout.write(f"{len(vectors)}\\n")
+    sys.stdout.flush()
+"""
+CONTENDERS = {"sentence_transformers_encode": None, "sembed_torch": ["--backend", "torch"],
+              "sembed_onnx": ["--backend", "onnx"], "sembed_onnx_int8": ["--backend", "onnx", "--quantize", "int8"]}
+CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512vnni", "avx_vnni", "avx512_bf16", "amx_int8")
+
+
+def cpu_description() -> dict:
+    """The CPU's model name and the flags that decide int8 and bf16 kernels (from /proc/cpuinfo)."""
+    info: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    flags = set(info.get("flags", "").split())
+    return {"cpu_model": info.get("model name", "unknown"), "cpu_flags": [f for f in CPU_FLAGS if f in flags],
+            "cores": os.cpu_count()}
+
+
+def run_contender(name: str, src: Path, threads: int, sentences: int) -> dict:
+    """One process: start-up to its first output, steady sentences/s after it, peak RSS and CPU seconds."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "SEMBED_THREADS": str(threads), "SEMBED_DATA": str(DATA)}
+    if CONTENDERS[name] is None:
+        command = [sys.executable, "-c", REFERENCE, str(src), str(threads)]
+    else:
+        command = [sys.executable, "-m", "sembed_cli", "embed", "-q", "--device", "cpu", *CONTENDERS[name], str(src)]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT, env=env)
+    first = None
+    for _ in process.stdout:
+        first = first or time.perf_counter()
+    _, status, usage = os.wait4(process.pid, 0)
+    ended = time.perf_counter()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode or first is None:
+        raise SystemExit(f"{name} failed with exit status {process.returncode}")
+    after_first = sentences - min(WINDOW, sentences)
+    return {"startup_to_first_record_s": round(first - started, 2),
+            "sentences_per_s": round(after_first / (ended - first), 1) if after_first else None,
+            "wall_s": round(ended - started, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+
+
+def compare_backends(args) -> None:
+    """--backends: the reference and sembed with each backend, as processes, interleaved, at 1 and 2 threads."""
+    texts = stsb_train_sentences()[:args.limit]
+    described = {**cpu_description(), "load_average_before": [round(x, 2) for x in os.getloadavg()]}
+    log(f"{len(texts)} sentences; {described['cpu_model']} ({', '.join(described['cpu_flags'])}); "
+        f"load average {described['load_average_before']}")
+    runs: dict[str, dict[str, list[dict]]] = {str(t): {name: [] for name in CONTENDERS} for t in args.thread_counts}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = write_jsonl(Path(tmp) / "in.jsonl", texts)
+        warm = write_jsonl(Path(tmp) / "warm.jsonl", texts[:10])
+        for name in CONTENDERS:  # exports the ONNX models where missing, and warms the file cache
+            log(f"warm-up {name}: {run_contender(name, warm, 1, 10)['wall_s']} s")
+        for n in range(args.repeats):
+            for threads in args.thread_counts:
+                for name in CONTENDERS:
+                    small = run_contender(name, warm, threads, 10)
+                    result = run_contender(name, src, threads, len(texts))
+                    result = {**result, "startup_s": small["startup_to_first_record_s"],
+                              "peak_rss_mb_10_sentences": small["peak_rss_mb"],
+                              "load_average": round(os.getloadavg()[0], 2)}
+                    runs[str(threads)][name].append(result)
+                    log(f"round {n + 1}, {threads} thread(s), {name:30s} {result['sentences_per_s']:7.1f} sentences/s,"
+                        f" start-up {result['startup_s']:5.2f} s (first of {WINDOW}: "
+                        f"{result['startup_to_first_record_s']:5.2f} s), peak {result['peak_rss_mb']:6.1f} MB, "
+                        f"load {os.getloadavg()[0]:.2f}")
+                    if all(results for results in runs[str(threads)].values()):
+                        summarise(runs, described, len(texts), save_it=args.limit is None)
+    summarise(runs, described, len(texts), save_it=args.limit is None, show=True)
+
+
+def summarise(runs: dict, described: dict, sentences: int, save_it: bool, show: bool = False) -> dict:
+    """Best figures and per-round ratios to the reference; saved after every round, so a cut-short run keeps its
+    rounds."""
+    runs = {threads: by_name for threads, by_name in runs.items() if all(by_name.values())}
+    table = {}
+    for threads, by_name in runs.items():
+        reference = by_name["sentence_transformers_encode"]
+        table[threads] = {}
+        for name, results in by_name.items():
+            best = {"sentences_per_s": max(r["sentences_per_s"] for r in results),
+                    "startup_s": min(r["startup_s"] for r in results),
+                    "startup_to_first_record_s": min(r["startup_to_first_record_s"] for r in results),
+                    "peak_rss_mb": max(r["peak_rss_mb"] for r in results)}
+            # ratios round by round (the same load), their median: steadier than ratios of bests on a busy machine
+            speed = sorted(r["sentences_per_s"] / ref["sentences_per_s"] for r, ref in zip(results, reference))
+            start = sorted(ref["startup_s"] / r["startup_s"] for r, ref in zip(results, reference))
+            table[threads][name] = {**best, "throughput_ratio": round(speed[len(speed) // 2], 2),
+                                    "startup_speedup": round(start[len(start) // 2], 2),
+                                    "rss_ratio": round(best["peak_rss_mb"] / max(r["peak_rss_mb"] for r in reference),
+                                                       2)}
+    result = {"sentences": sentences, "model": sentence_models.DEFAULT_MODEL, "window_records": WINDOW,
+              "encode_batch_size": CPU_ENCODE_BATCH, **described,
+              "load_average_after": [round(x, 2) for x in os.getloadavg()],
+              "note": "machine shared with other jobs: throughput ratios are per round (same load), median of rounds",
+              "aims": {"int8_throughput_ratio": 1.5, "startup_speedup": 5, "rss_ratio": 0.5},
+              "best_by_threads": table, "runs": runs}
+    for threads, rows in table.items() if show else ():
+        for name, row in rows.items():
+            log(f"{threads} thread(s) {name:30s} {row['sentences_per_s']:7.1f} sentences/s "
+                f"(x{row['throughput_ratio']}),"
+                f" start-up {row['startup_s']:5.2f} s (x{row['startup_speedup']} faster), "
+                f"peak {row['peak_rss_mb']:6.1f} MB (x{row['rss_ratio']})")
+    if save_it:
+        path = save("embed_speed_backends", result)
+        if show:
+            log(f"written {path}")
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch threads for both (default: torch's own).")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N sentences (a quick check).")
+    parser.add_argument("--backends", action="store_true", help="Compare the backends as processes (issue 16).")
+    parser.add_argument("--thread-counts", type=int, nargs="+", default=[1, 2], help="--backends: thread counts.")
     args = parser.parse_args()
+    if args.backends:
+        return compare_backends(args)
 
     import torch
 

@@ -65,6 +65,33 @@ SpacyModel = Annotated[
                       help="spaCy pipeline: an installed package name or a path.")]
 
 
+BACKEND_HELP = (
+    "torch: sentence-transformers, any device (the default). onnx: the model's transformer exported to ONNX "
+    "once (MODEL/onnx/, else under SEMBED_CACHE, default ~/.cache/sembed) and run by ONNX Runtime on the CPU, "
+    "with the model's own pooling in numpy: the same vectors, a start without torch, less memory. Needs the "
+    "onnx extra: pip install 'sembed[onnx]'.")
+QUANTIZE_HELP = (
+    "With --backend onnx: int8 is ONNX Runtime's dynamic quantisation in the config of this CPU's instruction "
+    "set (AVX2, AVX-512, VNNI): faster, other vectors (its quality is in the README).")
+BackendName = Literal["torch", "onnx"]
+Quantization = Literal["none", "int8"]
+Backend = Annotated[BackendName, typer.Option("--backend", envvar="SEMBED_BACKEND", metavar="torch|onnx",
+                                              help=BACKEND_HELP)]
+Quantize = Annotated[Quantization, typer.Option("--quantize", envvar="SEMBED_QUANTIZE", metavar="none|int8",
+                                                help=QUANTIZE_HELP)]
+
+
+def check_backend(backend: str, quantize: str, device: str, precision: str = "auto") -> None:
+    """Usage errors of --backend and --quantize: int8 is ONNX's, and ONNX runs in fp32 (or int8) on the CPU."""
+    if quantize != "none" and backend != "onnx":
+        raise typer.BadParameter("only with --backend onnx", param_hint="'--quantize'")
+    if backend == "onnx" and device not in ("auto", "cpu"):
+        raise typer.BadParameter("--backend onnx runs on the CPU: use --device cpu (or auto)", param_hint="'--device'")
+    if backend == "onnx" and precision not in ("auto", "fp32"):
+        raise typer.BadParameter("--backend onnx computes in fp32 (or int8 with --quantize int8)",
+                                 param_hint="'--precision'")
+
+
 def _shard(value: str) -> Shard:
     try:
         return Shard.parse(value)

@@ -45,6 +45,39 @@ def encode(model, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
     return vectors[[position[text] for text in texts]]
 
 
+class FastTokenizerCalls:
+    """The few calls of transformers' tokenizer API that `LongTexts` makes, on a `tokenizers.Tokenizer` (the ONNX
+    Runtime encoder's, which imports no torch), untruncated and unpadded."""
+
+    def __init__(self, tokenizer):
+        import copy
+
+        self.tokenizer = copy.deepcopy(tokenizer)
+        self.tokenizer.no_truncation()
+        self.tokenizer.no_padding()
+
+    def num_special_tokens_to_add(self) -> int:
+        return self.tokenizer.num_special_tokens_to_add(False)
+
+    def __call__(self, texts, add_special_tokens: bool = True, return_offsets_mapping: bool = False, **_):
+        if isinstance(texts, str):
+            encoding = self.tokenizer.encode(texts, add_special_tokens=add_special_tokens)
+            return _Encoded(encoding)
+        return {"input_ids": [e.ids for e in self.tokenizer.encode_batch(list(texts),
+                                                                          add_special_tokens=add_special_tokens)]}
+
+
+class _Encoded(dict):
+    """One text's encoding, looked at as transformers' BatchEncoding is (offset_mapping, word_ids())."""
+
+    def __init__(self, encoding):
+        super().__init__(input_ids=encoding.ids, offset_mapping=encoding.offsets)
+        self.encoding = encoding
+
+    def word_ids(self):
+        return self.encoding.word_ids
+
+
 class LongTexts:
     """Texts longer than a sentence-transformers model's window (`max_seq_length` tokens, special tokens
     included), which the model would cut without a word: counted, and handled by `policy` (--long-text).
@@ -58,7 +91,8 @@ class LongTexts:
 
     def __init__(self, model, policy: str = "truncate"):
         self.model, self.policy = model, policy
-        self.tokenizer = model.tokenizer
+        fast = getattr(model, "fast_tokenizer", None)  # the ONNX Runtime encoder's tokenizers.Tokenizer
+        self.tokenizer = FastTokenizerCalls(fast) if fast is not None else model.tokenizer
         self.window = int(model.max_seq_length)
         self.room = self.window - self.tokenizer.num_special_tokens_to_add()
         self.count = 0
@@ -103,6 +137,9 @@ class LongTexts:
 
     @property
     def normalises(self) -> bool:
+        pipeline = getattr(self.model, "pipeline", None)  # the ONNX Runtime encoder says so itself
+        if pipeline is not None:
+            return bool(pipeline.normalize)
         return any(type(module).__name__ == "Normalize" for module in self.model)
 
     def windows(self, text: str) -> list[tuple[str, int]]:

@@ -103,6 +103,31 @@ def load(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "fp3
     return cast(open_model(model, resolved), precision)
 
 
+def load_encoder(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "auto", backend: str = "torch",
+                 quantize: str = "none"):
+    """The sentence encoder of `model` and the device it runs on: a SentenceTransformer (backend torch), or an ONNX
+    Runtime encoder with the same `encode` (backend onnx, the CPU only; sembed_cli/onnx_encoder.py), which imports
+    no torch once the model is exported."""
+    if backend == "onnx":
+        return load_onnx(model, quantize), "cpu"
+    resolved = resolve_device(device)
+    return load(model, resolved, resolve_precision(precision, resolved)), resolved
+
+
+@functools.lru_cache(maxsize=4)
+def load_onnx(model: str = DEFAULT_MODEL, quantize: str = "none"):
+    """The ONNX Runtime encoder of `model` (fp32, or int8 with quantize="int8"); cached per process."""
+    from . import onnx_encoder
+
+    return onnx_encoder.load(resolve_path(model), quantize)
+
+
+def backend_identity(encoder) -> dict:
+    """What besides the model decides the vectors: {"backend": "torch"}, or {"backend": "onnx"} with the int8
+    quantisation it ran ({"quantization": "qint8_avx2"}): part of the vectors' model identity."""
+    return dict(getattr(encoder, "identity", None) or {"backend": "torch"})
+
+
 def resolve_precision(precision: str, device: str) -> str:
     """A sentence encoder's precision: auto is fp16 on CUDA, fp32 on the CPU, the only one allowed there (its
     quality in half precision on the CPU was not checked)."""

@@ -12,8 +12,8 @@ import typer
 from .. import console, model_identity, sentence_models, spacy_pipeline
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
-from ..options import (BatchSize, Device, Force, Input, Lines, LongText, Output, Quiet, ShardOption, SkipErrors,
-                       TextKeys, Threads, Verbose)
+from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Output, Quantize, Quiet, ShardOption,
+                       SkipErrors, TextKeys, Threads, Verbose, check_backend)
 from ..dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
@@ -131,6 +131,8 @@ def embed_command(
     encode_batch_size: EncodeBatchSize = None,
     device: Device = "auto",
     precision: Precision = "auto",
+    backend: Backend = "torch",
+    quantize: Quantize = "none",
     shard: ShardOption = None,
     skip_errors: SkipErrors = False,
     threads: Threads = None,
@@ -154,6 +156,19 @@ def embed_command(
     packaged spaCy pipeline; run `sembed spo -m NAME` first for another).
     --keep-parts also writes embedding_basic and embedding_cf, the unweighted
     parts. W = 0 without --keep-parts skips S_cf altogether.
+
+    Backends (--backend): torch runs the model with sentence-transformers.
+    onnx exports the model's transformer once with torch.onnx.export to
+    MODEL/onnx/model.onnx (when MODEL is writable, else under SEMBED_CACHE,
+    default ~/.cache/sembed, keyed by the model's content; rebuilt when the
+    model changes) and then runs it with ONNX Runtime on the CPU, pooling and
+    normalising in numpy as the model's own modules do: the same vectors
+    (fp32, to float rounding) from a process that never imports torch.
+    --quantize int8 runs its dynamic int8 quantisation for this CPU
+    (MODEL/onnx/model_qint8_avx2.onnx ...): faster, slightly other vectors.
+    SEMBED_THREADS sets ONNX Runtime's threads. Models with modules other
+    than Transformer, Pooling and Normalize (TA-SBERT's Token Attention,
+    Dense) need --backend torch.
 
     With --npy FILE the vectors go to a float32 matrix (numpy .npy) instead,
     in output order (record by record, text field by text field, embedding
@@ -219,6 +234,10 @@ def embed_command(
     fields = TextFields(text_keys)
     explain = explain or plain
     source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
+    check_backend(backend, quantize, device, precision)
+    if backend == "onnx" and (words or syntax_map is not None or method != "model" or explain):
+        raise typer.BadParameter("only for the sentence vectors of --method model (not --words, --explain, --plain)",
+                                 param_hint="'--backend'")
     if words or syntax_map is not None:
         if long_text != "truncate":
             raise typer.BadParameter("not with --words (a long text is always encoded in windows there)",
@@ -239,13 +258,12 @@ def embed_command(
     weight = cf_weight if cf_weight is not None else sentence_models.saved_cf_weight(model)
     if cf_weight is None and weight is not None:
         console.say(f"using the W_cf = {weight:g} saved with the model (--cf-weight overrides it)")
-    resolved = sentence_models.resolve_device(device)
-    encoder = sentence_models.load(model, resolved, sentence_models.resolve_precision(precision, resolved))
+    encoder, resolved = sentence_models.load_encoder(model, device, precision, backend, quantize)
     if explain and not has_token_attention(encoder):
         raise SembedError(f"the model at '{sentence_models.resolve_path(model)}' has no Token Attention pooling",
                           "--explain and --plain need a model that `sembed train --method ta` wrote")
     encode_batch = encode_batch_size or (CUDA_ENCODE_BATCH if resolved.startswith("cuda") else CPU_ENCODE_BATCH)
-    identity = model_identity.of_sentence_model(model)
+    identity = model_identity.of_sentence_model(model)  # like precision, the backend is not part of it
     stamp = stamp_for(identity.with_setting("cf", weight) if weight else identity,
                       ("embedding", "embedding_basic", "embedding_cf") if keep_parts else ("embedding",), matrix_file)
     long_texts = LongTexts(encoder, long_text)

@@ -9,7 +9,8 @@ import typer
 
 from .. import console, sentence_models
 from ..errors import SembedError
-from ..options import BatchSize, Device, Force, Input, Lines, LongText, Quiet, Seed, SkipErrors, Threads, Verbose
+from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Quantize, Quiet, Seed, SkipErrors,
+                       Threads, Verbose, check_backend)
 
 IndexDir = Annotated[Optional[Path], typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                                   help="The index directory to write (this or --update).")]
@@ -55,6 +56,8 @@ def index_command(
     force: Force = False,
     seed: Seed = 42,
     device: Device = "auto",
+    backend: Backend = "torch",
+    quantize: Quantize = "none",
     skip_errors: SkipErrors = False,
     threads: Threads = None,
     quiet: Quiet = False,
@@ -72,8 +75,9 @@ def index_command(
     row's id, from --id-key or the position, and the record without its
     vectors: the payload search returns) and sembed.json (embedding_model:
     the identity of the model that made the vectors, the model's name,
-    dimension, type, count, data hash, settings, versions). DIR appears
-    complete or not at all; an existing DIR needs --force.
+    dimension, type, count, data hash, settings, versions). sembed.json's settings
+    also name the --backend and --quantize that embedded the texts. DIR
+    appears complete or not at all; an existing DIR needs --force.
 
     The model: records with vectors carry embedding_model (`sembed embed`
     writes it), and the index takes it from them; records of two models,
@@ -116,7 +120,7 @@ def index_command(
     if index_type not in ("auto", "flat", "hnsw", "ivf"):
         raise typer.BadParameter(f"'{index_type}' is not one of auto, flat, ivf, hnsw", param_hint="'--type'")
     # what the command line says overrides what the records or the index to update say (SEMBED_MODEL does not)
-    given = {name for name in ("model", "index_type", "text_key", "embedding_key", "id_key")
+    given = {name for name in ("model", "index_type", "text_key", "embedding_key", "id_key", "backend", "quantize")
              if ctx.get_parameter_source(name).name == "COMMANDLINE"}
     target = output if output is not None else update
     ctx.with_resource(exclusive(target))  # one run at a time: an update must not lose another's records
@@ -128,8 +132,12 @@ def index_command(
         embedding_key = embedding_key if "embedding_key" in given else settings.get("embedding_key", embedding_key)
         id_key = id_key if "id_key" in given else settings.get("id_key", id_key)
         index_type = index_type if "index_type" in given else settings.get("requested_type", index_type)
+        if "backend" not in given and "quantize" not in given:  # embedded as the index was
+            backend = settings.get("backend", backend)
+            quantize = "int8" if settings.get("quantization") else quantize
     else:
         refuse_existing(output, force)
+    check_backend(backend, quantize, device)
 
     records = IndexRecords(text_key, embedding_key, id_key, needs_ids=old is not None, npy=npy)
     records.read(input, skip_errors, lines)
@@ -143,8 +151,8 @@ def index_command(
     todo = merged.to_embed
     if todo:
         texts = [merged.texts[n] for n in todo]
-        resolved = sentence_models.resolve_device(device)
-        long_texts = LongTexts(sentence_models.load(model, resolved), long_text)
+        encoder, resolved = sentence_models.load_encoder(model, device, backend=backend, quantize=quantize)
+        long_texts = LongTexts(encoder, long_text)
         records.check_long_texts(long_texts, todo, merged)
         console.say(f"embedding {len(texts)} texts with {identity} on {resolved}")
         embedded = np.concatenate(
@@ -154,6 +162,9 @@ def index_command(
         long_texts.report()
         for n, vector in zip(todo, embedded):
             merged.put(n, vector)
+    backend = sentence_models.backend_identity(encoder) if todo else \
+        {k: v for k, v in (old.metadata.get("settings", {}) if old is not None else {}).items()
+         if k in ("backend", "quantization")}  # what embedded the texts, when texts were embedded
     vectors = merged.matrix()
     count, dimension = vectors.shape
     kind = choose_type(index_type, count)
@@ -163,7 +174,7 @@ def index_command(
         digest.add(payload)
     settings = {"type": kind, "requested_type": index_type, "metric": "inner product of unit vectors (cosine)",
                 "text_key": text_key, "embedding_key": embedding_key, "id_key": id_key,
-                "source": records.source}
+                "source": records.source, **backend}
     if kind == "hnsw":
         settings.update({"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION, "ef_search": HNSW_EF_SEARCH})
     elif kind == "ivf":

@@ -10,7 +10,8 @@ import typer
 from .. import sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, batched, check_text, run_stream
-from ..options import BatchSize, Device, Force, Input, Lines, LongText, Output, Quiet, SkipErrors, Threads, Verbose
+from ..options import (BACKEND_HELP, QUANTIZE_HELP, BackendName, BatchSize, Device, Force, Input, Lines, LongText,
+                       Output, Quantization, Quiet, SkipErrors, Threads, Verbose, check_backend)
 
 IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_default=False,
                                          help="The index directory `sembed index` wrote (required).")]
@@ -27,6 +28,12 @@ TextKey = Annotated[str, typer.Option("--text-key", "-k", metavar="KEY", help="T
                                                                               "the record has no --embedding-key).")]
 EmbeddingKey = Annotated[str, typer.Option("--embedding-key", metavar="KEY",
                                            help="A field with the query's vector, used instead of its text.")]
+QueryBackend = Annotated[Optional[BackendName], typer.Option(
+    "--backend", envvar="SEMBED_BACKEND", metavar="torch|onnx", show_default=False,
+    help=BACKEND_HELP + " Default: the one the index was built with.")]
+QueryQuantize = Annotated[Optional[Quantization], typer.Option(
+    "--quantize", envvar="SEMBED_QUANTIZE", metavar="none|int8", show_default=False,
+    help=QUANTIZE_HELP + " Default: the index's.")]
 Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour the whole indexed record (payload), "
                                                          "not only its id, text and score.")]
 
@@ -146,9 +153,10 @@ class QueryEncoder:
 
     TEXT_SETTINGS = ("cf",)  # settings of a sentence-transformers identity that a text query is embedded with here
 
-    def __init__(self, loaded, model: str | None, device: str, text_key: str, long_text: str = "truncate"):
+    def __init__(self, loaded, model: str | None, device: str, text_key: str, long_text: str = "truncate",
+                 backend: str = "torch", quantize: str = "none"):
         self.loaded, self.model, self.device, self.text_key = loaded, model, device, text_key
-        self.long_text = long_text
+        self.long_text, self.backend, self.quantize = long_text, backend, quantize
         self._encoder = None
         self._long_texts = None  # sentence_embedding.LongTexts of a sentence-transformers query model (--long-text)
         self.cf_weight: float | None = None
@@ -181,7 +189,7 @@ class QueryEncoder:
         identity, metadata = self.loaded.identity, self.loaded.metadata
         if identity is None:  # an index written before identities: its fingerprint decides
             name = self.model or metadata.get("model_path") or metadata["model"]
-            encoder = sentence_models.load(name, sentence_models.resolve_device(self.device))
+            encoder = self.load(name)
             self.loaded.check_model(name, model_fingerprint(encoder))
             self._encoder = encoder
             return encoder
@@ -206,8 +214,12 @@ class QueryEncoder:
                               "search with the index's model (leave out --model), or rebuild the index")
         cf = dict(identity.settings).get("cf")
         self.cf_weight = float(cf) if cf is not None else None
-        self._encoder = sentence_models.load(name, sentence_models.resolve_device(self.device))
+        self._encoder = self.load(name)
         return self._encoder
+
+    def load(self, name: str):
+        """The sentence encoder of `name` on the chosen backend (sentence_models.load_encoder)."""
+        return sentence_models.load_encoder(name, self.device, backend=self.backend, quantize=self.quantize)[0]
 
     def encode(self, texts: list[str], **_):
         """The query vectors of `texts` (float32, one row each)."""
@@ -293,6 +305,8 @@ def search_command(
     long_text: LongText = "truncate",
     batch_size: BatchSize = 1000,
     device: Device = "auto",
+    backend: QueryBackend = None,
+    quantize: QueryQuantize = None,
     skip_errors: SkipErrors = False,
     threads: Threads = None,
     quiet: Quiet = False,
@@ -311,7 +325,8 @@ def search_command(
     warning. Writes each record with neighbors: a list of {id, text, score}
     (score: the cosine), best first; --payload adds each neighbour's whole
     indexed record. Queries go to FAISS a batch at a time (--batch-size);
-    output is flushed after each batch.
+    output is flushed after each batch. --backend and --quantize
+    default to those that embedded the index's texts.
 
     \b
     Example:
@@ -326,7 +341,11 @@ def search_command(
     if query and ctx.get_parameter_source("input").name == "COMMANDLINE":
         raise typer.BadParameter("either query records (INPUT) or --query texts, not both", param_hint="'--query'")
     loaded = VectorIndex.load(index)
-    encoder = QueryEncoder(loaded, model, device, text_key, long_text)
+    built = loaded.metadata.get("settings", {})
+    backend = backend or built.get("backend", "torch")
+    quantize = quantize or ("int8" if built.get("quantization") and backend == built.get("backend") else "none")
+    check_backend(backend, quantize, device)
+    encoder = QueryEncoder(loaded, model, device, text_key, long_text, backend, quantize)
     if model is not None or query:
         encoder.check()  # a wrong --model is refused before any query is read
     name = str(loaded.identity or loaded.metadata["model"])
