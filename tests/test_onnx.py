@@ -233,8 +233,9 @@ def test_cf_weight_with_onnx_equals_torch(model, one_torch_thread):
     assert onnx.exit_code == torch.exit_code == 0, onnx.stderr
     for mine, theirs in zip(onnx.records, torch.records):
         for key in theirs:
-            if key.startswith("embedding"):
+            if key.startswith("embedding") and key != "embedding_model":
                 np.testing.assert_allclose(mine[key], theirs[key], atol=2e-6)
+        assert mine["embedding_model"] == theirs["embedding_model"]  # the fp32 export is the same model
     first = onnx.records[0]
     np.testing.assert_allclose(first["embedding"],
                                np.add(first["embedding_basic"], 0.3 * np.asarray(first["embedding_cf"])), atol=1e-6)
@@ -327,3 +328,20 @@ def test_int8_stays_within_0_3_of_fp32(kind, path, monkeypatch, data_dir):
     int8 = sts_pipeline(kind, data_dir / path, "--backend", "onnx", "--quantize", "int8")
     assert int8 == pytest.approx(INT8_SPEARMAN[kind], abs=0.01)
     assert FP32_SPEARMAN[kind] - int8 <= 0.3
+
+
+def test_long_texts_with_onnx_are_counted_and_windowed_as_with_torch(model, one_torch_thread):
+    """--long-text reads the ONNX encoder's own tokenizer (tokenizers, no torch): the same count, the same windows."""
+    long = "word " * 100  # past the tiny model's 64-token window
+    records = jsonl({"text": "Dogs bark.", "id": 1}, {"text": long, "id": 2})
+    for policy in ("truncate", "window"):
+        onnx = sembed("embed", "--backend", "onnx", "--long-text", policy, "-m", str(model), input=records)
+        torch = sembed("embed", "--long-text", policy, "-m", str(model), input=records)
+        assert onnx.exit_code == torch.exit_code == 0, onnx.stderr
+        assert onnx.stderr == torch.stderr and "1 text(s) longer than the model's 64-token window" in onnx.stderr
+        for mine, theirs in zip(onnx.records, torch.records):
+            np.testing.assert_allclose(mine["embedding"], theirs["embedding"], atol=2e-6)
+    refused = sembed("embed", "--backend", "onnx", "--long-text", "error", "-m", str(model), input=records)
+    assert refused.exit_code == 1 and [r["id"] for r in refused.records] == [1]
+    assert refused.stderr == ("error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
+                              "(hint: --long-text truncate or window embeds it)\n")
