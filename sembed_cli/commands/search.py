@@ -22,6 +22,9 @@ TextKey = Annotated[str, typer.Option("--text-key", "-k", metavar="KEY", help="T
                                                                               "the record has no --embedding-key).")]
 EmbeddingKey = Annotated[str, typer.Option("--embedding-key", metavar="KEY",
                                            help="A field with the query's vector, used instead of its text.")]
+Spelling = Annotated[bool, typer.Option(
+    "--spelling", help="Re-rank the 10 K nearest by spelling: a name one edit from the query text, or holding all "
+                       "its words, moves up (place-name lookup, sembed_cli/poi_lookup.py; scores stay comparable).")]
 Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour the whole indexed record (payload), "
                                                          "not only its id, text and score.")]
 
@@ -59,7 +62,7 @@ class QueryVectors:
 
 
 def search_records(records, index, encoder, k: int, text_key: str, embedding_key: str, batch_size: int,
-                   payload: bool = False, query_vectors: QueryVectors | None = None):
+                   payload: bool = False, query_vectors: QueryVectors | None = None, spelling: bool = False):
     """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator).
 
     FAISS releases the GIL, so batch n is searched in a worker thread while this one writes out batch n - 1
@@ -69,6 +72,8 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
+
+    from ..poi_lookup import SPELLING_CANDIDATES, SpellingReranker
 
     take = query_vectors.take if query_vectors is not None else \
         (lambda record: np.asarray(record[embedding_key], dtype=np.float32))
@@ -87,6 +92,8 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
 
     def finish(batch: list[dict], searched) -> list[dict]:
         scores, rows = searched.result()
+        if spelling:
+            scores, rows = reranker.rerank([record.get(text_key) for record in batch], scores, rows, k)
         for record, row_scores, row_ids in zip(batch, np.round(scores.astype(np.float64), 6).tolist(), rows.tolist()):
             if payload:
                 record["neighbors"] = [{"id": ids[row], "text": payloads[row].get(text_key), "score": score,
@@ -96,11 +103,13 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
                                        for score, row in zip(row_scores, row_ids) if row >= 0]
         return batch
 
+    reranker = SpellingReranker(lambda row: payloads[row].get(text_key)) if spelling else None
+    asked = k * SPELLING_CANDIDATES if spelling else k
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss-search") as worker:
         pending = None
         try:
             for batch in batched(records, batch_size):
-                searching = (batch, worker.submit(index.search, query_matrix(batch), k))
+                searching = (batch, worker.submit(index.search, query_matrix(batch), asked))
                 if pending is not None:
                     yield from finish(*pending)
                 pending = searching
@@ -121,6 +130,7 @@ def search_command(
     text_key: TextKey = "text",
     embedding_key: EmbeddingKey = "embedding",
     payload: Payload = False,
+    spelling: Spelling = False,
     batch_size: BatchSize = 1000,
     device: Device = "auto",
     skip_errors: SkipErrors = False,
@@ -166,5 +176,5 @@ def search_command(
 
     run_stream(RecordSource(input, skip_errors=skip_errors), check,
                lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key, batch_size,
-                                              payload, query_vectors),
+                                              payload, query_vectors, spelling),
                output, batch_size, "searching")
