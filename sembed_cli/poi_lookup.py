@@ -134,23 +134,23 @@ class SpellingReranker:
             found = self.keys[row] = (text, frozenset(text.split()))
         return found
 
-    def score(self, query: str, candidates: Sequence[tuple[float, int]]) -> list[tuple[float, int]]:
-        """(new score, row) of each (cosine, row), best first."""
+    def score(self, query: str, similarities: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """New scores of the candidate `rows` (cosines `similarities`), best first (FAISS order on a tie)."""
+        from rapidfuzz import process
         from rapidfuzz.distance import OSA
 
         from .readers.gazetteer import name_key
 
         query_key = name_key(query)
         query_words = frozenset(query_key.split())
-        scored = []
-        for similarity, row in candidates:
-            key, words = self.key(row)
-            bonus = ONE_EDIT_BONUS if OSA.distance(query_key, key, score_cutoff=1) <= 1 else 0.0
-            if query_words and query_words < words:
-                bonus += WORDS_BONUS
-            scored.append((similarity + bonus, row))
-        scored.sort(key=lambda pair: -pair[0])
-        return scored
+        keys = [self.key(row) for row in rows.tolist()]
+        distances = process.cdist([query_key], [key for key, _ in keys], scorer=OSA.distance, score_cutoff=1,
+                                  dtype=np.int32, workers=1)[0]
+        scores = similarities + ONE_EDIT_BONUS * (distances <= 1)
+        if query_words:
+            scores += WORDS_BONUS * np.fromiter((query_words < words for _, words in keys), bool, len(keys))
+        order = np.argsort(-scores, kind="stable")
+        return scores[order], rows[order]
 
     def rerank(self, queries: Sequence[str | None], scores: np.ndarray, rows: np.ndarray,
                k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -158,9 +158,11 @@ class SpellingReranker:
         as a vector) keeps the FAISS order."""
         out_scores = np.full((len(rows), k), -np.inf, dtype=np.float32)
         out_rows = np.full((len(rows), k), -1, dtype=np.int64)
-        for i, (query, row_scores, row_ids) in enumerate(zip(queries, scores.tolist(), rows.tolist())):
-            found = [(score, row) for score, row in zip(row_scores, row_ids) if row >= 0]
-            found = (self.score(query, found) if isinstance(query, str) else found)[:k]
-            out_scores[i, :len(found)] = [score for score, _ in found]
-            out_rows[i, :len(found)] = [row for _, row in found]
+        for i, query in enumerate(queries):
+            found = rows[i] >= 0
+            candidate_scores, candidate_rows = scores[i][found].astype(np.float32), rows[i][found]
+            if isinstance(query, str) and len(candidate_rows):
+                candidate_scores, candidate_rows = self.score(query, candidate_scores, candidate_rows)
+            n = min(k, len(candidate_rows))
+            out_scores[i, :n], out_rows[i, :n] = candidate_scores[:n], candidate_rows[:n]
         return out_scores, out_rows

@@ -146,11 +146,14 @@ def search_command(
     Writes each record with neighbors: a list of {id, text, score} (score:
     the cosine), best first; --payload adds each neighbour's whole indexed
     record. Queries go to FAISS a batch at a time (--batch-size); output is
-    flushed after each batch.
+    flushed after each batch. --spelling (place-name lookup) asks FAISS for
+    10 K candidates and keeps the K best after adding 0.3 to the score of a
+    name one edit from the query text and 0.3 to one that holds all the
+    query's words (see sembed_cli/poi_lookup.py).
 
     \b
     Example:
-      echo '{"text": "Springfeild"}' | sembed search --index poi-index
+      echo '{"text": "Springfeild"}' | sembed search --index poi-index --spelling
       sembed convert --from gazetteer | sembed taste -m poi-model \\
         | grep '"is_poi":true' | sembed search --index poi-index -k 10
     """

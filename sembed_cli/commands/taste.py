@@ -83,6 +83,14 @@ def taste_command(
     convert --from gazetteer`) is kept as is_poi_gold, for `sembed eval poi`.
     For another key K the fields are taste_score_K ... (text_a: taste_score_a).
 
+    With --neighbours DIR (an index of labelled names, built with the
+    stage-2 model) each text also gets poi_vote, the similarity-weighted
+    share of POI names among its --vote-k nearest there, and is_poi =
+    poi_vote >= --threshold: the paper's route for English names, and
+    the one that tells a city from a word here (the taste alone hardly
+    can: with about 40 letters the true character is nearly always a
+    top-10 guess; examples/results/poi.md).
+
     All masked copies of a batch of records (--batch-size) go through the
     model together, in chunks of about 32k tokens; output is flushed after
     each batch. Texts longer than the model's positions are cut. Where the
@@ -94,6 +102,9 @@ def taste_command(
     Example:
       sembed convert --from gazetteer | sembed taste -m poi-model \\
         | sembed eval poi --tune-split dev --test-split test
+      grep '"split":"train"' gaz.jsonl | sembed index -m poi-model -o labelled
+      sembed taste -m poi-model --neighbours labelled gaz.jsonl \\
+        | sembed eval poi --score-key poi_vote --tune-split dev --test-split test
     """
     from ..errors import SembedError
     from ..precision import resolve

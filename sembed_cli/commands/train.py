@@ -321,7 +321,11 @@ def train_command(
              non-POI queries, one class; --distance, --margin) plus the
              masked-LM loss on the POI names: L = L_mlm + W * L_triplet.
              Reads text and is_poi of the train split (all records
-             without split).
+             without split). For looking places up: --variants N adds
+             N generated variants of each POI name as its positives
+             (+ --variant-weight * their batch-all triplet loss), and
+             --ngram-weight W saves hashed character n-grams beside the
+             encoder, which embed / index / search then concatenate.
       syntax The syntax-distillation map (section 3): reads `sembed
              gensets` records (aligned `words` of a set of structurally
              equivalent sentences); each word's vector from --model,
