@@ -122,6 +122,12 @@ class SpellingReranker:
     """
 
     def __init__(self, text_of):
+        try:
+            import rapidfuzz  # noqa: F401
+        except ImportError:
+            from .errors import SembedError
+
+            raise SembedError("search --spelling needs the 'rapidfuzz' package", "pip install rapidfuzz") from None
         self.text_of = text_of  # row -> the indexed record's text
         self.keys: dict[int, tuple[str, frozenset]] = {}
 
