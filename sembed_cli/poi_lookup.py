@@ -88,6 +88,11 @@ class LookupEncoder:
 
     get_sentence_embedding_dimension = get_embedding_dimension
 
+    def __getattr__(self, name: str):  # anything else (tokenizer, max_seq_length, ...) is the stage-2 encoder's
+        if name == "encoder":
+            raise AttributeError(name)
+        return getattr(self.encoder, name)
+
     def to(self, *args, **kwargs) -> LookupEncoder:
         self.encoder.to(*args, **kwargs)
         return self
