@@ -190,7 +190,8 @@ def table(args) -> None:
     lines += ["", f"sembed search --spelling from text ({searched['queries']} queries, index and model loaded): "
                   f"{searched['1_thread']['queries_per_s']} queries/s with 1 thread, "
                   f"{searched['2_thread']['queries_per_s']} with 2 (a shared CPU: other jobs ran meanwhile).",
-              "", "## Time (seconds)", "", "| stage | s |", "| --- | ---: |"]
+              "", "## Time (seconds)", "", "The identification stages (taste, index labelled records) run alongside the "
+              "lookup stages, so the stages add up to more than the total.", "", "| stage | s |", "| --- | ---: |"]
     lines += [f"| {k} | {v} |" for k, v in times.items()]
     text = "\n".join(lines) + "\n"
     sys.stderr.write(text)
