@@ -505,7 +505,8 @@ def _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr,
     else:
         train_poi(source, output, base_model=model, schedule=schedule, distance=distance,
                   margin=DEFAULT_MARGIN if margin is None else margin, triplet_weight=triplet_weight,
-                  variants=variants, variant_weight=variant_weight, ngram_weight=ngram_weight, text_key=text_key, device=device, precision=precision, resume=resume, force=force)
+                  variants=variants, variant_weight=variant_weight, ngram_weight=ngram_weight, text_key=text_key,
+                  device=device, precision=precision, resume=resume, force=force)
 
 
 def _refuse_options(ctx, names: tuple[str, ...], why: str) -> None:

@@ -164,7 +164,8 @@ class TripletAndMaskedLoss:
 
 def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: LoopSchedule = LoopSchedule(),
               distance: str = "euclidean", margin: float = DEFAULT_MARGIN, triplet_weight: float = 1.0,
-              variants: int = 0, variant_weight: float = 1.0, ngram_weight: float = 0.0, text_key: str = "text", device: str = "auto", precision: str = "fp32", resume: bool = False,
+              variants: int = 0, variant_weight: float = 1.0, ngram_weight: float = 0.0, text_key: str = "text",
+              device: str = "auto", precision: str = "fp32", resume: bool = False,
               force: bool = False) -> dict:
     """POI paper stage 2 on the stage-1 model `base_model`; writes the model directory `output`."""
     if distance not in DISTANCES:
@@ -195,7 +196,8 @@ def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: 
                 f"{margin:g}, {batches.steps_per_epoch} steps an epoch on {resolved} ({precision})")
     model.train()
     summary = run_loop(model, batches.epoch, batches.steps_per_epoch,
-                       TripletAndMaskedLoss(distance, margin, triplet_weight, variant_weight if variants else 0.0), schedule, resolved, checkpoint_dir,
+                       TripletAndMaskedLoss(distance, margin, triplet_weight, variant_weight if variants else 0.0),
+                       schedule, resolved, checkpoint_dir,
                        resume_from, precision=precision)
     metadata = describe(COMMAND, data, settings, method="poi", stage="poi stage 2 (triplet + masked LM)",
                         base_model=str(base_model), base_model_data=base_metadata.get("data"), training=summary,
