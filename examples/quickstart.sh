@@ -9,8 +9,9 @@
 # 3. sentence vectors: embed (all-MiniLM-L6-v2, CF-BERT's W_cf = 0.2) -> eval sts
 # 4. TA-SBERT: train --method ta (a few steps) -> embed --plain (Token Attention per word)
 # 5. word saliency: train --method nws on the prose (packaged GloVe) -> embed --method nws -> eval sts
-# 6. POI: convert --from gazetteer (a sample) -> train --method mlm --from-scratch (a few steps)
-#    -> taste -> eval poi; index the POI names -> search a misspelt one
+# 6. POI: convert --from gazetteer (a sample) -> train --method mlm --from-scratch -> train --method poi
+#    (a few steps each; name variants, character n-grams) -> taste --neighbours (k-NN vote) -> eval poi;
+#    index the POI names -> search --spelling a misspelt one
 # 7. syntax: train --method mlm (MiniLM made a masked-LM, a few steps) -> gensets on the prose
 #    -> train --method syntax -> embed --words --syntax-map -> eval structure
 # Each pipeline's JSONL goes to runs/quickstart/; a readable summary to stdout. The models here are
@@ -40,13 +41,18 @@ sembed convert --from prose --doc-break blank examples/data/story.txt \
   | sembed train -q --method nws --epochs 2 -o "$out/nws" --force
 sembed embed -q "$out/pairs.jsonl" --method nws --salience "$out/nws" | sembed eval sts -q > "$out/nws-sts.json"
 
-sembed convert --from gazetteer | awk 'NR % 100 == 0' > "$out/gazetteer.jsonl"
+sembed convert --from gazetteer | awk 'NR % 100 == 0 || /"text":"Springfield"/' > "$out/gazetteer.jsonl"
 sembed train -q "$out/gazetteer.jsonl" --method mlm --from-scratch --layers 2 --hidden 64 --batch-size 128 \
+  --max-steps 30 -o "$out/poi-stage1" --force
+sembed train -q "$out/gazetteer.jsonl" --method poi --model "$out/poi-stage1" --variants 1 --ngram-weight 0.7 \
   --max-steps 30 -o "$out/poi-model" --force
-grep '"split":"dev"' "$out/gazetteer.jsonl" | sembed taste -q -m "$out/poi-model" \
-  | sembed eval poi -q > "$out/poi.json"
+grep '"split":"train"' "$out/gazetteer.jsonl" | sembed index -q -m "$out/poi-model" -o "$out/poi-labelled" --force
+grep '"split":"dev"' "$out/gazetteer.jsonl" | sembed taste -q -m "$out/poi-model" --neighbours "$out/poi-labelled" \
+  | sembed eval poi -q --score-key poi_vote > "$out/poi.json"
+printf '{"text": "Springfield"}\n{"text": "butterfly"}\n' \
+  | sembed taste -q -m "$out/poi-model" --neighbours "$out/poi-labelled" > "$out/tasted.jsonl"
 grep '"is_poi":true' "$out/gazetteer.jsonl" | sembed index -q -m "$out/poi-model" -o "$out/poi-index" --force
-echo '{"text": "Springfeild"}' | sembed search -q --index "$out/poi-index" --k 3 > "$out/search.jsonl"
+echo '{"text": "Springfeild"}' | sembed search -q --index "$out/poi-index" --spelling --k 3 > "$out/search.jsonl"
 
 sembed train -q "$out/story.jsonl" --method mlm --max-steps 3 --batch-size 4 -o "$out/mlm" --force
 sembed gensets -q "$out/story.jsonl" --mlm "$out/mlm" --k 3 > "$out/sets.jsonl"
@@ -76,9 +82,12 @@ grid = {round(g["cf_weight"], 1): g["pearson"] for g in sts["cf_grid"]}
 print(f"\nall-MiniLM-L6-v2 on the 3 pairs: Pearson {grid[0.0]:.1f} (W_cf = 0), {grid[0.2]:.1f} (W_cf = 0.2)")
 print(f"NWS (GloVe, scores learnt on the 6 prose sentences): Pearson {nws['pearson']:.1f}")
 print(f"Token Attention of the toy TA-SBERT model: {(out / 'attention.txt').read_text().strip()}")
-print(f"POI taste of the toy character model on {poi['n']} dev names: F0.5 {poi['f0_5']:.2f}")
+print(f"POI k-NN vote of the toy POI model on {poi['n']} dev names: F0.5 {poi['f0_5']:.2f}")
+tasted = [json.loads(line) for line in open(out / "tasted.jsonl")]
+print("taste --neighbours: " + ", ".join(f"{r['text']} {'a POI' if r['is_poi'] else 'not a POI'} (vote "
+                                         f"{r['poi_vote']:.2f})" for r in tasted))
 [hit] = [json.loads(line) for line in open(out / "search.jsonl")]
-print(f"search 'Springfeild': {', '.join(n['text'] for n in hit['neighbors'])}")
+print(f"search --spelling 'Springfeild': {', '.join(n['text'] for n in hit['neighbors'])}")
 [first] = [json.loads(line) for line in open(out / "sets.jsonl")][:1]
 print("gensets (toy masked-LM): " + " / ".join(first["sentences"][:3]))
 print(f"syntax map on the prose's words: dependency-edge neighbours {structure['all']['dep_edge']:.2f}, "

@@ -88,8 +88,10 @@ def open_model(model: str, device: str):
     from safetensors import SafetensorError
 
     transformers_logging.disable_progress_bar()  # its weight-loading bar is noise on our stderr
+    from .poi_lookup import wrap  # a POI model with its character n-grams (issue 15)
+
     try:
-        return SentenceTransformer(str(path), device=device, trust_remote_code=own_modules_only(path))
+        return wrap(path, SentenceTransformer(str(path), device=device, trust_remote_code=own_modules_only(path)))
     except (OSError, ValueError, SafetensorError) as e:  # SafetensorError: a weights file cut short
         raise SembedError(f"cannot load the sentence-transformers model at '{path}': {e}", MODEL_HINT) from None
 

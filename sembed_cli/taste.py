@@ -124,3 +124,39 @@ class Taster:
             copy[0, position] = self.tokenizer.mask_token_id
             hits += int(self._hits(copy, attention, position.view(1), truth.view(1))[0])
         return Taste(hits, int(maskable.sum()))
+
+
+DEFAULT_VOTE_K = 10
+
+
+class NeighbourVote:
+    """Is a name a POI by its nearest labelled names: the POI paper's own route for English names.
+
+    Zhang et al. (section 5) on their English data set: "compare the embedding of this string with those POI
+    embeddings". Here the labelled names are a `sembed index` (built with the stage-2 model) whose records carry
+    is_poi; a text's vote is the similarity-weighted share of POI names among its k nearest indexed names,
+    sum_i max(s_i, 0) y_i / sum_i max(s_i, 0) (s_i: cosine, y_i: 1 for a POI), in [0, 1].
+    """
+
+    def __init__(self, index, encoder, k: int = DEFAULT_VOTE_K, label_key: str = "is_poi"):
+        import numpy as np
+
+        from .errors import SembedError
+
+        labels = [payload.get(label_key) for payload in index.payloads]
+        if not labels or not all(isinstance(label, bool) for label in labels):
+            raise SembedError(f"the index at '{index.path}' is not of labelled names: every record needs "
+                              f"{label_key} true or false", "index records of sembed convert --from gazetteer")
+        self.index, self.encoder, self.k = index, encoder, min(k, len(labels))
+        self.labels = np.asarray(labels, dtype=np.float64)
+
+    def vote(self, texts: list[str]) -> list[float]:
+        import numpy as np
+
+        if not texts:
+            return []
+        vectors = self.encoder.encode(texts, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
+        scores, rows = self.index.search(np.asarray(vectors, dtype=np.float32), self.k)
+        weights = np.where(rows >= 0, np.clip(scores, 0.0, None), 0.0) + 1e-9
+        votes = (weights * self.labels[np.maximum(rows, 0)]).sum(1) / weights.sum(1)
+        return [round(float(v), 6) for v in votes]

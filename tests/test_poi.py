@@ -249,3 +249,104 @@ def test_eval_poi_bad_gold():
     run = sembed("eval", "poi", input=jsonl({"taste_score": 0.5, "is_poi": "yes"}))
     assert run.exit_code == 1
     assert run.stderr.strip() == "error: <stdin>:1: 'is_poi' must be true or false, got a string"
+
+
+# --- lookup and the k-NN vote (issue 15) -------------------------------------------------------------------------
+
+def test_name_variants_are_the_edits_a_user_makes():
+    import random
+
+    from sembed_cli import name_variants
+
+    rng = random.Random(1)
+    assert name_variants.drop_word("Jackson County", rng) in ("Jackson", "County")
+    assert name_variants.no_accents("São Paulo", rng) == "Sao Paulo"
+    assert name_variants.case("Salem", rng) in ("salem", "SALEM")
+    for _ in range(50):
+        typo = name_variants.typo("Springfield", rng)
+        assert typo[0] == "S" and abs(len(typo) - 11) <= 1
+    made = [name_variants.variant("Jackson County", random.Random(s)) for s in range(20)]
+    assert made == [name_variants.variant("Jackson County", random.Random(s)) for s in range(20)]  # seeded
+    assert len(set(made)) > 5
+
+
+def test_char_ngrams_are_unit_tfidf_vectors_that_survive_a_typo():
+    import numpy as np
+
+    from sembed_cli.poi_lookup import CharNgrams
+
+    ngrams = CharNgrams.fit(PLACES)
+    vectors = ngrams.transform(["Springfield", "Springfeild", "Oakland", "Ünïcode"])
+    assert vectors.shape == (4, 512) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    assert vectors[0] @ vectors[1] > 0.5 > vectors[0] @ vectors[2]
+    assert np.allclose(ngrams.transform(["Unicode"]), vectors[3:])  # accents stripped
+
+
+def test_spelling_reranker_moves_one_edit_and_all_words_up():
+    import numpy as np
+
+    from sembed_cli.poi_lookup import SpellingReranker
+
+    names = ["Springdale", "Springfield", "Palm Springs", "Springs"]
+    reranker = SpellingReranker(names.__getitem__)
+    scores, rows = reranker.rerank(["Springfeild", "Palm", None],
+                                   np.array([[0.9, 0.8, 0.1, 0.0], [0.5, 0.45, 0.4, 0.0], [0.9, 0.8, 0.1, 0.0]]),
+                                   np.array([[0, 1, 2, -1]] * 3), 2)
+    assert rows.tolist() == [[1, 0], [2, 0], [0, 1]]  # a query given as a vector keeps the FAISS order
+    assert scores[0, 0] == np.float32(0.8 + 0.3)
+
+
+@pytest.fixture(scope="module")
+def lookup_model(stage1) -> Path:
+    out = stage1.parent / "lookup"
+    run = sembed("train", "--method", "poi", "--model", str(stage1), "--batch-size", "16", "--device", "cpu", "-q",
+                 "--variants", "1", "--ngram-weight", "0.7", "-o", str(out), input=names_records())
+    assert run.exit_code == 0, run.stderr
+    return out
+
+
+def test_lookup_model_writes_the_stage2_embedding_beside_the_ngrams(lookup_model):
+    meta = json.loads((lookup_model / "sembed.json").read_text())
+    assert meta["settings"]["variants_per_poi_name"] == 1 and meta["settings"]["ngram_weight"] == 0.7
+    assert "variants" in meta["training"]["final_epoch_losses"]
+    run = sembed("embed", "--model", str(lookup_model), "--device", "cpu", input=jsonl({"text": "Salem"}))
+    assert run.exit_code == 0, run.stderr
+    vector = run.records[0]["embedding"]
+    assert len(vector) == 16 + 512 and abs(sum(v * v for v in vector) - 1) < 1e-4
+    assert abs(sum(v * v for v in vector[:16]) - 0.3) < 1e-3  # (1 - W) of the length is the stage-2 part's
+
+
+def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp_path):
+    places = tmp_path / "places"
+    run = sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(places),
+                 input=jsonl(*({"text": t, "is_poi": True} for t in PLACES)))
+    assert run.exit_code == 0, run.stderr
+    run = sembed("search", "-q", "--index", str(places), "--spelling", "--k", "3", "--device", "cpu",
+                 input=jsonl({"text": "Springfeild"}, {"text": "Jackson"}))
+    assert run.exit_code == 0, run.stderr
+    assert run.records[0]["neighbors"][0]["text"] == "Springfield"
+    assert run.records[1]["neighbors"][0]["text"] == "Jackson County"
+    labelled = tmp_path / "labelled"
+    assert sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(labelled),
+                  input=names_records()).exit_code == 0
+    run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(labelled), "--vote-k", "3",
+                 "--device", "cpu", input=jsonl({"text": "Springfield Township"}, {"text": "quixotically"}))
+    assert run.exit_code == 0, run.stderr
+    city, word = run.records
+    assert list(city) == ["text", "taste_score", "taste_hits", "taste_length", "poi_vote", "is_poi"]
+    assert city["is_poi"] and city["poi_vote"] > 0.5 and not word["is_poi"] and word["poi_vote"] < 0.5
+
+
+def test_lookup_bad_input_keeps_the_record_stream_errors(lookup_model, tmp_path):
+    places = tmp_path / "places"
+    assert sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(places),
+                  input=jsonl(*({"text": t} for t in PLACES))).exit_code == 0
+    run = sembed("search", "-q", "--index", str(places), "--spelling", "--device", "cpu",
+                 input=jsonl({"text": "?!..."}, {"text": "Salem " * 1700}, {"text": ""}))
+    assert run.exit_code == 1 and len(run.records) == 2  # punctuation and 10,000 characters are searched
+    assert run.stderr.strip() == "error: <stdin>:3: empty text in 'text'"
+    run = sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(tmp_path / "empty"), input="")
+    assert run.exit_code == 1 and run.stderr.strip() == "error: no records to index in <stdin>"
+    run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(places), "--device", "cpu",
+                 input=jsonl({"text": "Salem"}))
+    assert run.exit_code == 1 and "is not of labelled names" in run.stderr

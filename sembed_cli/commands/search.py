@@ -34,6 +34,9 @@ QueryBackend = Annotated[Optional[BackendName], typer.Option(
 QueryQuantize = Annotated[Optional[Quantization], typer.Option(
     "--quantize", envvar="SEMBED_QUANTIZE", metavar="none|int8", show_default=False,
     help=QUANTIZE_HELP + " Default: the index's.")]
+Spelling = Annotated[bool, typer.Option(
+    "--spelling", help="Re-rank the 10 K nearest by spelling: a name one edit from the query text, or holding all "
+                       "its words, moves up (place-name lookup, sembed_cli/poi_lookup.py; scores stay comparable).")]
 Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour the whole indexed record (payload), "
                                                          "not only its id, text and score.")]
 
@@ -94,7 +97,7 @@ class QueryVectors:
 
 
 def search_records(records, index, encoder, k: int, text_key: str, embedding_key: str, batch_size: int,
-                   payload: bool = False, query_vectors: QueryVectors | None = None):
+                   payload: bool = False, query_vectors: QueryVectors | None = None, spelling: bool = False):
     """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator).
 
     FAISS releases the GIL, so batch n is searched in a worker thread while this one writes out batch n - 1
@@ -104,6 +107,8 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
+
+    from ..poi_lookup import SPELLING_CANDIDATES, SpellingReranker
 
     take = query_vectors.take if query_vectors is not None else \
         (lambda record: np.asarray(record[embedding_key], dtype=np.float32))
@@ -122,6 +127,8 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
 
     def finish(batch: list[dict], searched) -> list[dict]:
         scores, rows = searched.result()
+        if spelling:
+            scores, rows = reranker.rerank([record.get(text_key) for record in batch], scores, rows, k)
         for record, row_scores, row_ids in zip(batch, np.round(scores.astype(np.float64), 6).tolist(), rows.tolist()):
             if payload:
                 record["neighbors"] = [{"id": ids[row], "text": payloads[row].get(text_key), "score": score,
@@ -131,11 +138,13 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
                                        for score, row in zip(row_scores, row_ids) if row >= 0]
         return batch
 
+    reranker = SpellingReranker(lambda row: payloads[row].get(text_key)) if spelling else None
+    asked = k * SPELLING_CANDIDATES if spelling else k
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss-search") as worker:
         pending = None
         try:
             for batch in batched(records, batch_size):
-                searching = (batch, worker.submit(index.search, query_matrix(batch), k))
+                searching = (batch, worker.submit(index.search, query_matrix(batch), asked))
                 if pending is not None:
                     yield from finish(*pending)
                 pending = searching
@@ -303,6 +312,7 @@ def search_command(
     embedding_key: EmbeddingKey = "embedding",
     payload: Payload = False,
     long_text: LongText = "truncate",
+    spelling: Spelling = False,
     batch_size: BatchSize = 1000,
     device: Device = "auto",
     backend: QueryBackend = None,
@@ -326,11 +336,15 @@ def search_command(
     (score: the cosine), best first; --payload adds each neighbour's whole
     indexed record. Queries go to FAISS a batch at a time (--batch-size);
     output is flushed after each batch. --backend and --quantize
-    default to those that embedded the index's texts.
+    default to those that embedded the index's texts. --spelling
+    (place-name lookup) asks FAISS for 10 K candidates and keeps the K best
+    after adding 0.3 to the score of a name one edit from the query text
+    and 0.3 to one that holds all the query's words (see
+    sembed_cli/poi_lookup.py).
 
     \b
     Example:
-      echo '{"text": "Springfeild"}' | sembed search --index poi-index
+      echo '{"text": "Springfeild"}' | sembed search --index poi-index --spelling
       sembed search --index poi-index --query Springfeild --query 'Lake Pleasant'
       sembed convert --from gazetteer | sembed taste -m poi-model \\
         | grep '"is_poi":true' | sembed search --index poi-index --k 10
@@ -367,7 +381,7 @@ def search_command(
     try:
         run_stream(source, check,
                    lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key, batch_size,
-                                                  payload, query_vectors),
+                                                  payload, query_vectors, spelling),
                    output, batch_size, "searching", force=force)
     finally:
         encoder.report()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -18,22 +19,40 @@ MaskedLM = Annotated[Optional[str], typer.Option(
 TopK = Annotated[int, typer.Option("--top-k", min=1, metavar="K", help="A hit: the true token among the top K "
                                                                       "predictions (the paper: 10).")]
 Threshold = Annotated[float, typer.Option("--threshold", min=0.0, max=1.0, metavar="T",
-                                          help="is_poi = taste_score >= T (the paper: 0.5).")]
+                                          help="is_poi = taste_score >= T (the paper: 0.5); with --neighbours, "
+                                               "is_poi = poi_vote >= T.")]
+Neighbours = Annotated[Optional[Path], typer.Option(
+    "--neighbours", metavar="DIR", show_default=False,
+    help="An index (sembed index, with the stage-2 model) of labelled names (records with is_poi, e.g. train "
+         "records of convert --from gazetteer): adds poi_vote, the similarity-weighted share of POI names among "
+         "the text's --vote-k nearest, and is_poi follows it. The paper's route for English names; the taste "
+         "alone cannot tell a city from a word when ~40 letters make almost any character a top-10 guess.")]
+VoteK = Annotated[int, typer.Option("--vote-k", min=1, metavar="K", help="Labelled neighbours of a --neighbours "
+                                                                         "vote.")]
 
 
-def taste_records(records, taster, fields: TextFields, batch_size: int, threshold: float):
-    """Each record with taste_score, taste_hits, taste_length and is_poi for each text field (a lazy iterator)."""
+def taste_records(records, taster, fields: TextFields, batch_size: int, threshold: float, voter=None):
+    """Each record with taste_score, taste_hits, taste_length, (poi_vote,) and is_poi for each text field (lazy)."""
 
-    def store(record: dict, key: str, taste) -> None:
+    def judge(texts: list[str]) -> list[tuple]:
+        votes = voter.vote(texts) if voter is not None else [None] * len(texts)
+        return list(zip(taster.taste(texts), votes))
+
+    def store(record: dict, key: str, judged) -> None:
+        taste, vote = judged
         prediction = derived_key(key, "is_poi")
         if prediction in record:
             record[prediction + "_gold"] = record.pop(prediction)
         record[derived_key(key, "taste_score")] = round(taste.score, 6)
         record[derived_key(key, "taste_hits")] = taste.hits
         record[derived_key(key, "taste_length")] = taste.length
-        record[prediction] = taste.length > 0 and taste.score >= threshold
+        if vote is None:
+            record[prediction] = taste.length > 0 and taste.score >= threshold
+        else:
+            record[derived_key(key, "poi_vote")] = vote
+            record[prediction] = taste.length > 0 and vote >= threshold
 
-    return map_texts(records, fields, batch_size, taster.taste, store)
+    return map_texts(records, fields, batch_size, judge, store)
 
 
 def taste_command(
@@ -45,6 +64,8 @@ def taste_command(
     text_keys: TextKeys = None,
     top_k: TopK = 10,
     threshold: Threshold = 0.5,
+    neighbours: Neighbours = None,
+    vote_k: VoteK = 10,
     batch_size: BatchSize = 256,
     device: Device = "auto",
     precision: MaskedLMPrecision = "auto",
@@ -66,6 +87,14 @@ def taste_command(
     convert --from gazetteer`) is kept as is_poi_gold, for `sembed eval poi`.
     For another key K the fields are taste_score_K ... (text_a: taste_score_a).
 
+    With --neighbours DIR (an index of labelled names, built with the
+    stage-2 model) each text also gets poi_vote, the similarity-weighted
+    share of POI names among its --vote-k nearest there, and is_poi =
+    poi_vote >= --threshold: the paper's route for English names, and
+    the one that tells a city from a word here (the taste alone hardly
+    can: with about 40 letters the true character is nearly always a
+    top-10 guess; examples/results/poi.md).
+
     All masked copies of a batch of records (--batch-size) go through the
     model together, in chunks of about 32k tokens; output is flushed after
     each batch. Texts longer than the model's positions are cut. Where the
@@ -77,6 +106,9 @@ def taste_command(
     Example:
       sembed convert --from gazetteer | sembed taste -m poi-model \\
         | sembed eval poi --tune-split dev --test-split test
+      grep '"split":"train"' gaz.jsonl | sembed index -m poi-model -o labelled
+      sembed taste -m poi-model --neighbours labelled gaz.jsonl \\
+        | sembed eval poi --score-key poi_vote --tune-split dev --test-split test
     """
     from ..errors import SembedError
     from ..precision import resolve
@@ -89,7 +121,17 @@ def taste_command(
     resolved = sentence_models.resolve_device(device)
     lm, tokenizer = load_masked_lm(model, resolved, resolve(precision, resolved, cpu_bf16=True))
     taster = Taster(lm, tokenizer, top_k)
+    voter = None
+    if neighbours is not None:
+        from ..taste import NeighbourVote
+        from ..vector_index import VectorIndex, model_fingerprint
+
+        labelled = VectorIndex.load(neighbours)
+        name = labelled.metadata.get("model_path") or labelled.metadata["model"]
+        encoder = sentence_models.load(name, resolved)
+        labelled.check_model(name, model_fingerprint(encoder))
+        voter = NeighbourVote(labelled, encoder, vote_k)
     fields = TextFields(text_keys)
     run_stream(RecordSource(input, skip_errors=skip_errors, lines=lines), fields.of,
-               lambda records: taste_records(records, taster, fields, batch_size, threshold), output, batch_size,
-               "tasting", force=force)
+               lambda records: taste_records(records, taster, fields, batch_size, threshold, voter), output,
+               batch_size, "tasting", force=force)

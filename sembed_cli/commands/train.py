@@ -67,6 +67,7 @@ ONLY_FOR: dict[str, set[Method]] = {  # an option given on the command line to a
     "vectors": {Method.nws}, "init": {Method.nws}, "save_epochs": {Method.nws},
     "from_scratch": {Method.mlm}, "layers": {Method.mlm}, "hidden": {Method.mlm}, "samples": {Method.mlm},
     "distance": {Method.poi}, "margin": {Method.poi}, "triplet_weight": {Method.poi},
+    "variants": {Method.poi}, "variant_weight": {Method.poi}, "ngram_weight": {Method.poi},
     "random_init": {Method.syntax}, "dimension": {Method.syntax}, "pairs_per_set": {Method.syntax},
     "holdout": {Method.mlm}, "precision": {Method.mlm, Method.poi},
     "model": STEPPED | {Method.syntax},
@@ -151,6 +152,19 @@ Margin = Annotated[Optional[float], typer.Option("--margin", min=0.0, metavar="M
                                                       "(default 0.5).")]
 TripletWeight = Annotated[float, typer.Option("--triplet-weight", min=0.0, metavar="W",
                                               help="poi: L = L_mlm + W * L_triplet.")]
+Variants = Annotated[int, typer.Option(
+    "--variants", min=0, metavar="N",
+    help="poi: N generated variants of each POI name of a batch (a typo, a word or suffix dropped, accents or case "
+         "changed) as its positives, every other name a negative: the paper's triplets only part POI names from "
+         "other text, these teach the embedding to find a place from a misspelt or shortened query (0: off).")]
+NgramWeight = Annotated[float, typer.Option(
+    "--ngram-weight", min=0.0, max=1.0, metavar="W",
+    help="poi: W > 0 also saves hashed character n-grams with the model: embed, index and search then write "
+         "[sqrt(1 - W) e_stage2, sqrt(W) e_ngrams], whose inner product is (1 - W) cos(stage 2) + W cos(n-grams); "
+         "the spelling a short name's typo leaves is what finds it (sembed_cli/poi_lookup.py). 0: the stage-2 "
+         "embedding alone.")]
+VariantWeight = Annotated[float, typer.Option("--variant-weight", min=0.0, metavar="W",
+                                              help="poi: weight of the variants' triplet loss (with --variants).")]
 NwsVectors = Annotated[str, typer.Option(
     "--vectors", metavar="SPEC", envvar="SEMBED_VECTORS",
     help="nws: the frozen word vectors: glove-6b-50d (packaged, the default), spacy:NAME|PATH (e.g. "
@@ -223,6 +237,9 @@ def train_command(
     distance: Distance = "euclidean",
     margin: Margin = None,
     triplet_weight: TripletWeight = 1.0,
+    variants: Variants = 0,
+    variant_weight: VariantWeight = 1.0,
+    ngram_weight: NgramWeight = 0.0,
     random_init: RandomInit = False,
     dimension: Dimension = 75,
     pairs_per_set: PairsPerSet = 11,
@@ -310,7 +327,11 @@ def train_command(
              non-POI queries, one class; --distance, --margin) plus the
              masked-LM loss on the POI names: L = L_mlm + W * L_triplet.
              Reads text and is_poi of the train split (all records
-             without split).
+             without split). For looking places up: --variants N adds
+             N generated variants of each POI name as its positives
+             (+ --variant-weight * their batch-all triplet loss), and
+             --ngram-weight W saves hashed character n-grams beside the
+             encoder, which embed / index / search then concatenate.
       syntax The syntax-distillation map (section 3): reads `sembed
              gensets` records (aligned `words` of a set of structurally
              equivalent sentences); each word's vector from --model,
@@ -417,7 +438,7 @@ def train_command(
     else:
         _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
                          checkpoint_steps, from_scratch, layers, hidden, samples, distance, margin, triplet_weight,
-                         precision, resume, force, seed, device)
+                         variants, variant_weight, ngram_weight, precision, resume, force, seed, device)
 
 
 def _train_sentence_encoder(source, method, output, model, epochs, batch_size, lr, warmup, max_steps, cf_weight,
@@ -481,7 +502,7 @@ def _train_syntax(source, output, model, random_init, dimension, pairs_per_set, 
 
 def _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr, warmup, max_steps, text_keys,
                      checkpoint_steps, from_scratch, layers, hidden, samples, distance, margin, triplet_weight,
-                     precision, resume, force, seed, device) -> None:
+                     variants, variant_weight, ngram_weight, precision, resume, force, seed, device) -> None:
     """mlm and poi: the POI paper's two stages, on sembed's plain torch loop (see training/masked_lm.py)."""
     from ..training.masked_lm import CharBertShape, LoopSchedule, train_from_scratch
     from ..training.poi_triplet import DEFAULT_MARGIN, train_poi
@@ -505,7 +526,8 @@ def _train_poi_stage(ctx, source, method, output, model, epochs, batch_size, lr,
     else:
         train_poi(source, output, base_model=model, schedule=schedule, distance=distance,
                   margin=DEFAULT_MARGIN if margin is None else margin, triplet_weight=triplet_weight,
-                  text_key=text_key, device=device, precision=precision, resume=resume, force=force)
+                  variants=variants, variant_weight=variant_weight, ngram_weight=ngram_weight, text_key=text_key,
+                  device=device, precision=precision, resume=resume, force=force)
 
 
 def _refuse_options(ctx, names: tuple[str, ...], why: str) -> None:

@@ -383,9 +383,13 @@ def load_masked_lm(model: str, device: str = "cpu", precision: str = "fp32"):
     return cast(lm.to(device), precision).eval(), tokenizer
 
 
-def finish(output: Path, model, tokenizer, max_length: int, metadata: dict, force: bool, checkpoint_dir: Path) -> dict:
+def finish(output: Path, model, tokenizer, max_length: int, metadata: dict, force: bool, checkpoint_dir: Path,
+           extra: Callable[[Path], None] | None = None) -> dict:
+    """Write the model directory atomically (`extra(directory)` adds files of its own), then drop the checkpoints."""
     with building(output, force) as work:
         save_model_directory(work, model, tokenizer, max_length)
+        if extra is not None:
+            extra(work)
         write_metadata(work, metadata, sentence_models.METADATA_FILE)
     checkpoints.remove(checkpoint_dir)
     console.say(f"wrote {output}")

@@ -26,7 +26,7 @@ from typing import Iterator
 
 import torch
 
-from .. import console, precision as precisions, sentence_models
+from .. import console, name_variants, precision as precisions, sentence_models
 from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import SembedError
 from ..io import RecordSource
@@ -93,11 +93,16 @@ def read_labelled_names(source: RecordSource, text_key: str = "text") -> tuple[l
 
 
 class LabelledBatches:
-    """Each epoch: every name once, shuffled from (seed, epoch); the POI names also masked once for L_mlm."""
+    """Each epoch: every name once, shuffled from (seed, epoch); the POI names also masked once for L_mlm.
 
-    def __init__(self, tokenizer, names: list[str], labels: list[bool], batch_size: int, max_length: int, seed: int):
+    With `variants` V > 0, each POI name of a batch brings V generated variants (`name_variants`) as extra rows,
+    labelled with the row of their name in `identity` (-1 for the non-POI rows): the lookup triplets' classes.
+    """
+
+    def __init__(self, tokenizer, names: list[str], labels: list[bool], batch_size: int, max_length: int, seed: int,
+                 variants: int = 0):
         self.tokenizer, self.names, self.labels = tokenizer, names, labels
-        self.batch_size, self.max_length, self.seed = batch_size, max_length, seed
+        self.batch_size, self.max_length, self.seed, self.variants = batch_size, max_length, seed, variants
         self.lengths = [len(n) for n in names]
         self.steps_per_epoch = math.ceil(len(names) / batch_size)
 
@@ -107,19 +112,35 @@ class LabelledBatches:
         rng.shuffle(order)
         generator = torch.Generator().manual_seed(self.seed * 1000 + epoch)
         for chosen in length_batches(order, self.lengths, self.batch_size, rng):
-            ids, attention, lengths = encode_names(self.tokenizer, [self.names[i] for i in chosen], self.max_length)
-            is_poi = torch.tensor([self.labels[i] for i in chosen])
+            texts = [self.names[i] for i in chosen]
+            poi = [self.labels[i] for i in chosen]
+            identity = [row if is_poi else -1 for row, is_poi in enumerate(poi)]
+            originals = len(texts)
+            for row in range(originals):
+                if poi[row]:
+                    for _ in range(self.variants):
+                        texts.append(name_variants.variant(texts[row], rng))
+                        poi.append(True)
+                        identity.append(row)
+            ids, attention, lengths = encode_names(self.tokenizer, texts, self.max_length)
+            is_poi = torch.tensor(poi)
             masked, mlm_labels = mask_one(ids, lengths.clamp(min=1), self.tokenizer.mask_token_id, generator)
             mlm_labels[~is_poi] = MLM_IGNORE  # the model learns to taste POI names only
+            mlm_labels[originals:] = MLM_IGNORE  # and real names only, not their variants
             yield {"input_ids": ids, "attention_mask": attention, "masked_ids": masked, "mlm_labels": mlm_labels,
-                   "is_poi": is_poi}
+                   "is_poi": is_poi, "identity": torch.tensor(identity)}
 
 
 class TripletAndMaskedLoss:
-    """L = L_mlm + w * L_tri (the paper's loss_lm + loss_tri)."""
+    """L = L_mlm + w * L_tri (the paper's loss_lm + loss_tri) + w_v * L_variants.
 
-    def __init__(self, distance: str, margin: float, triplet_weight: float):
+    L_variants: batch-all triplets among the POI rows whose class is the name (a name and its generated variants
+    positives, every other name negative), so that a misspelt or shortened name lands next to its own name.
+    """
+
+    def __init__(self, distance: str, margin: float, triplet_weight: float, variant_weight: float = 0.0):
         self.distance, self.margin, self.triplet_weight = distance, margin, triplet_weight
+        self.variant_weight = variant_weight
 
     def __call__(self, model, batch: dict) -> tuple[torch.Tensor, dict]:
         hidden = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
@@ -127,6 +148,12 @@ class TripletAndMaskedLoss:
         triplet, share = batch_all_triplet_loss(pooled, batch["is_poi"].long(), self.margin, self.distance)
         parts = {"tri": triplet.item(), "positive_triplets": share}
         total = self.triplet_weight * triplet
+        named = batch["identity"] >= 0
+        if self.variant_weight and named.sum() > len(batch["identity"][named].unique()):
+            lookup, lookup_share = batch_all_triplet_loss(pooled[named], batch["identity"][named], self.margin,
+                                                          self.distance)
+            parts.update({"variants": lookup.item(), "positive_variant_triplets": lookup_share})
+            total = total + self.variant_weight * lookup
         if (batch["mlm_labels"] != MLM_IGNORE).any():
             mlm = model(input_ids=batch["masked_ids"], attention_mask=batch["attention_mask"],
                         labels=batch["mlm_labels"]).loss
@@ -137,7 +164,8 @@ class TripletAndMaskedLoss:
 
 def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: LoopSchedule = LoopSchedule(),
               distance: str = "euclidean", margin: float = DEFAULT_MARGIN, triplet_weight: float = 1.0,
-              text_key: str = "text", device: str = "auto", precision: str = "fp32", resume: bool = False,
+              variants: int = 0, variant_weight: float = 1.0, ngram_weight: float = 0.0, text_key: str = "text",
+              device: str = "auto", precision: str = "fp32", resume: bool = False,
               force: bool = False) -> dict:
     """POI paper stage 2 on the stage-1 model `base_model`; writes the model directory `output`."""
     if distance not in DISTANCES:
@@ -154,20 +182,30 @@ def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: 
     max_length = model.config.max_position_embeddings
     names, labels, data = read_labelled_names(source, text_key)
     settings = {"distance": distance, "margin": margin, "triplet_weight": triplet_weight,
+                "variants_per_poi_name": variants, "variant_weight": variant_weight if variants else 0.0,
+                "ngram_weight": ngram_weight,
                 "mining": "batch all (Moindrot 2018)", "non_poi": "one class", **schedule.settings(),
                 "text_key": text_key}
     run = {"method": "poi", "base_model": str(Path(base_model).resolve()), "data": data, "settings": settings}
     checkpoint_dir, resume_from = checkpoints.prepare(output, run, resume, force)
     torch.manual_seed(schedule.seed)
     random.seed(schedule.seed)
-    batches = LabelledBatches(tokenizer, names, labels, schedule.batch_size, max_length, schedule.seed)
+    batches = LabelledBatches(tokenizer, names, labels, schedule.batch_size, max_length, schedule.seed,
+                               variants)
     console.say(f"poi: {data['poi']} POI names and {data['non_poi']} non-POI queries, {distance} distance, margin "
                 f"{margin:g}, {batches.steps_per_epoch} steps an epoch on {resolved} ({precision})")
     model.train()
     summary = run_loop(model, batches.epoch, batches.steps_per_epoch,
-                       TripletAndMaskedLoss(distance, margin, triplet_weight), schedule, resolved, checkpoint_dir,
+                       TripletAndMaskedLoss(distance, margin, triplet_weight, variant_weight if variants else 0.0),
+                       schedule, resolved, checkpoint_dir,
                        resume_from, precision=precision)
     metadata = describe(COMMAND, data, settings, method="poi", stage="poi stage 2 (triplet + masked LM)",
                         base_model=str(base_model), base_model_data=base_metadata.get("data"), training=summary,
                         seed=schedule.seed)
-    return finish(output, model.cpu(), tokenizer, max_length, metadata, force, checkpoint_dir)
+    ngrams = None
+    if ngram_weight:  # the lookup's character n-grams (poi_lookup), their IDF from the POI training names
+        from ..poi_lookup import CharNgrams
+
+        ngrams = CharNgrams.fit([name for name, is_poi in zip(names, labels) if is_poi])
+    return finish(output, model.cpu(), tokenizer, max_length, metadata, force, checkpoint_dir,
+                  extra=(lambda directory: ngrams.save(directory, ngram_weight)) if ngrams else None)

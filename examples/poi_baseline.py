@@ -1,0 +1,92 @@
+"""The character n-gram TF-IDF baseline of examples/poi_reproduction.sh (issue 15), on the same splits and queries.
+
+    python examples/poi_baseline.py classify LABELLED EVAL > baseline.poi.json
+    python examples/poi_baseline.py lookup POI_NAMES QUERIES > baseline.searched.jsonl
+
+classify: TF-IDF of character 1- to 4-grams within words (scikit-learn's char_wb), a logistic regression on the
+LABELLED train records (those sembed's k-NN vote uses), the threshold of its POI probability tuned for F0.5 on the
+dev records of EVAL, then F0.5 on its test records: the same JSON as `sembed eval poi --tune-split dev
+--test-split test`. lookup: the same TF-IDF fitted on every POI name, each query's 10 nearest names by cosine
+(exact), written as `sembed search` writes them, for `poi_report.py recall`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from sembed_cli.evaluation import poi  # noqa: E402
+
+
+def vectorizer():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), lowercase=True, strip_accents="unicode",
+                           sublinear_tf=True, dtype=np.float32)
+
+
+def read(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def classify(labelled: str, evaluated: str) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    started = time.perf_counter()
+    train, rows = read(labelled), read(evaluated)
+    tfidf = vectorizer().fit([r["text"] for r in train])
+    model = LogisticRegression(C=10.0, max_iter=2000).fit(tfidf.transform([r["text"] for r in train]),
+                                                         [r["is_poi"] for r in train])
+
+    def scored(split: str):
+        chosen = [r for r in rows if r["split"] == split]
+        scores = model.predict_proba(tfidf.transform([r["text"] for r in chosen]))[:, 1]
+        return scores, np.array([r["is_poi"] for r in chosen])
+
+    dev_scores, dev_gold = scored("dev")
+    threshold = poi.best_threshold(np.round(dev_scores, 4), dev_gold)
+    test_scores, test_gold = scored("test")
+    report = {"score": "char n-gram TF-IDF + logistic regression", "train_records": len(train),
+              **poi.metrics(test_scores, test_gold, 0.5), "tune_split": "dev", "tuned_threshold": threshold,
+              "tuning": poi.metrics(dev_scores, dev_gold, threshold),
+              "at_tuned_threshold": poi.metrics(test_scores, test_gold, threshold),
+              "seconds": round(time.perf_counter() - started, 1)}
+    print(json.dumps(report))
+
+
+def lookup(names_path: str, queries_path: str, k: int = 10) -> None:
+    names = [r["text"] for r in read(names_path)]
+    queries = read(queries_path)
+    tfidf = vectorizer()
+    matrix = tfidf.fit_transform(names).T.tocsr()
+    started = time.perf_counter()
+    for start in range(0, len(queries), 500):
+        batch = queries[start:start + 500]
+        scores = (tfidf.transform([q["text"] for q in batch]) @ matrix).toarray()
+        top = np.argpartition(-scores, k, axis=1)[:, :k]
+        for query, rows, row_scores in zip(batch, top, scores):
+            best = sorted(rows, key=lambda i: -row_scores[i])
+            query["neighbors"] = [{"text": names[i], "score": round(float(row_scores[i]), 6)} for i in best]
+            print(json.dumps(query, ensure_ascii=False))
+    seconds = time.perf_counter() - started
+    sys.stderr.write(f"baseline lookup: {len(queries)} queries in {seconds:.1f} s ({len(queries) / seconds:.0f}/s)\n")
+
+
+def main() -> None:
+    command, *args = sys.argv[1:]
+    if command == "classify":
+        classify(args[0], args[1])
+    elif command == "lookup":
+        lookup(args[0], args[1])
+    else:
+        raise SystemExit(f"unknown command {command!r}")
+
+
+if __name__ == "__main__":
+    main()

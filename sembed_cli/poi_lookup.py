@@ -1,0 +1,179 @@
+"""Looking places up: the stage-2 embedding beside a character n-gram vector, one vector for `index` and `search`.
+
+Issue 15: the POI paper's stage-2 model (Zhang et al., section 4: a character
+BERT, then triplets) is the heart of the lookup, trained with generated
+variants of each name as positives (`train --method poi --variants`). What
+makes a lookup robust to a typo in a short name is the spelling itself, so a
+stage-2 model directory written with `--ngram-weight W` (W > 0) also holds
+NGRAM_FILE, and every sembed command that embeds with it (`embed`, `index`,
+`search`) writes the concatenation
+
+    v = [sqrt(1 - W) * e_bert, sqrt(W) * e_ngram]
+
+of the unit-length stage-2 embedding e_bert (mean pooling) and e_ngram, a
+unit-length TF-IDF vector of the name's character 1- to 3-grams within words
+(padded by a blank on each side, as scikit-learn's `char_wb`), hashed into
+NGRAM_DIMENSION signed buckets (the hashing trick), with IDF from the
+training names. The inner product of two such vectors, which the FAISS index
+ranks by, is (1 - W) cos(e_bert) + W cos(e_ngram). `SentenceTransformer(DIR)`
+still loads the directory and gives e_bert alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+NGRAM_FILE = "ngram_lookup.json"
+NGRAM_DIMENSION = 512
+NGRAM_RANGE = (1, 3)
+
+
+class CharNgrams:
+    """Hashed TF-IDF vectors of character n-grams within words (sublinear term frequency, unit length)."""
+
+    def __init__(self, idf: Sequence[float], ngram_range: tuple[int, int] = NGRAM_RANGE):
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        self.idf = np.asarray(idf, dtype=np.float32)
+        self.ngram_range = tuple(ngram_range)
+        self.hasher = HashingVectorizer(analyzer="char_wb", ngram_range=self.ngram_range, n_features=len(self.idf),
+                                        alternate_sign=True, norm=None, lowercase=True, strip_accents="unicode",
+                                        dtype=np.float32)
+
+    @property
+    def dimension(self) -> int:
+        return len(self.idf)
+
+    @classmethod
+    def fit(cls, names: Sequence[str], dimension: int = NGRAM_DIMENSION,
+            ngram_range: tuple[int, int] = NGRAM_RANGE) -> CharNgrams:
+        """IDF of each bucket over `names`: log((1 + n) / (1 + df)) + 1, as scikit-learn's smooth IDF."""
+        counts = cls(np.ones(dimension), ngram_range).hasher.transform(names)
+        document_frequency = np.bincount(counts.indices, minlength=dimension)
+        return cls(np.log((1 + len(names)) / (1 + document_frequency)) + 1, ngram_range)
+
+    def transform(self, texts: Sequence[str]) -> np.ndarray:
+        counts = self.hasher.transform(texts)
+        counts.eliminate_zeros()  # n-grams of opposite signs that cancelled out in a bucket
+        counts.data = np.sign(counts.data) * (1 + np.log(np.abs(counts.data)))  # sublinear tf, sign kept
+        vectors = counts.multiply(self.idf).toarray().astype(np.float32)
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    def save(self, directory: Path, weight: float) -> None:
+        from .io import write_json_atomic
+
+        write_json_atomic(directory / NGRAM_FILE, {"weight": weight, "ngram_range": list(self.ngram_range),
+                                                   "analyzer": "char_wb, hashed, signed", "idf": self.idf.tolist()})
+
+
+class LookupEncoder:
+    """A sentence encoder (the parts of SentenceTransformer's interface sembed uses) writing [e_bert, e_ngram]."""
+
+    def __init__(self, encoder, ngrams: CharNgrams, weight: float):
+        self.encoder, self.ngrams, self.weight = encoder, ngrams, weight
+
+    @classmethod
+    def open(cls, directory: Path, encoder) -> LookupEncoder:
+        settings = json.loads((directory / NGRAM_FILE).read_text(encoding="utf-8"))
+        return cls(encoder, CharNgrams(settings["idf"], settings["ngram_range"]), float(settings["weight"]))
+
+    def get_embedding_dimension(self) -> int:
+        dense = getattr(self.encoder, "get_embedding_dimension", None) or self.encoder.get_sentence_embedding_dimension
+        return dense() + self.ngrams.dimension
+
+    get_sentence_embedding_dimension = get_embedding_dimension
+
+    def __getattr__(self, name: str):  # anything else (tokenizer, max_seq_length, ...) is the stage-2 encoder's
+        if name == "encoder":
+            raise AttributeError(name)
+        return getattr(self.encoder, name)
+
+    def to(self, *args, **kwargs) -> LookupEncoder:
+        self.encoder.to(*args, **kwargs)
+        return self
+
+    def encode(self, texts, **kwargs) -> np.ndarray:
+        kwargs["convert_to_numpy"] = True
+        kwargs["normalize_embeddings"] = True
+        single = isinstance(texts, str)
+        texts = [texts] if single else list(texts)
+        dense = np.asarray(self.encoder.encode(texts, **kwargs), dtype=np.float32).reshape(len(texts), -1)
+        vectors = np.hstack([math.sqrt(1 - self.weight) * dense, math.sqrt(self.weight) * self.ngrams.transform(texts)])
+        return vectors[0] if single else vectors
+
+
+def wrap(directory: Path, encoder):
+    """`encoder` as a LookupEncoder when `directory` holds NGRAM_FILE, else as it is."""
+    return LookupEncoder.open(directory, encoder) if (directory / NGRAM_FILE).exists() else encoder
+
+
+SPELLING_CANDIDATES = 10  # re-ranked candidates per neighbour asked for
+ONE_EDIT_BONUS = 0.3  # both chosen on variants of name_variants (never the evaluation queries)
+WORDS_BONUS = 0.3
+
+
+class SpellingReranker:
+    """Re-ranks a query's candidates by spelling (`search --spelling`).
+
+    A candidate's new score is its cosine, plus ONE_EDIT_BONUS when the name is one edit (insertion, deletion,
+    substitution, swap of neighbours: optimal string alignment) from the query, plus WORDS_BONUS when the query's
+    words are some of the name's (a word or a suffix left out). Both compare keys (accents stripped, lower case,
+    single blanks: `name_key`); the keys of indexed names are computed once, when first a candidate.
+    """
+
+    def __init__(self, text_of):
+        try:
+            import rapidfuzz  # noqa: F401
+        except ImportError:
+            from .errors import SembedError
+
+            raise SembedError("search --spelling needs the 'rapidfuzz' package", "pip install rapidfuzz") from None
+        self.text_of = text_of  # row -> the indexed record's text
+        self.keys: dict[int, tuple[str, frozenset]] = {}
+
+    def key(self, row: int) -> tuple[str, frozenset]:
+        found = self.keys.get(row)
+        if found is None:
+            from .readers.gazetteer import name_key
+
+            text = name_key(self.text_of(row) or "")
+            found = self.keys[row] = (text, frozenset(text.split()))
+        return found
+
+    def score(self, query: str, similarities: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """New scores of the candidate `rows` (cosines `similarities`), best first (FAISS order on a tie)."""
+        from rapidfuzz import process
+        from rapidfuzz.distance import OSA
+
+        from .readers.gazetteer import name_key
+
+        query_key = name_key(query)
+        query_words = frozenset(query_key.split())
+        keys = [self.key(row) for row in rows.tolist()]
+        distances = process.cdist([query_key], [key for key, _ in keys], scorer=OSA.distance, score_cutoff=1,
+                                  dtype=np.int32, workers=1)[0]
+        scores = similarities + ONE_EDIT_BONUS * (distances <= 1)
+        if query_words:
+            scores += WORDS_BONUS * np.fromiter((query_words < words for _, words in keys), bool, len(keys))
+        order = np.argsort(-scores, kind="stable")
+        return scores[order], rows[order]
+
+    def rerank(self, queries: Sequence[str | None], scores: np.ndarray, rows: np.ndarray,
+               k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k best of each query's FAISS candidates (`scores`, `rows`; row -1: none); a query without text (given
+        as a vector) keeps the FAISS order."""
+        out_scores = np.full((len(rows), k), -np.inf, dtype=np.float32)
+        out_rows = np.full((len(rows), k), -1, dtype=np.int64)
+        for i, query in enumerate(queries):
+            found = rows[i] >= 0
+            candidate_scores, candidate_rows = scores[i][found].astype(np.float32), rows[i][found]
+            if isinstance(query, str) and len(candidate_rows):
+                candidate_scores, candidate_rows = self.score(query, candidate_scores, candidate_rows)
+            n = min(k, len(candidate_rows))
+            out_scores[i, :n], out_rows[i, :n] = candidate_scores[:n], candidate_rows[:n]
+        return out_scores, out_rows
