@@ -201,8 +201,11 @@ def summarise(runs: dict, described: dict, sentences: int, save_it: bool, show: 
             # ratios round by round (the same load), their median: steadier than ratios of bests on a busy machine
             speed = sorted(r["sentences_per_s"] / ref["sentences_per_s"] for r, ref in zip(results, reference))
             start = sorted(ref["startup_s"] / r["startup_s"] for r, ref in zip(results, reference))
+            # CPU seconds of the whole process (start-up included): at 1 thread the work itself, whatever the load
+            cpu = sorted(ref["cpu_s"] / r["cpu_s"] for r, ref in zip(results, reference))
             table[threads][name] = {**best, "throughput_ratio": round(speed[len(speed) // 2], 2),
                                     "startup_speedup": round(start[len(start) // 2], 2),
+                                    "cpu_time_ratio": round(cpu[len(cpu) // 2], 2),
                                     "rss_ratio": round(best["peak_rss_mb"] / max(r["peak_rss_mb"] for r in reference),
                                                        2)}
     result = {"sentences": sentences, "model": sentence_models.DEFAULT_MODEL, "window_records": WINDOW,
