@@ -14,10 +14,7 @@ The paper's figures below are copied from its text (Yin et al. 2020,
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import random
 import sys
 from pathlib import Path
@@ -62,9 +59,7 @@ def collect(args: argparse.Namespace) -> dict:
              "time": verdict.stage_seconds(args.work),
              "training": {"epochs": args.epochs, "train_pairs": args.train_pairs, "batch": 16, "lr": 2e-5,
                           "warmup": 0.1, "cf_weight": 0.2},
-             "machine": f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), no GPU, torch "
-                        f"threads {os.environ.get('OMP_NUM_THREADS', 'default')}, "
-                        f"{datetime.date.today().isoformat()}"}
+             "machine": verdict.machine()}
     return verdict.merge(args.json, args.start, entry, {"interval": verdict.INTERVAL, "rule": verdict.RULE,
                                                         "measures": LABELS, "paper": PAPER})
 

@@ -17,6 +17,15 @@ stage() {
 
 # `corpus_records DIR [NAME...]`: the shared sentence-ordered corpora under DIR (all six, or the NAMEs) as
 # doc_id, sent_id, text records on stdout, each converted as `sembed convert --help` recommends.
+# The model a reproduction starts from (START): the packaged all-MiniLM-L6-v2, or the masked-LM at $MLM.
+start_model() {
+  case $1 in
+    minilm) echo all-MiniLM-L6-v2 ;;
+    mlm) echo "$MLM" ;;
+    *) echo "error: START is '$1'; it must be minilm or mlm" >&2; return 2 ;;
+  esac
+}
+
 corpus_records() {
   local dir=$1 name names
   shift

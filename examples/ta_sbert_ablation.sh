@@ -48,15 +48,11 @@ RESULTS=${RESULTS:-examples/results}
 ROOT=${WORK:-runs/ta_sbert}
 WORK=$ROOT/$START  # stages.sh logs here
 ROWS="mean form att form_att att_recon form_att_recon"
-case $START in
-  minilm) BASE=all-MiniLM-L6-v2 ;;
-  mlm) BASE=$MLM ;;
-  *) echo "error: START is '$START'; it must be minilm or mlm" >&2; exit 2 ;;
-esac
 
 mkdir -p "$WORK/metrics" "$WORK/models"
 export STAGE_CPU_LOG=$WORK/cpu.tsv
 source examples/stages.sh  # stage NAME COMMAND...: run it, note its seconds
+BASE=$(start_model "$START") || exit 2
 
 # 0. The masked-LM start, when it is not there yet.
 if [ "$START" = mlm ] && [ ! -d "$MLM" ]; then

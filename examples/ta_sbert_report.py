@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import statistics
 import sys
 from pathlib import Path
@@ -69,9 +67,7 @@ def collect(args: argparse.Namespace) -> dict:
              "time": verdict.stage_seconds(args.work),
              "training": {"data": "SICK train + the SNLI part, NLI labels", "epochs": 1, "max_steps": args.steps,
                           "batch": 16, "encoder_lr": 2e-5, "head_lr": 3e-5, "reconstruction_weight": 0.017},
-             "machine": f"{os.cpu_count()} CPU cores ({platform.machine()}), no GPU, torch threads "
-                        f"{os.environ.get('OMP_NUM_THREADS', 'default')}, "
-                        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}"}
+             "machine": verdict.machine()}
     return verdict.merge(args.json, args.start, entry, {"interval": verdict.INTERVAL, "rule": verdict.RULE,
                                                         "measures": LABELS, "paper": PAPER})
 

@@ -83,6 +83,16 @@ def collect(work: Path, rows: Sequence[str], measures: Sequence[tuple[str, str, 
             "zero_shot": {label: figure("zeroshot", "none", name, metric) for name, metric, label in measures}}
 
 
+def machine() -> str:
+    """The machine a run's figures come from, for the results file."""
+    import datetime
+    import os
+    import platform
+
+    return (f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), no GPU, torch threads "
+            f"{os.environ.get('OMP_NUM_THREADS', 'default')}, {datetime.date.today().isoformat()}")
+
+
 def stage_seconds(work: Path) -> dict:
     """Wall and CPU seconds of every stage run so far (examples/stages.sh's STAGE_CPU_LOG), summed over sittings."""
     path = work / "cpu.tsv"

@@ -169,7 +169,17 @@ class VectorIndex:
         return cls(path, index, [row["id"] for row in rows], [row["record"] for row in rows], metadata)
 
     def check_model(self, name: str, fingerprint: str) -> None:
-        """Refuse queries embedded by a model other than the index's."""
+        """Refuse queries embedded by the model `name` (of `fingerprint`) when it is not the index's: by the
+        index's embedding_model, or the fingerprint of an index written before identities."""
+        if self.identity is not None:
+            from .model_identity import of_sentence_model
+
+            theirs = of_sentence_model(name)
+            if theirs.digest != self.identity.digest:
+                raise SembedError(f"the index at '{self.path}' holds vectors of the model '{self.identity}', but the "
+                                  f"queries are embedded with '{theirs}', another model",
+                                  "search with the index's model (leave out --model), or rebuild the index")
+            return
         if fingerprint != self.metadata.get("model_fingerprint"):
             raise SembedError(f"the index at '{self.path}' holds vectors of the model '{self.metadata.get('model')}', "
                               f"but the queries are embedded with '{name}', another model",

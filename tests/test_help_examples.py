@@ -106,6 +106,13 @@ def workdir(tmp_path_factory) -> tuple[Path, dict]:
             target.write_bytes(b"".join(line for _, line in zip(range(count), f)))
     (work / "corpus.txt").write_text("The old man walked to the market. He bought fresh bread and milk.\n"
                                      "A young girl played in the park. Her dog chased a red ball.\n")
+    pairs = [("A man is playing a guitar.", "A man plays the guitar.", "4.8"),
+             ("A dog runs in the park.", "A cat sleeps on the sofa.", "0.6"),
+             ("Stocks fell sharply today.", "Markets dropped on Monday.", ""),  # SemEval's unscored pair
+             ("The child reads a book.", "A kid is reading.", "3.9")]
+    (work / "STS.input.answers-forums.txt").write_text("".join(f"{a}\t{b}\n" for a, b, _ in pairs))
+    (work / "STS.gs.answers-forums.txt").write_text("".join(f"{score}\n" for _, _, score in pairs))
+    (work / "more.txt").write_text("The market opened early on Sunday.\n")  # a corpus grown overnight
     (work / "names.jsonl").write_text('{"text": "Springfield"}\n{"text": "Lake Geneva"}\n{"text": "Mount Fuji"}\n')
     (work / "concreteness.tsv").write_text("Word\tConc.M\n" + "".join(
         f"{word}\t{rating}\n" for word, rating in [("the", 1.4), ("rural", 2.5), ("farmers", 4.6), ("water", 5.0),

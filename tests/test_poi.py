@@ -344,7 +344,9 @@ def test_lookup_bad_input_keeps_the_record_stream_errors(lookup_model, tmp_path)
     run = sembed("search", "-q", "--index", str(places), "--spelling", "--device", "cpu",
                  input=jsonl({"text": "?!..."}, {"text": "Salem " * 1700}, {"text": ""}))
     assert run.exit_code == 1 and len(run.records) == 2  # punctuation and 10,000 characters are searched
-    assert run.stderr.strip() == "error: <stdin>:3: empty text in 'text'"
+    assert run.stderr == ("warning: 1 text(s) longer than the model's 48-token window were truncated to it "
+                          "(--long-text window embeds them whole, error refuses them)\n"
+                          "error: <stdin>:3: empty text in 'text'\n")
     run = sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(tmp_path / "empty"), input="")
     assert run.exit_code == 1 and run.stderr.strip() == "error: no records to index in <stdin>"
     run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(places), "--device", "cpu",

@@ -81,7 +81,8 @@ NpyVectors = Annotated[Optional[Path], typer.Option(
     "--npy", metavar="FILE", show_default=False,
     help="Read the vectors from this float32 matrix, which `sembed embed --npy FILE` wrote: each record names its "
          "rows (embedding_row_a, ...), and FILE.json, when present, names the model (it must agree with the "
-         "records' embedding_model).")]
+         "records' embedding_model). The matrix is read with the records: give a finished one "
+         "(`embed --npy FILE -o rows.jsonl` first), not a pipe from the embed still writing it.")]
 
 
 # --- shared machinery --------------------------------------------------------------------------------
@@ -272,9 +273,11 @@ def sts_command(
         sembed convert --from sick SICK_test_annotated.txt | sembed spo \\
           | sembed embed --cf-weight 0.2 --keep-parts | sembed eval sts --cf-grid 0:1:0.1
         sembed convert --from semeval-sts STS.input.answers-forums.txt \\
-          | sembed embed --npy forums.npy | sembed eval sts --npy forums.npy --pairs forums-pairs.jsonl
-        sembed embed -m runs/cf test.jsonl > cf.jsonl; sembed embed -m runs/sbert test.jsonl > sbert.jsonl
-        sembed eval sts cf.jsonl --versus sbert.jsonl --resamples 2000
+          | sembed embed --npy forums.npy -o forums.rows.jsonl
+        sembed eval sts forums.rows.jsonl --npy forums.npy --pairs forums-pairs.jsonl
+        sembed convert --from stsb sts-test.csv | sembed spo -o test.jsonl
+        sembed embed test.jsonl --cf-weight 0.2 > cf.jsonl; sembed embed test.jsonl > plain.jsonl
+        sembed eval sts cf.jsonl --versus plain.jsonl --resamples 2000
     """
     import numpy as np
 

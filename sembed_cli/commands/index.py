@@ -36,7 +36,8 @@ IdKey = Annotated[str, typer.Option("--id-key", metavar="KEY", help="The record'
 NpyVectors = Annotated[Optional[Path], typer.Option(
     "--npy", metavar="FILE", show_default=False,
     help="Read the vectors from this matrix, which `sembed embed --npy FILE` wrote: each record names its row "
-         "(embedding_row), and FILE.json the model.")]
+         "(embedding_row), and FILE.json the model. The matrix is read with the records: give a finished one "
+         "(`embed --npy FILE -o rows.jsonl` first), not a pipe from the embed still writing it.")]
 
 
 def index_command(
@@ -102,8 +103,10 @@ def index_command(
       sembed convert --from gazetteer | grep '"is_poi":true' \\
         | sembed index -m poi-model -o poi-index
       sembed embed names.jsonl | sembed index -o names-index
-      sembed embed names.jsonl --npy names.npy | sembed index --npy names.npy -o names-index
-      sembed convert --from lines corpus.txt | sembed index --update corpus-index
+      sembed embed names.jsonl --npy names.npy -o names.rows.jsonl
+      sembed index names.rows.jsonl --npy names.npy -o names-index
+      sembed convert --from lines corpus.txt | sembed index --id-key text -o corpus-index
+      sembed convert --from lines more.txt | sembed index --update corpus-index
     """
     import numpy as np
 

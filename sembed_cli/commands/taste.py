@@ -106,8 +106,9 @@ def taste_command(
     Example:
       sembed convert --from gazetteer | sembed taste -m poi-model \\
         | sembed eval poi --tune-split dev --test-split test
-      grep '"split":"train"' gaz.jsonl | sembed index -m poi-model -o labelled
-      sembed taste -m poi-model --neighbours labelled gaz.jsonl \\
+      sembed convert --from gazetteer | grep '"split":"train"' \\
+        | sembed index -m poi-model -o labelled
+      sembed convert --from gazetteer | sembed taste -m poi-model --neighbours labelled \\
         | sembed eval poi --score-key poi_vote --tune-split dev --test-split test
     """
     from ..errors import SembedError
