@@ -58,7 +58,7 @@ def _threads(value: Optional[int]) -> Optional[int]:
 Threads = Annotated[Optional[int], typer.Option(
     "--threads", min=1, metavar="N", envvar="SEMBED_THREADS", callback=_threads, show_default=False,
     help="CPU threads to compute with (torch, BLAS, FAISS; also OMP_NUM_THREADS). Default: the usable cores less "
-         "those other processes keep busy now (load average), at least 1, so a busy machine does not slow it "
+         "those other processes keep busy now (measured over 0.2 s), at least 1, so a busy machine does not slow it "
          "down many times over; give each of N jobs on one machine cores/N.")]
 SpacyModel = Annotated[
     str, typer.Option("--model", "-m", envvar="SEMBED_SPACY_MODEL", metavar="NAME",

@@ -32,14 +32,33 @@ def test_the_default_is_the_cores_other_work_leaves(machine, cores, load, expect
     assert threads.default_threads() == expected
 
 
-def test_other_work_is_the_larger_of_the_load_average_and_the_processes_running_now(monkeypatch, tmp_path):
+def test_without_proc_stat_other_work_is_the_larger_of_the_load_average_and_the_processes_running_now(
+        monkeypatch, tmp_path):
     loadavg = tmp_path / "loadavg"
     monkeypatch.setattr(threads, "LOADAVG", loadavg)
+    monkeypatch.setattr(threads, "PROC_STAT", tmp_path / "no-stat")
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (0.5, 0.4, 0.3))
     loadavg.write_text("0.50 0.40 0.30 3/100 1234\n")  # this process and two others
     assert threads.other_work() == 2.0
     loadavg.write_text("0.50 0.40 0.30 1/100 1234\n")  # this process alone: the load average says more
     assert threads.other_work() == 0.5
+
+
+def test_other_work_is_the_busy_time_measured_now(monkeypatch, tmp_path):
+    """A lingering load average (a finished job's) does not count: what /proc/stat shows busy while we wait does."""
+    stat = tmp_path / "stat"
+    samples = iter(["cpu  100 0 50 800 50 0 0 0 0 0\n", "cpu  130 0 60 850 50 0 0 0 0 0\n"])  # 40 busy of 90
+    monkeypatch.setattr(threads, "PROC_STAT", stat)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (1.9, 1.5, 1.0))
+
+    def sleep(seconds):
+        stat.write_text(next(samples))
+
+    import time
+    stat.write_text(next(samples))
+    monkeypatch.setattr(time, "sleep", sleep)
+    assert threads.other_work() == pytest.approx(2 * 40 / 90)
 
 
 def test_a_cgroup_quota_bounds_the_usable_cores(monkeypatch, tmp_path):
