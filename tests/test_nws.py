@@ -252,3 +252,12 @@ def test_packaged_glove_end_to_end(tmp_path):
     assert run.exit_code == 0, run.stderr
     run = sembed("embed", "--method", "nws", "--salience", str(tmp_path / "t"), input=jsonl(*PAIRS))
     assert run.exit_code == 0 and len(run.records[0]["embedding_a"]) == 50
+
+
+def test_resume_of_a_finished_table_leaves_it_alone(tmp_path, vectors_file):
+    first, out = train(tmp_path, vectors_file, "--epochs", "2")
+    assert first.exit_code == 0, first.stderr
+    before = (out / "salience.tsv").stat().st_mtime_ns
+    again, _ = train(tmp_path, vectors_file, "--epochs", "2", "--resume")  # it retrained and overwrote it before
+    assert (again.exit_code, again.stderr) == (0, f"{out} is complete: nothing to resume (--force trains it again)\n")
+    assert (out / "salience.tsv").stat().st_mtime_ns == before
