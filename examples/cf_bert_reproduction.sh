@@ -51,9 +51,7 @@ source examples/stages.sh  # stage NAME COMMAND...: run it, note its seconds
 BASE=$(start_model "$START") || exit 2
 
 # 0. The masked-LM start, when it is not there yet.
-if [ "$START" = mlm ] && [ ! -d "$MLM" ]; then
-  stage "build the masked-LM ($MLM_STEPS steps)" env STEPS="$MLM_STEPS" bash examples/build_mlm.sh "$MLM"
-fi
+build_start "$START"
 
 # 1. Records with S_cf, built once by the packaged parser and shared by every start, seed, training and embedding.
 prepare() {

@@ -26,6 +26,13 @@ start_model() {
   esac
 }
 
+# Build the masked-LM start ($MLM, $MLM_STEPS steps with build_mlm.sh) when START is mlm and it is not there yet.
+build_start() {
+  if [ "$1" = mlm ] && [ ! -d "$MLM" ]; then
+    stage "build the masked-LM ($MLM_STEPS steps)" env STEPS="$MLM_STEPS" bash examples/build_mlm.sh "$MLM"
+  fi
+}
+
 corpus_records() {
   local dir=$1 name names
   shift

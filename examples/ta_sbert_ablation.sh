@@ -55,9 +55,7 @@ source examples/stages.sh  # stage NAME COMMAND...: run it, note its seconds
 BASE=$(start_model "$START") || exit 2
 
 # 0. The masked-LM start, when it is not there yet.
-if [ "$START" = mlm ] && [ ! -d "$MLM" ]; then
-  stage "build the masked-LM ($MLM_STEPS steps)" env STEPS="$MLM_STEPS" bash examples/build_mlm.sh "$MLM"
-fi
+build_start "$START"
 
 # 1. Data, shared by both starts: NLI pairs for training; the test sets; each also in base form.
 data() {
