@@ -47,10 +47,10 @@ from pathlib import Path
 
 from common import DATA, ROOT, log, save, write_jsonl
 
-from sembed_cli import sentence_models
 from sembed_cli.commands.embed import CPU_ENCODE_BATCH
 from sembed_cli.io import RecordSink, RecordSource, TextFields
-from sembed_cli.sentence_embedding import VectorFile, embed_records
+from sembed_cli.models import sentence_models
+from sembed_cli.models.sentence_embedding import VectorFile, embed_records
 
 WINDOW = 1000  # records per sembed batch: the command's default
 
@@ -104,7 +104,7 @@ torch.set_num_threads(int(sys.argv[2]))
 from sentence_transformers import SentenceTransformer
 from transformers.utils import logging
 logging.disable_progress_bar()
-from sembed_cli import sentence_models
+from sembed_cli.models import sentence_models
 texts = [orjson.loads(line)["text"] for line in open(sys.argv[1], "rb")]
 model = SentenceTransformer(str(sentence_models.resolve_path(sentence_models.DEFAULT_MODEL)), device="cpu")
 for start in range(0, len(texts), 1000):

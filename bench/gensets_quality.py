@@ -32,9 +32,9 @@ from pathlib import Path
 
 from common import DATA, ROOT, log, save
 
-from sembed_cli import spacy_pipeline
-from sembed_cli.precision import PRECISIONS, resolve
-from sembed_cli.structural_sets import MaskedLM, SetGenerator, Tagger, default_mlm, replaceable
+from sembed_cli.models.precision import PRECISIONS, resolve
+from sembed_cli.text import spacy_pipeline
+from sembed_cli.text.structural_sets import MaskedLM, SetGenerator, Tagger, default_mlm, replaceable
 
 PROSE = [("--doc-break", "blank", "abc"), ("state_union",), ("inaugural",)]
 MIN_WORDS, MAX_WORDS = 6, 30

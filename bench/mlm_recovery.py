@@ -69,7 +69,7 @@ def held_out_sentences(records: Path, share: float, text_key: str) -> list[tuple
 
 def masked_words(sentences: list[tuple[str, str]], tokenizer, count: int, seed: int) -> list[MaskedWord]:
     """One content word masked in each of `count` sentences drawn at random (fewer where a sentence has none)."""
-    from sembed_cli import spacy_pipeline
+    from sembed_cli.text import spacy_pipeline
 
     nlp = spacy_pipeline.load(keep=spacy_pipeline.TAG)
     rng = random.Random(seed)
@@ -106,7 +106,7 @@ def top_ranks(model, tokenizer, items: list[MaskedWord], k: int = 10, batch_size
     whole vocabulary, and among the entries gensets may substitute."""
     import torch
 
-    from sembed_cli.structural_sets import MaskedLM
+    from sembed_cli.text.structural_sets import MaskedLM
 
     blocked = MaskedLM(model, tokenizer).blocked
     tops, candidates = [], []

@@ -60,7 +60,7 @@ def time_steps(model, loss, batches: list[dict], precision: str) -> tuple[list[f
     """Seconds and loss of each step after the warm-up ones: a step as run_loop takes it."""
     import torch
 
-    from sembed_cli.precision import autocast
+    from sembed_cli.models.precision import autocast
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-4)
     model.train()
@@ -91,7 +91,7 @@ def main() -> None:
 
     import torch
 
-    from sembed_cli.precision import native_bf16
+    from sembed_cli.models.precision import native_bf16
     from sembed_cli.training.mlm_adaptation import masked_positions_loss, start_model
 
     torch.set_num_threads(args.threads)

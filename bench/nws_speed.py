@@ -17,7 +17,7 @@ from pathlib import Path
 
 from common import convert_corpora, log, save
 
-from sembed_cli import word_vectors
+from sembed_cli.models import word_vectors
 from sembed_cli.io import RecordSource
 from sembed_cli.training.word_saliency import Settings, train_nws
 

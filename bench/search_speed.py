@@ -34,11 +34,11 @@ from common import ROOT, log, save
 sys.path.insert(0, str(ROOT / "examples"))
 from poi_report import perturb_one  # noqa: E402
 
-from sembed_cli import sentence_models  # noqa: E402
 from sembed_cli.commands.search import search_records  # noqa: E402
 from sembed_cli.io import RecordSink, RecordSource  # noqa: E402
+from sembed_cli.models import sentence_models  # noqa: E402
+from sembed_cli.models.vector_index import VectorIndex, unit_rows  # noqa: E402
 from sembed_cli.readers.gazetteer import name_key  # noqa: E402
-from sembed_cli.vector_index import VectorIndex, unit_rows  # noqa: E402
 
 
 def queries(index: VectorIndex, n: int, seed: int) -> list[dict]:

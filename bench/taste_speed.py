@@ -26,8 +26,8 @@ from common import log, save
 
 from sembed_cli.commands.taste import taste_records
 from sembed_cli.io import RecordSink, RecordSource, TextFields
+from sembed_cli.models.taste import Taster
 from sembed_cli.readers import FORMATS, ReadSettings
-from sembed_cli.taste import Taster
 
 
 def test_names(n: int) -> list[str]:
@@ -40,7 +40,7 @@ def untrained_model(names: list[str]):
     import torch
     from transformers import BertForMaskedLM
 
-    from sembed_cli import char_tokenizer
+    from sembed_cli.text import char_tokenizer
     from sembed_cli.training.masked_lm import CharBertShape
 
     torch.manual_seed(0)
@@ -75,7 +75,7 @@ def main() -> None:
 
     import torch
 
-    from sembed_cli.precision import cast, resolve
+    from sembed_cli.models.precision import cast, resolve
 
     torch.set_num_threads(args.threads)
     names = test_names(args.names)

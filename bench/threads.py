@@ -29,8 +29,9 @@ from pathlib import Path
 
 from common import DATA, ROOT, log, save, stsb_test_sentences
 
-from sembed_cli import threads, word_vectors
+from sembed_cli import threads
 from sembed_cli.io import RecordSource
+from sembed_cli.models import word_vectors
 
 FIXED = (1, 2)
 CORPORA = [("prose", "abc", ["--doc-break", "blank"]), ("prose", "inaugural", [])]
@@ -116,7 +117,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sentences", type=int, default=500)
     args = parser.parse_args()
-    from sembed_cli import sentence_models
+    from sembed_cli.models import sentence_models
 
     result = {"cpu": cpu(), "settings": {"fixed": list(FIXED), "rounds": args.rounds,
                                          "embed_sentences": args.sentences,

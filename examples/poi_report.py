@@ -122,9 +122,9 @@ def speed(args) -> None:
     times, after the index and the model are loaded, with 1 and with 2 torch threads."""
     import torch
 
-    from sembed_cli import sentence_models
+    from sembed_cli.models import sentence_models
     from sembed_cli.commands.search import search_records
-    from sembed_cli.vector_index import VectorIndex
+    from sembed_cli.models.vector_index import VectorIndex
 
     work = Path(args.work)
     index = VectorIndex.load(work / "poi-index")

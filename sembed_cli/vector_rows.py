@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import model_identity
 from .errors import BadRecord, SembedError
 from .io import json_type
+from .models import model_identity
 
 ROW = "_row"
 PREFIX = "embedding"
@@ -35,7 +35,7 @@ class RowVectors:
     def __init__(self, path: str | Path):
         import numpy as np
 
-        from .sentence_embedding import sidecar_path
+        from .models.sentence_embedding import sidecar_path
 
         self.path = Path(path)
         try:

@@ -101,7 +101,7 @@ def tiny_model(tmp_path_factory) -> str:
     from sentence_transformers.sentence_transformer.modules import Pooling
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    from sembed_cli import sentence_models
+    from sembed_cli.models import sentence_models
 
     root = tmp_path_factory.mktemp("tiny")
     vocab = sentence_models.resolve_path(sentence_models.DEFAULT_MODEL) / "vocab.txt"

@@ -410,8 +410,8 @@ def test_long_texts_are_counted_and_handled_as_asked(tiny_model, one_torch_threa
 def test_a_window_embedding_is_the_token_weighted_mean_of_its_windows(tiny_model, one_torch_thread):
     import numpy as np
 
-    from sembed_cli import sentence_models
-    from sembed_cli.sentence_embedding import LongTexts, encode
+    from sembed_cli.models import sentence_models
+    from sembed_cli.models.sentence_embedding import LongTexts, encode
 
     model = sentence_models.load(tiny_model, "cpu")
     long_texts = LongTexts(model, "window")

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import TINY_DIM
-from sembed_cli.contextual_words import WordEncoder, syntax_layer, transformer_path
+from sembed_cli.models.contextual_words import WordEncoder, syntax_layer, transformer_path
 from sembed_cli.errors import SembedError
 
 SENTENCES = [["The", "unbelievably", "tall", "giraffe", "ate", "."], ["Cats", "sleep"]]

@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from conftest import TINY_DIM, jsonl, sembed
-from sembed_cli import sentence_models
+from sembed_cli.models import sentence_models
 from sembed_cli.io import TextFields
-from sembed_cli.sentence_embedding import VectorFile, embed_records, encode
+from sembed_cli.models.sentence_embedding import VectorFile, embed_records, encode
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model):

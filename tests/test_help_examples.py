@@ -141,7 +141,7 @@ def _tiny_masked_lm(path: Path) -> None:
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
-    from sembed_cli import sentence_models
+    from sembed_cli.models import sentence_models
 
     tokenizer = BertTokenizerFast(str(sentence_models.resolve_path(sentence_models.DEFAULT_MODEL) / "vocab.txt"))
     torch.manual_seed(0)

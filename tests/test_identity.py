@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from conftest import jsonl, sembed
-from sembed_cli import model_identity
-from sembed_cli.model_identity import FIELD, Identity, OneModel, content_digest, of_sentence_model
+from sembed_cli.models import model_identity
+from sembed_cli.models.model_identity import FIELD, Identity, OneModel, content_digest, of_sentence_model
 
 PAIRS = [{"text_a": f"A man plays the guitar {n}.", "text_b": f"Someone plays music {n}.", "score": float(n % 5)}
          for n in range(8)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TINY_DIM, jsonl, sembed
-from sembed_cli.model_identity import of_sentence_model
+from sembed_cli.models.model_identity import of_sentence_model
 
 pytest.importorskip("faiss")
 
@@ -200,7 +200,7 @@ def test_update_with_vectors_and_nothing_new(tiny_model, tmp_path):
 
 
 def test_a_failed_update_leaves_the_index_intact(tiny_model, tmp_path):
-    from sembed_cli.model_identity import FIELD
+    from sembed_cli.models.model_identity import FIELD
 
     index = tmp_path / "idx"
     assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index),

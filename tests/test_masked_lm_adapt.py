@@ -109,7 +109,7 @@ def test_loss_at_the_masked_positions_is_the_masked_lm_loss(tiny_model):
 
 
 def test_bf16_autocast_loss_is_close_to_fp32(tiny_model):
-    from sembed_cli.precision import autocast
+    from sembed_cli.models.precision import autocast
 
     model, tokenizer, _, _ = mlm_adaptation.start_model(tiny_model, seed=1)
     pieces = tokenizer(SENTENCES[:8])["input_ids"]

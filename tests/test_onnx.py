@@ -1,4 +1,4 @@
-"""--backend onnx and --quantize int8 (sembed_cli/onnx_encoder.py): the same vectors as torch, without torch."""
+"""--backend onnx and --quantize int8 (sembed_cli/models/onnx_encoder.py): the same vectors as torch, without torch."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import orjson
 import pytest
 
-from sembed_cli import onnx_encoder, sentence_models
+from sembed_cli.models import onnx_encoder, sentence_models
 from sembed_cli.errors import SembedError
 
 from conftest import ROOT, jsonl, sembed
@@ -257,7 +257,7 @@ def test_index_and_search_from_texts_with_onnx(model, tmp_path, one_torch_thread
 
 def test_token_attention_is_refused_in_one_line(model):
     modules = json.loads((model / "modules.json").read_text())
-    modules[1]["type"] = "sembed_cli.token_attention.TokenAttention"
+    modules[1]["type"] = "sembed_cli.token_attention.TokenAttention"  # as models saved before the move
     (model / "modules.json").write_text(json.dumps(modules))
     run = sembed("embed", "--backend", "onnx", "-m", str(model), input=jsonl({"text": "a"}))
     assert run.exit_code == 1 and run.stdout == ""

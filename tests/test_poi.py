@@ -17,8 +17,8 @@ from conftest import interrupt_at_call, jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
 
-from sembed_cli import char_tokenizer  # noqa: E402
-from sembed_cli.taste import Taster  # noqa: E402
+from sembed_cli.text import char_tokenizer  # noqa: E402
+from sembed_cli.models.taste import Taster  # noqa: E402
 from sembed_cli.training.masked_lm import MLM_IGNORE, load_masked_lm, mask_one  # noqa: E402
 from sembed_cli.training.poi_triplet import batch_all_triplet_loss  # noqa: E402
 
@@ -256,7 +256,7 @@ def test_eval_poi_bad_gold():
 def test_name_variants_are_the_edits_a_user_makes():
     import random
 
-    from sembed_cli import name_variants
+    from sembed_cli.text import name_variants
 
     rng = random.Random(1)
     assert name_variants.drop_word("Jackson County", rng) in ("Jackson", "County")
@@ -273,7 +273,7 @@ def test_name_variants_are_the_edits_a_user_makes():
 def test_char_ngrams_are_unit_tfidf_vectors_that_survive_a_typo():
     import numpy as np
 
-    from sembed_cli.poi_lookup import CharNgrams
+    from sembed_cli.models.poi_lookup import CharNgrams
 
     ngrams = CharNgrams.fit(PLACES)
     vectors = ngrams.transform(["Springfield", "Springfeild", "Oakland", "Ünïcode"])
@@ -285,7 +285,7 @@ def test_char_ngrams_are_unit_tfidf_vectors_that_survive_a_typo():
 def test_spelling_reranker_moves_one_edit_and_all_words_up():
     import numpy as np
 
-    from sembed_cli.poi_lookup import SpellingReranker
+    from sembed_cli.models.poi_lookup import SpellingReranker
 
     names = ["Springdale", "Springfield", "Palm Springs", "Springs"]
     reranker = SpellingReranker(names.__getitem__)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sembed_cli import precision
 from sembed_cli.errors import SembedError
+from sembed_cli.models import precision
 
 
 @pytest.mark.parametrize("native, expected", [(False, "fp32"), (True, "bf16")])

@@ -11,7 +11,7 @@ import torch
 
 from conftest import TINY_DIM, jsonl, sembed
 from sembed_cli.evaluation import structure
-from sembed_cli.word_records import depths
+from sembed_cli.models.word_records import depths
 
 # --- eval structure: hand-made word records with known nearest neighbours ---------------------------------
 
@@ -174,7 +174,7 @@ def test_depths_count_edges_to_the_root():
 
 
 def test_embed_words_writes_one_record_per_word(tiny_model, one_torch_thread):
-    from sembed_cli.contextual_words import WordEncoder
+    from sembed_cli.models.contextual_words import WordEncoder
 
     run = sembed("embed", "--words", "-m", tiny_model, "--device", "cpu", "-b", "1", input=jsonl(*RECORDS))
     assert run.exit_code == 0, run.stderr
@@ -207,8 +207,8 @@ def test_embed_words_feeds_eval_structure(tiny_model, one_torch_thread):
 
 
 def test_embed_words_applies_a_syntax_map(tiny_model, tmp_path, one_torch_thread):
-    from sembed_cli.contextual_words import WordEncoder
-    from sembed_cli.syntax_map import SyntaxMap
+    from sembed_cli.models.contextual_words import WordEncoder
+    from sembed_cli.models.syntax_map import SyntaxMap
 
     encoder = WordEncoder.open(tiny_model, device="cpu")
     generator = torch.Generator().manual_seed(0)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from sembed_cli.io import RecordSource
-from sembed_cli.syntax_map import SyntaxMap
+from sembed_cli.models.syntax_map import SyntaxMap
 from sembed_cli.training import syntax as trainer
 
 from conftest import interrupt_at_call, jsonl, sembed

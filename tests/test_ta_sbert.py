@@ -11,8 +11,8 @@ from conftest import jsonl, sembed
 
 torch = pytest.importorskip("torch")
 
-from sembed_cli import sentence_models  # noqa: E402
-from sembed_cli.token_attention import reconstruction_loss  # noqa: E402
+from sembed_cli.models import sentence_models  # noqa: E402
+from sembed_cli.models.token_attention import reconstruction_loss  # noqa: E402
 from sembed_cli.training.ta_sbert import TokenAttentionLoss, new_parameters, reshape  # noqa: E402
 
 WORDS = "man woman dog cat child plays runs eats guitar ball park kitchen".split()
@@ -55,6 +55,24 @@ def test_nli_training_writes_a_token_attention_model_with_its_held_out_accuracy(
     assert meta["training"]["steps"] == 4
     assert meta["validation"]["pairs"] == 12 and 0 <= meta["validation"]["accuracy"] <= 100
     assert meta["data"]["sha256_of"] == "text_a, text_b, label of each pair, in input order"
+
+
+def test_a_model_saved_before_the_move_to_models_still_loads(tiny_model, tmp_path):
+    """TA-SBERT models saved before token_attention.py moved into sembed_cli/models/ name the old module path."""
+    from sentence_transformers import SentenceTransformer
+
+    assert train("-m", tiny_model, "-o", str(tmp_path / "ta"), "--batch-size", "16").exit_code == 0
+    modules_file = tmp_path / "ta" / "modules.json"
+    modules = json.loads(modules_file.read_text())
+    assert modules[1]["type"] == "sembed_cli.models.token_attention.TokenAttention"
+    for module in modules[1:]:
+        module["type"] = module["type"].replace("sembed_cli.models.token_attention.", "sembed_cli.token_attention.")
+    modules_file.write_text(json.dumps(modules))
+    model = SentenceTransformer(str(tmp_path / "ta"), device="cpu", trust_remote_code=True)
+    assert [type(m).__name__ for m in model] == ["Transformer", "TokenAttention", "TokenReconstruction"]
+    run = sembed("embed", "-m", str(tmp_path / "ta"), "--explain", input=jsonl({"text": "man plays guitar"}))
+    assert run.exit_code == 0, run.stderr
+    assert len(run.records[0]["token_weights"]) > 0
 
 
 def test_the_mean_pooling_row_of_the_ablation_has_no_new_module(tiny_model, tmp_path):

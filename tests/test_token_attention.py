@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from sembed_cli.token_attention import (  # noqa: E402
+from sembed_cli.models.token_attention import (  # noqa: E402
     INIT_BOUND, TokenAttention, TokenReconstruction, reconstruction_loss, token_weights)
 
 

@@ -21,7 +21,7 @@ pytest.importorskip("accelerate")
 
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
-from sembed_cli import sentence_models  # noqa: E402
+from sembed_cli.models import sentence_models  # noqa: E402
 from sembed_cli.artifacts import ContentHash  # noqa: E402
 from sembed_cli.training import checkpoints, sentence_trainer  # noqa: E402
 from sembed_cli.training.siamese import ComponentFocusCosineLoss  # noqa: E402

@@ -7,9 +7,9 @@ import struct
 import numpy as np
 import pytest
 
-from sembed_cli import word_vectors
 from sembed_cli.errors import SembedError
-from sembed_cli.word_vectors import Coverage, WordVectors, load, sniff, tokenize
+from sembed_cli.models import word_vectors
+from sembed_cli.models.word_vectors import Coverage, WordVectors, load, sniff, tokenize
 
 WORDS = {"the": [0.1, 0.2, 0.3], "cat": [1.0, 0.0, -1.0], "sat": [0.5, 0.5, 0.5], ".": [0.0, 0.0, 0.25]}
 

@@ -8,11 +8,12 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from .. import console, spacy_pipeline
+from .. import console
 from ..io import RecordSink
 from ..options import BatchSize, Force, NProcess, Output, Quiet, SkipErrors, SpacyModel, Threads, Verbose
 from ..readers import FORMATS, InputFile, ReadSettings, input_files
 from ..readers.inputs import AUTO
+from ..text import spacy_pipeline
 
 FormatName = Literal[tuple(FORMATS)]  # type: ignore[valid-type]
 

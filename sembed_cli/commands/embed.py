@@ -9,12 +9,14 @@ from typing import Annotated, Literal, Optional
 
 import typer
 
-from .. import console, model_identity, sentence_models, spacy_pipeline
+from .. import console
+from ..models import model_identity, sentence_models
+from ..text import spacy_pipeline
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
 from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Output, Quantize, Quiet, ShardOption,
                        SkipErrors, TextKeys, Threads, Verbose, check_backend)
-from ..dependency import check_tokens
+from ..text.dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
 CUDA_ENCODE_BATCH = 128  # a GPU wants more texts per pass
@@ -84,7 +86,7 @@ def check_record(fields: TextFields, component_focus: bool, stamp: model_identit
     """The per-record check: usable text fields (not too long for the model under --long-text error); with
     component focusing, a usable s_cf (or tokens to build it); with a `stamp`, no vectors of another model left
     in the record."""
-    from ..sentence_embedding import S_CF
+    from ..models.sentence_embedding import S_CF
 
     def check(record: dict) -> None:
         keys = fields.of(record)
@@ -229,7 +231,7 @@ def embed_command(
       sembed convert --from conll treebank/dependency_treebank | sembed parse \\
         | sembed embed --words --syntax-map syntax-map | sembed eval structure
     """
-    from ..sentence_embedding import LongTexts, VectorFile, embed_records, has_token_attention  # numpy: not at --help
+    from ..models.sentence_embedding import LongTexts, VectorFile, embed_records, has_token_attention  # numpy: not at help
 
     fields = TextFields(text_keys)
     explain = explain or plain
@@ -286,7 +288,7 @@ def embed_command(
 def stamp_for(identity: model_identity.Identity, names: tuple[str, ...], matrix_file) -> model_identity.Stamp:
     """The run's `embedding_model` stamp; with --npy the vectors are row numbers (embedding_row...) and the matrix's
     sidecar names the model too."""
-    from ..sentence_embedding import ROW
+    from ..models.sentence_embedding import ROW
 
     if matrix_file is None:
         return model_identity.Stamp(identity, names)
@@ -296,7 +298,7 @@ def stamp_for(identity: model_identity.Identity, names: tuple[str, ...], matrix_
 
 def show_weights(records, fields: TextFields):
     """Pass records through, showing each text's Token Attention on stderr (--plain)."""
-    from ..sentence_embedding import TOKEN_WEIGHTS
+    from ..models.sentence_embedding import TOKEN_WEIGHTS
 
     for record in records:
         for key in fields.of(record):
@@ -306,9 +308,9 @@ def show_weights(records, fields: TextFields):
 
 def _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component, batch_size, npy,
                         cf_weight, keep_parts) -> None:
-    """--method avg|isf|sif|nws: word-vector sentence embeddings (sembed_cli/word_saliency.py)."""
-    from .. import word_vectors
-    from ..word_saliency import SalienceTable, SentenceEmbedder, embed_records as embed_word_records
+    """--method avg|isf|sif|nws: word-vector sentence embeddings (sembed_cli/models/salience.py)."""
+    from ..models import word_vectors
+    from ..models.salience import SalienceTable, SentenceEmbedder, embed_records as embed_word_records
 
     for flag, given in (("--npy", npy), ("--cf-weight", cf_weight), ("--keep-parts", keep_parts or None)):
         if given is not None:
@@ -331,12 +333,12 @@ def _embed_word_vectors(source, output, force, fields, method, vectors, salience
 
 def _embed_words(ctx, source, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts, explain,
                  npy, force, batch_size, encode_batch_size, device, precision, shard) -> None:
-    """--words [--syntax-map DIR]: one record per word (sembed_cli/word_records.py)."""
-    from ..contextual_words import WordEncoder
+    """--words [--syntax-map DIR]: one record per word (sembed_cli/models/word_records.py)."""
+    from ..models.contextual_words import WordEncoder
     from ..io import RecordSink
-    from ..sentence_embedding import VectorFile
-    from ..syntax_map import SyntaxMap
-    from ..word_records import check_record as check_words, word_batches
+    from ..models.sentence_embedding import VectorFile
+    from ..models.syntax_map import SyntaxMap
+    from ..models.word_records import check_record as check_words, word_batches
 
     if not words:
         raise typer.BadParameter("only with --words", param_hint="'--syntax-map'")
@@ -395,7 +397,7 @@ def _same_model(model: str, description: dict) -> bool:
     if model == description.get("model_name"):
         return True
     try:
-        from ..contextual_words import transformer_path
+        from ..models.contextual_words import transformer_path
 
         return str(transformer_path(model).resolve()) == str(Path(str(description.get("model"))).resolve())
     except SembedError:

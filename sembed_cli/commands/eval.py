@@ -282,7 +282,7 @@ def sts_command(
     import numpy as np
 
     from ..evaluation import fields, sts
-    from ..model_identity import FIELD, OneModel
+    from ..models.model_identity import FIELD, OneModel
 
     if versus is not None or versus_key is not None:
         option = "--versus" if versus is not None else "--versus-key"
@@ -354,7 +354,7 @@ def sts_versus(input: str, versus: Optional[str], versus_key: Optional[str], tex
     import numpy as np
 
     from ..evaluation import sts
-    from ..model_identity import FIELD, OneModel
+    from ..models.model_identity import FIELD, OneModel
 
     text_a, text_b = pair_keys(text_keys, "text")
     models = {"a": OneModel(), "b": OneModel()}
@@ -490,7 +490,7 @@ def entailment_command(
         sembed convert --from sick SICK_test_annotated.txt | sembed embed | sembed eval entailment
     """
     from ..evaluation.entailment import FEATURES, PairFeatures
-    from ..model_identity import OneModel
+    from ..models.model_identity import OneModel
 
     if features not in FEATURES:
         raise typer.BadParameter(f"'{features}' is not one of {', '.join(FEATURES)}", param_hint="--features")
@@ -537,7 +537,7 @@ def classify_command(
         sembed convert --from mr senteval/sentence_polarity | sembed embed | sembed eval classify
     """
     from ..evaluation.classify import LabelledVector
-    from ..model_identity import OneModel
+    from ..models.model_identity import OneModel
 
     keys = text_keys or ["text"]
     if len(keys) != 1:
@@ -801,7 +801,7 @@ def structure_command(
     from rich.table import Table
 
     from ..evaluation.structure import StructureWords, structure_report
-    from ..model_identity import OneModel
+    from ..models.model_identity import OneModel
 
     kept = StructureWords(embedding_key, sentence_key)
     read_all(RecordSource(input, skip_errors=skip_errors), kept, OneModel(), npy)

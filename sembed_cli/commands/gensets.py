@@ -7,12 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import spacy_pipeline
+from ..text import spacy_pipeline
 from ..errors import SembedError
 from ..io import RecordSource, run_stream
 from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, Seed, ShardOption,
                        SkipErrors, Threads, Verbose)
-from ..structural_sets import K, MLM_HINT, TOP, SetGenerator, default_mlm
+from ..text.structural_sets import K, MLM_HINT, TOP, SetGenerator, default_mlm
 
 MaskedLMDir = Annotated[Optional[Path], typer.Option(
     "--mlm", envvar="SEMBED_MLM", metavar="DIR", show_default=False,
@@ -103,9 +103,9 @@ def gensets_command(
       sembed convert --from prose corpus.txt | sembed gensets --seed 1 > sets.jsonl
       sembed train sets.jsonl --method syntax -o syntax-map
     """
-    from .. import sentence_models
-    from ..precision import resolve
-    from ..structural_sets import MaskedLM, Tagger
+    from ..models import sentence_models
+    from ..models.precision import resolve
+    from ..text.structural_sets import MaskedLM, Tagger
 
     path = resolve_mlm(mlm)
     resolved = sentence_models.resolve_device(device)

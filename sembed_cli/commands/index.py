@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import console, sentence_models
+from .. import console
+from ..models import sentence_models
 from ..errors import SembedError
 from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Quantize, Quiet, Seed, SkipErrors,
                        Threads, Verbose, check_backend)
@@ -110,12 +111,12 @@ def index_command(
     """
     import numpy as np
 
-    from .. import model_identity
+    from ..models import model_identity
     from ..artifacts import ContentHash, building, describe, exclusive, refuse_existing, write_metadata
     from ..io import dumps
-    from ..sentence_embedding import LongTexts
-    from ..vector_index import (HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, INDEX_FILE, METADATA_FILE, RECORDS_FILE,
-                                VectorIndex, build_faiss, choose_type)
+    from ..models.sentence_embedding import LongTexts
+    from ..models.vector_index import (HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, HNSW_M, INDEX_FILE, METADATA_FILE,
+                                       RECORDS_FILE, VectorIndex, build_faiss, choose_type)
 
     if (output is None) == (update is None):
         raise typer.BadParameter("give the index directory: -o DIR for a new index, or --update DIR",
@@ -234,7 +235,7 @@ class Rows:
 
     def put(self, n: int, item) -> None:
         """Row n's vector is `item` (a vector), or the embedding of `item` (a text)."""
-        from ..vector_index import unit_rows
+        from ..models.vector_index import unit_rows
 
         if isinstance(item, str):
             self.texts[n], self.vectors[n] = item, None
@@ -280,7 +281,7 @@ class IndexRecords:
     def __init__(self, text_key: str, embedding_key: str, id_key: str, needs_ids: bool = False,
                  npy: Path | None = None):
         from ..evaluation.fields import Dimension
-        from ..model_identity import OneModel
+        from ..models.model_identity import OneModel
         from ..vector_rows import RowVectors
 
         self.text_key, self.embedding_key, self.id_key, self.needs_ids = text_key, embedding_key, id_key, needs_ids
@@ -354,7 +355,7 @@ class IndexRecords:
 
     def identity_and_model(self, model: str, model_given: bool, old, device: str):
         """The identity of the index's vectors, and the model that embeds its texts (None with labelled vectors)."""
-        from .. import model_identity
+        from ..models import model_identity
 
         labelled = self.models.identity if self.uses_vectors else None
         if old is not None:

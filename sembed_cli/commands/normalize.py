@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .. import spacy_pipeline
-from ..base_form import base_forms
+from ..text import spacy_pipeline
+from ..text.base_form import base_forms
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
                        Threads, Verbose)

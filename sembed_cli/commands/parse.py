@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .. import spacy_pipeline
-from ..dependency import doc_tokens, doc_triples
+from ..text import spacy_pipeline
+from ..text.dependency import doc_tokens, doc_triples
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
 from ..options import (BatchSize, Force, Input, Lines, NProcess, Output, Quiet, ShardOption, SkipErrors, SpacyModel,
                        TextKeys, Threads, Verbose)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import sentence_models
+from ..models import sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, batched, check_text, run_stream
 from ..options import (BACKEND_HELP, QUANTIZE_HELP, BackendName, BatchSize, Device, Force, Input, Lines, LongText,
@@ -36,7 +36,7 @@ QueryQuantize = Annotated[Optional[Quantization], typer.Option(
     help=QUANTIZE_HELP + " Default: the index's.")]
 Spelling = Annotated[bool, typer.Option(
     "--spelling", help="Re-rank the 10 K nearest by spelling: a name one edit from the query text, or holding all "
-                       "its words, moves up (place-name lookup, sembed_cli/poi_lookup.py; scores stay comparable).")]
+                       "its words, moves up (place-name lookup, sembed_cli/models/poi_lookup.py; scores stay comparable).")]
 Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour the whole indexed record (payload), "
                                                          "not only its id, text and score.")]
 
@@ -58,7 +58,7 @@ class QueryVectors:
         """A query vector labelled with another model than the index's is refused; an unlabelled one is taken to
         be of the index's model, said once on stderr."""
         from .. import console
-        from ..model_identity import FIELD, read
+        from ..models.model_identity import FIELD, read
 
         label = record.get(FIELD)
         if label in self._same:
@@ -108,7 +108,7 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
 
     import numpy as np
 
-    from ..poi_lookup import SPELLING_CANDIDATES, SpellingReranker
+    from ..models.poi_lookup import SPELLING_CANDIDATES, SpellingReranker
 
     take = query_vectors.take if query_vectors is not None else \
         (lambda record: np.asarray(record[embedding_key], dtype=np.float32))
@@ -172,7 +172,7 @@ class QueryEncoder:
 
     def long_texts(self):
         """The query model's long-text policy (None for word-vector queries, which have no window)."""
-        from ..sentence_embedding import LongTexts
+        from ..models.sentence_embedding import LongTexts
 
         encoder = self.check()
         if self._long_texts is None and not isinstance(encoder, WordVectorQueries):
@@ -192,8 +192,8 @@ class QueryEncoder:
         """The sentence-transformers model for the queries, after making sure it is the index's."""
         if self._encoder is not None:
             return self._encoder
-        from .. import model_identity
-        from ..vector_index import model_fingerprint
+        from ..models import model_identity
+        from ..models.vector_index import model_fingerprint
 
         identity, metadata = self.loaded.identity, self.loaded.metadata
         if identity is None:  # an index written before identities: its fingerprint decides
@@ -235,7 +235,7 @@ class QueryEncoder:
         import numpy as np
 
         from ..io import TextFields, derived_key
-        from ..sentence_embedding import embed_records
+        from ..models.sentence_embedding import embed_records
 
         encoder = self.check()
         if isinstance(encoder, WordVectorQueries):
@@ -253,8 +253,8 @@ class WordVectorQueries:
     salience table its identity names, checked against the digests recorded there."""
 
     def __init__(self, identity, index_path: Path):
-        from .. import model_identity, word_vectors
-        from ..word_saliency import SalienceTable, SentenceEmbedder
+        from ..models import model_identity, word_vectors
+        from ..models.salience import SalienceTable, SentenceEmbedder
 
         settings = dict(identity.settings)
         salience = model_identity.Identity.parse(settings["salience"]).name if "salience" in settings else None
@@ -340,7 +340,7 @@ def search_command(
     (place-name lookup) asks FAISS for 10 K candidates and keeps the K best
     after adding 0.3 to the score of a name one edit from the query text
     and 0.3 to one that holds all the query's words (see
-    sembed_cli/poi_lookup.py).
+    sembed_cli/models/poi_lookup.py).
 
     \b
     Example:
@@ -350,7 +350,7 @@ def search_command(
         | grep '"is_poi":true' | sembed search --index poi-index --k 10
     """
     from .. import console
-    from ..vector_index import VectorIndex
+    from ..models.vector_index import VectorIndex
 
     if query and ctx.get_parameter_source("input").name == "COMMANDLINE":
         raise typer.BadParameter("either query records (INPUT) or --query texts, not both", param_hint="'--query'")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .. import spacy_pipeline
-from ..component_focus import s_cf
-from ..dependency import check_tokens, doc_tokens
+from ..text import spacy_pipeline
+from ..text.component_focus import s_cf
+from ..text.dependency import check_tokens, doc_tokens
 from ..io import RecordSource, TextFields, batched, check_text, derived_key, run_stream, text_jobs
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
                        Threads, Verbose)

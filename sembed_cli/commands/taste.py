@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .. import sentence_models
+from ..models import sentence_models
 from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
 from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, SkipErrors, TextKeys,
                        Threads, Verbose)
@@ -112,8 +112,8 @@ def taste_command(
         | sembed eval poi --score-key poi_vote --tune-split dev --test-split test
     """
     from ..errors import SembedError
-    from ..precision import resolve
-    from ..taste import Taster
+    from ..models.precision import resolve
+    from ..models.taste import Taster
     from ..training.masked_lm import load_masked_lm
 
     if model is None:
@@ -124,8 +124,8 @@ def taste_command(
     taster = Taster(lm, tokenizer, top_k)
     voter = None
     if neighbours is not None:
-        from ..taste import NeighbourVote
-        from ..vector_index import VectorIndex, model_fingerprint
+        from ..models.taste import NeighbourVote
+        from ..models.vector_index import VectorIndex, model_fingerprint
 
         labelled = VectorIndex.load(neighbours)
         name = labelled.metadata.get("model_path") or labelled.metadata["model"]

@@ -16,7 +16,7 @@ from ..artifacts import exclusive
 from ..io import RecordSource
 from ..options import Device, Force, Input, Quiet, Seed, SkipErrors, TextKeys, Verbose
 from ..options import Threads
-from ..sentence_models import DEFAULT_MODEL
+from ..models.sentence_models import DEFAULT_MODEL
 
 
 class Method(str, Enum):
@@ -161,7 +161,7 @@ NgramWeight = Annotated[float, typer.Option(
     "--ngram-weight", min=0.0, max=1.0, metavar="W",
     help="poi: W > 0 also saves hashed character n-grams with the model: embed, index and search then write "
          "[sqrt(1 - W) e_stage2, sqrt(W) e_ngrams], whose inner product is (1 - W) cos(stage 2) + W cos(n-grams); "
-         "the spelling a short name's typo leaves is what finds it (sembed_cli/poi_lookup.py). 0: the stage-2 "
+         "the spelling a short name's typo leaves is what finds it (sembed_cli/models/poi_lookup.py). 0: the stage-2 "
          "embedding alone.")]
 VariantWeight = Annotated[float, typer.Option("--variant-weight", min=0.0, metavar="W",
                                               help="poi: weight of the variants' triplet loss (with --variants).")]
@@ -476,7 +476,7 @@ def _train_sentence_encoder(source, method, output, model, epochs, batch_size, l
 def _train_nws(source, output, vectors, init, save_epochs, epochs, batch_size, lr, text_keys, resume, force, seed,
                device) -> None:
     """nws: Neural Word Saliency scores (training/word_saliency.py)."""
-    from .. import word_vectors
+    from ..models import word_vectors
     from ..training.word_saliency import Settings, train_nws
 
     if text_keys is not None and len(text_keys) != 1:

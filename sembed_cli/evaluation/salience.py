@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_number, check_text, text_lines
-from ..word_saliency import SalienceTable, correlation_with_norms
+from ..models.salience import SalienceTable, correlation_with_norms
 
 DELIMITED = {".csv": ",", ".tsv": "\t", ".txt": "\t"}
 

@@ -14,9 +14,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
-from .. import spacy_pipeline
 from ..errors import BadRecord
 from ..io import batched
+from ..text import spacy_pipeline
 from .inputs import InputFile, ReadSettings, lines
 
 BLANK = "blank"  # a blank line ends a document

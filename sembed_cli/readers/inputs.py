@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import BadRecord, SembedError
 from ..io import AUTO_ENCODING, STDIN, LineDecoder, Rejects, display_name, text_lines
-from ..spacy_pipeline import DEFAULT_MODEL
+from ..text.spacy_pipeline import DEFAULT_MODEL
 
 # Strict UTF-8, except that a line which is not UTF-8 is read as Windows-1252: old corpora
 # (webtext, state_union, inaugural, abc) mix the two, even within one file.

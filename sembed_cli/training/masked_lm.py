@@ -28,11 +28,12 @@ from pathlib import Path
 
 import torch
 
-from .. import console, precision as precisions, sentence_models, signals
+from .. import console, signals
+from ..models import precision as precisions, sentence_models
 from ..artifacts import ContentHash, building, describe, write_metadata
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, json_type, write_json_atomic
-from ..precision import autocast, cast
+from ..models.precision import autocast, cast
 from . import checkpoints
 
 COMMAND = "sembed train"
@@ -351,7 +352,7 @@ def save_model_directory(directory: Path, model, tokenizer, max_length: int) -> 
 
 def load_masked_lm(model: str, device: str = "cpu", precision: str = "fp32"):
     """(model, tokenizer) of a Hugging Face masked-LM directory, on `device` in `precision` (fp32, bf16, fp16; see
-    sembed_cli.precision); never downloaded."""
+    sembed_cli.models.precision); never downloaded."""
     path = Path(model).expanduser()
     if not (path / "config.json").exists():
         raise SembedError(f"no masked-LM directory at '{model}'",
@@ -405,7 +406,7 @@ def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertSha
     """POI paper stage 1: a character BERT trained from scratch on the POI training names of `source`."""
     from transformers import BertForMaskedLM
 
-    from .. import char_tokenizer
+    from ..text import char_tokenizer
 
     from ..artifacts import refuse_existing
 

@@ -53,7 +53,8 @@ from typing import Iterator
 
 import torch
 
-from .. import console, precision as precisions, sentence_models
+from .. import console
+from ..models import precision as precisions, sentence_models
 from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text

@@ -26,7 +26,9 @@ from typing import Iterator
 
 import torch
 
-from .. import console, name_variants, precision as precisions, sentence_models
+from .. import console
+from ..text import name_variants
+from ..models import precision as precisions, sentence_models
 from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import SembedError
 from ..io import RecordSource
@@ -204,7 +206,7 @@ def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: 
                         seed=schedule.seed)
     ngrams = None
     if ngram_weight:  # the lookup's character n-grams (poi_lookup), their IDF from the POI training names
-        from ..poi_lookup import CharNgrams
+        from ..models.poi_lookup import CharNgrams
 
         ngrams = CharNgrams.fit([name for name, is_poi in zip(names, labels) if is_poi])
     return finish(output, model.cpu(), tokenizer, max_length, metadata, force, checkpoint_dir,

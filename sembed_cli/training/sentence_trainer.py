@@ -23,7 +23,8 @@ import torch
 from sentence_transformers import SentenceTransformerTrainer
 from transformers import TrainerCallback, set_seed
 
-from .. import console, sentence_models, signals
+from .. import console, signals
+from ..models import sentence_models
 from ..distributed import is_main_process, world_size  # under torchrun only rank 0 writes artifacts
 from ..artifacts import building, describe, refuse_existing, write_metadata
 from . import checkpoints

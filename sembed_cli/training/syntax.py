@@ -39,7 +39,7 @@ from .. import console
 from ..artifacts import ContentHash, building, describe, refuse_existing, write_metadata
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
-from ..syntax_map import DIMENSION, SyntaxMap
+from ..models.syntax_map import DIMENSION, SyntaxMap
 from . import checkpoints
 
 COMMAND = "train --method syntax"
@@ -209,8 +209,8 @@ def train_syntax(source: RecordSource, output: Path, *, model: str = "all-MiniLM
                  settings: Settings = Settings(), encode_batch_size: int = 32, device: str = "auto",
                  resume: bool = False, force: bool = False) -> SyntaxMap:
     """Learn f on the sets of `source` over vectors of `model` (randomly initialised with `random_init`)."""
-    from ..contextual_words import WordEncoder
-    from ..sentence_models import resolve_device
+    from ..models.contextual_words import WordEncoder
+    from ..models.sentence_models import resolve_device
 
     if not resume:
         refuse_existing(output, force)

@@ -1,7 +1,7 @@
 """TA-SBERT (Seo et al. 2022): Token Attention pooling and a reconstruction loss on a Siamese encoder.
 
 The model is the encoder with its pooling replaced: Token Attention (eq. 1-4,
-`sembed_cli.token_attention`) or, for the ablation, plain mean pooling; with
+`sembed_cli.models.token_attention`) or, for the ablation, plain mean pooling; with
 the reconstruction head of eq. 5 unless `--no-recon`. The objective:
 
     L_sen = cross-entropy of softmax((u, v, |u - v|) W_s^T) on NLI labels   (eq. 6)
@@ -26,7 +26,7 @@ from torch import nn
 from .. import console
 from ..errors import SembedError
 from ..io import RecordSource
-from ..token_attention import TokenAttention, TokenReconstruction, reconstruction_loss
+from ..models.token_attention import TokenAttention, TokenReconstruction, reconstruction_loss
 from .scored_pairs import LabelSet, PairFields, ScoreRange, read_labelled_pairs, read_scored_pairs
 from .sentence_trainer import MethodParts, Schedule, train_and_save
 

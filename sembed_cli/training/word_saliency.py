@@ -28,8 +28,8 @@ from .. import console
 from ..artifacts import ContentHash, building, describe, refuse_existing
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
-from ..word_saliency import SIF_A, SalienceTable, first_component, isf, sif_weights, unseen_score
-from ..word_vectors import Coverage, WordVectors
+from ..models.salience import SIF_A, SalienceTable, first_component, isf, sif_weights, unseen_score
+from ..models.word_vectors import Coverage, WordVectors
 
 INITS = ("isf", "random", "ones")
 NEGATIVES = 2  # K in the paper
@@ -184,7 +184,7 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
     """Learn NWS scores on the corpus of `source` and write the salience table to `output`."""
     import torch
 
-    from ..sentence_models import resolve_device
+    from ..models.sentence_models import resolve_device
     from . import checkpoints
 
     if not resume:

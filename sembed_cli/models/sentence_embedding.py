@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .commands.spo import spo_records
-from .errors import BadRecord, SembedError
-from .io import TextFields, batched, derived_key, temporary_sibling, text_jobs, write_json_atomic
+from ..commands.spo import spo_records
+from ..errors import BadRecord, SembedError
+from ..io import TextFields, batched, derived_key, temporary_sibling, text_jobs, write_json_atomic
 
 EMBEDDING = "embedding"
 BASIC = "embedding_basic"
@@ -164,7 +164,7 @@ class LongTexts:
     def report(self) -> None:
         if not self.count:
             return
-        from . import console
+        from .. import console
 
         what = f"{self.count} text(s) longer than the model's {self.window}-token window"
         if self.policy == "window":
@@ -361,7 +361,7 @@ class VectorFile:
                 write_json_atomic(sidecar_path(self.path), self.sidecar())  # first: the matrix never lacks its own
                 os.replace(self._tmp, self.path)
             if keep and exc_type is not None:
-                from . import console
+                from .. import console
 
                 console.warn(f"{self.path} holds the {self.rows} vectors of the records written before the stop")
         except OSError as e:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from . import spacy_pipeline
-from .dependency import check_tokens
-from .errors import BadRecord
-from .io import batched, check_text, derived_key, json_type
+from ..errors import BadRecord
+from ..io import batched, check_text, derived_key, json_type
+from ..text import spacy_pipeline
+from ..text.dependency import check_tokens
 
 WORD_FIELDS = ("word_index", "word", "lemma", "pos", "tag", "dep", "head_index", "head_dep", "depth",
                "sentence_index")
@@ -110,8 +110,8 @@ def word_batches(records: Iterable[dict], encoder, text_key: str = "text", batch
         if unparsed:
             if nlp is None:
                 nlp = spacy_pipeline.load(spacy_pipeline.DEFAULT_MODEL, spacy_pipeline.PARSE)
-            from .commands.parse import SPACY_BATCH
-            from .dependency import doc_tokens
+            from ..commands.parse import SPACY_BATCH
+            from ..text.dependency import doc_tokens
 
             texts = (batch[n][text_key] for n in unparsed)
             for n, doc in zip(unparsed, nlp.pipe(texts, batch_size=SPACY_BATCH)):

@@ -16,7 +16,7 @@ import math
 import os
 from pathlib import Path
 
-from .errors import SembedError
+from ..errors import SembedError
 from .precision import cast, resolve
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -82,10 +82,9 @@ def open_model(model: str, device: str):
     """A fresh SentenceTransformer for `model` on a resolved `device`, never downloaded; a clear error otherwise."""
     path = resolve_path(model)
     offline()
+    from safetensors import SafetensorError
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
-
-    from safetensors import SafetensorError
 
     transformers_logging.disable_progress_bar()  # its weight-loading bar is noise on our stderr
     from .poi_lookup import wrap  # a POI model with its character n-grams (issue 15)
@@ -108,7 +107,7 @@ def load(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "fp3
 def load_encoder(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "auto", backend: str = "torch",
                  quantize: str = "none"):
     """The sentence encoder of `model` and the device it runs on: a SentenceTransformer (backend torch), or an ONNX
-    Runtime encoder with the same `encode` (backend onnx, the CPU only; sembed_cli/onnx_encoder.py), which imports
+    Runtime encoder with the same `encode` (backend onnx, the CPU only; sembed_cli/models/onnx_encoder.py), which imports
     no torch once the model is exported."""
     if backend == "onnx":
         return load_onnx(model, quantize), "cpu"

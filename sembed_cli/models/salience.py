@@ -33,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import console
-from .artifacts import write_metadata
-from .errors import SembedError
-from .io import TextFields, batched, derived_key, text_jobs
+from .. import console
+from ..artifacts import write_metadata
+from ..errors import SembedError
+from ..io import TextFields, batched, derived_key, text_jobs
 from .word_vectors import Coverage, WordVectors
 
 TABLE_FILE = "salience.tsv"
@@ -246,7 +246,7 @@ def embed_records(records: Iterable[dict], embedder: SentenceEmbedder, fields: T
 
 def correlation_with_norms(table: SalienceTable, norms: list[tuple[str, float]]) -> dict:
     """Pearson and Spearman (x100, Fisher 95% CI) of the scores of the words in `norms` with their ratings."""
-    from .evaluation.sts import correlation
+    from ..evaluation.sts import correlation
 
     index = {word: i for i, word in enumerate(table.words)}
     lowercase = bool(table.metadata["vectors"].get("lowercase"))

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SembedError
+from ..errors import SembedError
 
 BACKENDS = ("torch", "onnx")
 QUANTIZATIONS = ("none", "int8")

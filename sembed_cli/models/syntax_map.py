@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from .errors import SembedError
-from .io import write_json_atomic
+from ..errors import SembedError
+from ..io import write_json_atomic
 
 WEIGHTS_FILE = "map.safetensors"
 CONFIG_FILE = "syntax_map.json"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .errors import BadRecord
-from .io import json_type
+from ..errors import BadRecord
+from ..io import json_type
 
 TOKEN_FIELDS = {"i": int, "text": str, "dep": str, "head": int}  # what S_cf and the word records read
 

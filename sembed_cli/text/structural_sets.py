@@ -50,8 +50,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BadRecord
-from .io import Shard, batched, check_text, derived_key, json_type
+from ..errors import BadRecord
+from ..io import Shard, batched, check_text, derived_key, json_type
 
 K = 6  # the paper's variants per set
 TOP = 30  # the paper's top-30 predictions
@@ -214,7 +214,7 @@ class MaskedLM:
 
     @classmethod
     def load(cls, path: Path, device: str = "cpu", precision: str = "fp32") -> MaskedLM:
-        from .training.masked_lm import load_masked_lm
+        from ..training.masked_lm import load_masked_lm
 
         model, tokenizer = load_masked_lm(str(path), device, precision)
         return cls(model, tokenizer, device)

@@ -65,7 +65,7 @@ class CharNgrams:
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
     def save(self, directory: Path, weight: float) -> None:
-        from .io import write_json_atomic
+        from ..io import write_json_atomic
 
         write_json_atomic(directory / NGRAM_FILE, {"weight": weight, "ngram_range": list(self.ngram_range),
                                                    "analyzer": "char_wb, hashed, signed", "idf": self.idf.tolist()})
@@ -130,7 +130,7 @@ class SpellingReranker:
         try:
             import rapidfuzz  # noqa: F401
         except ImportError:
-            from .errors import SembedError
+            from ..errors import SembedError
 
             raise SembedError("search --spelling needs the 'rapidfuzz' package", "pip install rapidfuzz") from None
         self.text_of = text_of  # row -> the indexed record's text
@@ -139,7 +139,7 @@ class SpellingReranker:
     def key(self, row: int) -> tuple[str, frozenset]:
         found = self.keys.get(row)
         if found is None:
-            from .readers.gazetteer import name_key
+            from ..readers.gazetteer import name_key
 
             text = name_key(self.text_of(row) or "")
             found = self.keys[row] = (text, frozenset(text.split()))
@@ -150,7 +150,7 @@ class SpellingReranker:
         from rapidfuzz import process
         from rapidfuzz.distance import OSA
 
-        from .readers.gazetteer import name_key
+        from ..readers.gazetteer import name_key
 
         query_key = name_key(query)
         query_words = frozenset(query_key.split())

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SembedError
+from ..errors import SembedError
 
 DEFAULT_VECTORS = "glove-6b-50d"
 PACKAGED_GLOVE = "glove-6b-50d"

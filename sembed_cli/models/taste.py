@@ -141,7 +141,7 @@ class NeighbourVote:
     def __init__(self, index, encoder, k: int = DEFAULT_VOTE_K, label_key: str = "is_poi"):
         import numpy as np
 
-        from .errors import SembedError
+        from ..errors import SembedError
 
         labels = [payload.get(label_key) for payload in index.payloads]
         if not labels or not all(isinstance(label, bool) for label in labels):

@@ -37,7 +37,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import BadRecord, SembedError
+from ..errors import BadRecord, SembedError
 
 FIELD = "embedding_model"
 DIGEST_LENGTH = 12  # hex digits: 48 bits, plenty to tell a handful of models apart, short enough to read
@@ -262,7 +262,7 @@ class Stamp:
         self.text = str(identity)
 
     def check(self, record: dict, keys: list[str]) -> None:
-        from .io import derived_key
+        from ..io import derived_key
 
         written = {derived_key(key, name) for key in keys for name in self.names}
         kept = [f for f in record if f.startswith("embedding") and f != FIELD and f not in written]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-from .errors import SembedError
+from ..errors import SembedError
 
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
 TRAINING_PRECISIONS = ("auto", "fp32", "bf16")

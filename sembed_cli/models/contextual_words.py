@@ -28,8 +28,8 @@ import json
 import logging
 from pathlib import Path
 
+from ..errors import SembedError
 from . import sentence_models
-from .errors import SembedError
 
 log = logging.getLogger(__name__)
 
