@@ -74,6 +74,8 @@ def test_sts_evaluate_versus_a_file_and_a_key(tmp_path):
     by_key = sts.evaluate_versus(written(tmp_path, "both.jsonl", both), versus_key="other", resamples=50, seed=1)
     assert by_key["difference"] == report["difference"]
     assert by_key["b"]["similarity"] == "cosine(other_a, other_b)"
+    with pytest.raises(ValueError, match="give versus or versus_key"):
+        sts.evaluate_versus(str(tmp_path / "a.jsonl"))
     with pytest.raises(SembedError, match="pair 2 differs between the two files"):
         sts.evaluate_versus(str(tmp_path / "a.jsonl"), written(tmp_path, "c.jsonl", [PAIRS[0], *PAIRS[2:], PAIRS[1]]))
 

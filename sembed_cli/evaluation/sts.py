@@ -423,7 +423,9 @@ def evaluate_versus(input: str, versus: str | None = None, versus_key: str | Non
                     skip_errors: bool = False) -> dict:
     """The report of `sembed eval sts --versus FILE | --versus-key NAME`: both models' similarity of every scored
     pair, compared (`compare`). `versus`: the other model's records of the same pairs in the same order (their
-    texts and scores must agree); `versus_key`: its vectors in the same records, NAME_a and NAME_b."""
+    texts and scores must agree); `versus_key`: its vectors in the same records, NAME_a and NAME_b (one of the two)."""
+    if (versus is None) == (versus_key is None):
+        raise ValueError("compare with one other model: give versus or versus_key")
     models = {"a": OneModel(), "b": OneModel()}
     embeddings = pair_keys(text_keys, "embedding")
     texts = pair_keys(text_keys, "text")
