@@ -175,3 +175,12 @@ def test_print_report_shows_the_table_unless_quiet(capsys, monkeypatch):
     poi.print_report(report)
     sts.print_report(sts.report(COSINES, GOLD, "cosine", "score"))
     assert capsys.readouterr().err == ""
+
+
+def test_the_evaluation_package_loads_no_cli():
+    import subprocess
+    import sys
+
+    code = ("import sys; from sembed_cli.evaluation import classify, entailment, poi, salience, structure, sts; "
+            "print(sorted(m for m in sys.modules if m == 'typer' or m.startswith('sembed_cli.commands')))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
