@@ -1,6 +1,12 @@
-"""Metrics behind `sembed eval`: plain functions over arrays, importable without typer.
+"""The tasks behind `sembed eval`: plain functions, importable without typer.
 
-`fields` reads and checks what one record contributes (a vector, a gold score,
-a label) and raises `BadRecord`, so the record source can name FILE:LINE;
-`sts`, `entailment` and `classify` compute the metrics from the kept arrays.
+One module per task (`sts`, `entailment`, `classify`, `salience`, `poi`,
+`structure`), each with an `evaluate` function that reads the records and
+returns the report dict the command writes, and a `print_report` that shows it
+as a table on stderr (as spaCy's `evaluate()` keeps the scores apart from
+their printing); the metrics themselves are functions over the kept arrays.
+`records.read_all` reads a whole stream, keeping what each record contributes;
+`fields` reads and checks one record's vector, gold score, label or group and
+raises `BadRecord`, so the record source can name FILE:LINE; `tables` formats
+the numbers of every table.
 """

@@ -21,11 +21,16 @@ import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from .. import console
 from ..errors import SembedError
-from . import fields
+from ..io import RecordSource, derived_key
+from ..models.model_identity import OneModel
+from . import fields, tables
+from .records import read_all
 
 DEFAULT_FOLDS = 10
 DEFAULT_C = 1.0
@@ -157,3 +162,43 @@ def inner_search(x: np.ndarray, y: np.ndarray, folds: int, seed: int) -> float:
     for c in C_GRID:
         scores.append(np.mean([np.mean(classifier(c, seed).fit(x[tr], y[tr]).predict(x[te]) == y[te]) for tr, te in splits]))
     return C_GRID[int(np.argmax(scores))]  # ties go to the stronger regularisation, listed first
+
+
+# --- eval classify (and eval entailment): the whole task ---------------------------------------------------
+
+def report(task: str, rows: Sequence[tuple[np.ndarray, str]], features: str, label_key: str,
+           folds: int = DEFAULT_FOLDS, seed: int = 0, c: float | None = DEFAULT_C) -> dict:
+    """The report of a classification task from its kept (features, label) rows: `cross_validate`'s accuracy,
+    with what it was computed on. Its notes (thin labels) and unconverged fits are warnings on stderr."""
+    x = np.stack([row[0] for row in rows])
+    result = cross_validate(x, [row[1] for row in rows], folds, seed, c)
+    for note in result.notes:
+        console.warn(note)
+    if result.unconverged:
+        console.warn(f"the logistic regression did not converge in {result.unconverged} fit(s)")
+    return {"task": task, "features": features, "label": label_key, **result.as_dict(), "seed": seed}
+
+
+def evaluate(input: str, text_key: str = "text", label_key: str = "label", folds: int = DEFAULT_FOLDS,
+             seed: int = 0, c: float | None = DEFAULT_C, npy: Path | None = None, skip_errors: bool = False) -> dict:
+    """The report of `sembed eval classify` on the records of `input`: each record's embedding (that of
+    `text_key`) and label, classified by `report`."""
+    reader = LabelledVector(derived_key(text_key, "embedding"), label_key)
+    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader, OneModel(), npy)
+    return report("classify", rows, reader.name, label_key, folds, seed, c)
+
+
+def print_report(result: dict) -> None:
+    """A classification report (`report`) as a table on stderr (none with -q)."""
+    from rich.table import Table
+
+    classes = ", ".join(f"{label} {count}" for label, count in result["classes"].items())
+    table = Table(title=f"{result['task']}: logistic regression on {result['features']}, "
+                        f"{result['folds']}-fold cross-validation", title_justify="left",
+                  caption=f"classes: {classes}", caption_justify="left")
+    for column in ("n", "C", "accuracy", "std"):
+        table.add_column(column, justify="right")
+    c = result["c"]
+    table.add_row(str(result["n"]), f"{c:g}" if not isinstance(c, list) else "/".join(f"{v:g}" for v in c),
+                  tables.number(result["accuracy"]), tables.number(result["accuracy_std"]))
+    tables.show(table)

@@ -8,9 +8,14 @@ The classifier and folds are those of `classify.cross_validate`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-from . import fields
+from ..io import RecordSource
+from ..models.model_identity import OneModel
+from . import classify, fields
+from .records import pair_keys, read_all
 
 FEATURES = {
     "abs-diff": "|{u} - {v}|",
@@ -46,3 +51,16 @@ class PairFeatures:
         u, v = fields.vector(record, self.key_a), fields.vector(record, self.key_b)
         self.dimension.check({self.key_a: u, self.key_b: v})
         return pair_features(u, v, self.kind), fields.label(record, self.label_key)
+
+
+def evaluate(input: str, text_keys: tuple[str, str] = ("text_a", "text_b"), kind: str = "abs-diff",
+             label_key: str = "label", folds: int = classify.DEFAULT_FOLDS, seed: int = 0,
+             c: float | None = classify.DEFAULT_C, npy: Path | None = None, skip_errors: bool = False) -> dict:
+    """The report of `sembed eval entailment` on the records of `input`: the `kind` features of each pair's
+    embeddings (those of `text_keys`) and its label, classified by `classify.report`."""
+    reader = PairFeatures(*pair_keys(text_keys, "embedding"), label_key, kind)
+    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader, OneModel(), npy)
+    return classify.report("entailment", rows, reader.name, label_key, folds, seed, c)
+
+
+print_report = classify.print_report  # one table for both classification tasks

@@ -8,10 +8,14 @@ missed one) with a taste threshold of 0.5. F_beta = (1 + beta^2) P R /
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from ..errors import BadRecord
-from ..io import check_number, json_type
+from ..errors import BadRecord, SembedError
+from ..io import RecordSource, check_number, json_type
+from . import tables
+from .records import read_all
 
 BETA = 0.5
 
@@ -53,3 +57,66 @@ def best_threshold(scores: np.ndarray, gold: np.ndarray) -> float:
         if f > best_f:
             best, best_f = float(candidate), f
     return best
+
+
+# --- eval poi: the whole task ------------------------------------------------------------------------------
+
+def report(rows: Sequence[tuple[float, bool, object]], score_key: str = "taste_score", threshold: float = 0.5,
+           tune_split: str | None = None, test_split: str | None = None) -> dict:
+    """The report of `sembed eval poi` from each record's (score, gold label, split): `metrics` at `threshold` over
+    the records of `test_split` (all records but `tune_split`'s without one); with `tune_split` also the threshold
+    with the best F0.5 on that split's records (`best_threshold`), its metrics there ("tuning") and the reported
+    records' at it ("at_tuned_threshold")."""
+
+    def columns(chosen: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([r[0] for r in chosen], dtype=float), np.array([r[1] for r in chosen], dtype=bool)
+
+    reported = [r for r in rows if (test_split is None or r[2] == test_split) and (tune_split is None or r[2] != tune_split)]
+    if not reported:
+        raise SembedError(f"no records of split '{test_split}' to report" if test_split else "no records to report")
+    scores, gold = columns(reported)
+    result = {"score": score_key, **metrics(scores, gold, threshold)}
+    if test_split:
+        result["split"] = test_split
+    if tune_split:
+        tuning = [r for r in rows if r[2] == tune_split]
+        if not tuning:
+            raise SembedError(f"no records of split '{tune_split}' to tune the threshold on")
+        tune_scores, tune_gold = columns(tuning)
+        best = best_threshold(tune_scores, tune_gold)
+        result.update({"tune_split": tune_split, "tuned_threshold": round(best, 6),
+                       "tuning": metrics(tune_scores, tune_gold, best),
+                       "at_tuned_threshold": metrics(scores, gold, best)})
+    return result
+
+
+def evaluate(input: str, score_key: str = "taste_score", gold_key: str | None = None, threshold: float = 0.5,
+             tune_split: str | None = None, test_split: str | None = None, split_key: str = "split",
+             skip_errors: bool = False) -> dict:
+    """The report of `sembed eval poi` on the records of `input` (`report`). `gold_key`: the gold label's field;
+    None: is_poi_gold (where `sembed taste` keeps the input's is_poi) when the record has it, else is_poi."""
+
+    def keep(record: dict) -> tuple:
+        key = gold_key or ("is_poi_gold" if "is_poi_gold" in record else "is_poi")
+        split = record.get(split_key) if (tune_split or test_split) else None
+        return score(record, score_key), gold_label(record, key), split
+
+    rows = read_all(RecordSource(input, skip_errors=skip_errors), keep)
+    return report(rows, score_key, threshold, tune_split, test_split)
+
+
+def print_report(result: dict) -> None:
+    """The metrics at the threshold (and at the tuned one, and on the tuning split) as a table on stderr."""
+    from rich.table import Table
+
+    table = Table(title=f"POI identification: {result['score']} >= threshold (POI = positive)", title_justify="left")
+    for column in ("records", "threshold", "n", "precision", "recall", "F0.5", "accuracy"):
+        table.add_column(column, justify="right")
+    rows = [(result.get("split", "all"), result)]
+    if "tuned_threshold" in result:
+        rows += [(f"{result['tune_split']} (tuning)", result["tuning"]),
+                 (result.get("split", "all"), result["at_tuned_threshold"])]
+    for name, m in rows:
+        table.add_row(name, f"{m['threshold']:g}", str(m["n"]), tables.number(m["precision"], 3),
+                      tables.number(m["recall"], 3), tables.number(m["f0_5"], 3), tables.number(m["accuracy"], 3))
+    tables.show(table)

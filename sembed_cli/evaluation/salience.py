@@ -11,9 +11,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from .. import console
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_number, check_text, text_lines
 from ..models.salience import SalienceTable, correlation_with_norms
+from . import tables
 
 DELIMITED = {".csv": ",", ".tsv": "\t", ".txt": "\t"}
 
@@ -75,3 +77,29 @@ def salience_report(table_path: str, norms: list[tuple[str, float]], extremes: i
     top, bottom = table.extremes(extremes, min_sentences)
     return {"task": "salience", "table": str(table_path), "words": len(table.words),
             **correlation_with_norms(table, norms), "top": top, "bottom": bottom}
+
+
+def evaluate(input: str, table_path: str, word_key: str = "word", rating_key: str = "rating", extremes: int = 10,
+             min_sentences: int = 5, skip_errors: bool = False) -> dict:
+    """The report of `sembed eval salience`: the rated words of `input` (JSONL, or a delimited file with a header)
+    against the salience table at `table_path` (`salience_report`)."""
+    norms, source = read_norms(input, NormReader(word_key, rating_key), skip_errors)
+    summary = source.summary()
+    if summary:
+        console.warn(summary)
+    return salience_report(table_path, norms, extremes, min_sentences)
+
+
+def print_report(result: dict, rating_key: str = "rating") -> None:
+    """The correlation as a table on stderr, then the highest and lowest scored words (none with -q)."""
+    from rich.table import Table
+
+    table = Table(title=f"salience vs {rating_key} (x100, Fisher 95% CI): {result['n']} of {result['rated']} rated "
+                        f"words in the table", title_justify="left")
+    for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
+        table.add_column(column, justify="right")
+    table.add_row(*tables.correlation_cells(result))
+    tables.show(table)
+    if result["top"] and not console.state.quiet:
+        console.say("highest: " + ", ".join(f"{w} {s:.3g}" for w, s in result["top"]))
+        console.say("lowest: " + ", ".join(f"{w} {s:.3g}" for w, s in result["bottom"]))

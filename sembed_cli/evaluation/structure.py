@@ -31,12 +31,16 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from .. import console
 from ..errors import BadRecord, SembedError
-from ..io import json_type
-from . import fields
+from ..io import RecordSource, json_type
+from ..models.model_identity import OneModel
+from . import fields, tables
+from .records import read_all
 
 # Universal POS tags of function words (closed classes, numbers, punctuation, symbols, whitespace, other).
 FUNCTION_POS = frozenset({"DET", "ADP", "PRON", "AUX", "CCONJ", "SCONJ", "PART", "PUNCT", "SYM", "NUM", "SPACE",
@@ -216,3 +220,39 @@ def structure_report(kept: StructureWords, queries: int = 2000, seed: int = 0, d
                                                                                              sentences), labels)}
     report["purity"] = cluster_purity(vectors[chosen], labels["dep"][chosen], ks, seed)
     return report
+
+
+def evaluate(input: str, queries: int = 2000, seed: int = 0, difficult: int = 5, min_tag_count: int = 50,
+             ks: tuple[int, ...] = CLUSTER_COUNTS, embedding_key: str = "embedding",
+             sentence_key: str = "sentence_index", npy: Path | None = None, skip_errors: bool = False) -> dict:
+    """The report of `sembed eval structure` on the word records of `input` (`structure_report`)."""
+    kept = StructureWords(embedding_key, sentence_key)
+    read_all(RecordSource(input, skip_errors=skip_errors), kept, OneModel(), npy)
+    return structure_report(kept, queries, seed, difficult, min_tag_count, ks)
+
+
+def print_report(report: dict) -> None:
+    """The neighbour tests and the purity as two tables on stderr (none with -q), and a warning for each K
+    without a purity."""
+    from rich.table import Table
+
+    table = Table(title=f"nearest neighbour by cosine: {report['words']} words, {report['sentences']} sentences, "
+                        f"{report['dimension']}-d", title_justify="left",
+                  caption="difficult tags: " + (", ".join(t["tag"] for t in report["difficult"]["tags"]) or "none"),
+                  caption_justify="left")
+    for column in ("queries", "n", "dep edge", "head's dep edge", "depth r", "lexical match"):
+        table.add_column(column, justify="right")
+    for name in ("all", "difficult"):
+        m = report[name]
+        table.add_row(name, str(m["n"]), *(tables.number(m[key], 3)
+                                           for key in ("dep_edge", "head_dep_edge", "depth_r", "lexical_match")))
+    tables.show(table)
+    purity_table = Table(title="k-means purity of dep labels (all queries)", title_justify="left")
+    for column in ("K", "mean", "weighted"):
+        purity_table.add_column(column, justify="right")
+    for k, m in report["purity"].items():
+        purity_table.add_row(k, tables.number(m and m["mean"], 3), tables.number(m and m["weighted"], 3))
+    tables.show(purity_table)
+    for k, m in report["purity"].items():
+        if m is None:
+            console.warn(f"no purity at K = {k}: only {report['all']['n']} queries")

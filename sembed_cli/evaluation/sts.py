@@ -15,13 +15,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from .. import console
 from ..errors import SembedError
-from ..io import check_number
-from . import fields
+from ..io import RecordSink, RecordSource, check_number, display_name
+from ..models.model_identity import FIELD, OneModel
+from . import fields, tables
+from .records import pair_keys, read_all
 
 FISHER_Z95 = 1.96  # the two-sided 95% normal quantile of NWS eq. 12
 
@@ -324,3 +329,187 @@ def parse_grid(spec: str) -> list[float]:
     if not all(math.isfinite(v) for v in values):
         raise ValueError(f"'{spec}' has a value that is not a finite number")
     return values
+
+
+# --- eval sts: the whole task ----------------------------------------------------------------------------
+
+PAIR_TEXT_KEYS = ("text_a", "text_b")
+
+
+def gold_score(record: dict, gold_key: str) -> float | None:
+    """The pair's gold similarity; None for an unscored pair (no field, or null)."""
+    return None if record.get(gold_key) is None else check_number(record, gold_key, "the gold similarity score")
+
+
+def no_gold(gold_key: str) -> SembedError:
+    return SembedError(f"no pair has a gold score ('{gold_key}')", "give the score field with --gold-key")
+
+
+def unscored_warning(count: int, gold_key: str) -> str:
+    return f"{count} pair(s) have no gold score ('{gold_key}'): left out of the correlation"
+
+
+def evaluate(input: str, text_keys: tuple[str, str] = PAIR_TEXT_KEYS, similarity_key: str | None = None,
+             gold_key: str = "score", group_by: str | None = None, cf_grid: Sequence[float] | None = None,
+             pairs: str | None = None, force: bool = False, npy: Path | None = None,
+             skip_errors: bool = False) -> dict:
+    """The report of `sembed eval sts` on the records of `input`: see `report` (and `parse_grid` for `cf_grid`).
+
+    Each record gives its similarity (`PairSimilarity`, or with `cf_grid` its parts' dot products, `CfParts`),
+    gold score and `group_by` value; an unscored pair is left out of the correlation, counted under "unscored".
+    `pairs`: a file (or '-') that gets every pair's record as it is read, without its vectors, with its
+    similarity (not with `cf_grid`)."""
+    if cf_grid is not None:
+        (basic_a, basic_b), (cf_a, cf_b) = pair_keys(text_keys, "embedding_basic"), pair_keys(text_keys, "embedding_cf")
+        reader = CfParts((basic_a, cf_a), (basic_b, cf_b))
+    else:
+        reader = PairSimilarity(*pair_keys(text_keys, "embedding"), similarity_key)
+    models = OneModel(ignore=("cf",) if cf_grid is not None else ())  # the parts are the same for every W_cf
+    unscored = 0
+
+    def keep(record: dict) -> tuple | None:
+        nonlocal unscored
+        value = reader(record)
+        group = fields.group(record, group_by) if group_by else None
+        gold = gold_score(record, gold_key)
+        if sink is not None:
+            sink.write({**{k: v for k, v in record.items() if not k.startswith("embedding") or k == FIELD},
+                        "similarity": value})
+        if gold is None:
+            unscored += 1
+            return None
+        return value, gold, group
+
+    with RecordSink(pairs, force=force, inputs=[input]) if pairs is not None else nullcontext() as sink:
+        rows = [row for row in read_all(RecordSource(input, skip_errors=skip_errors), keep, models, npy)
+                if row is not None]
+    if unscored:
+        console.warn(unscored_warning(unscored, gold_key))
+    if not rows:
+        raise no_gold(gold_key)
+    kept, gold = np.array([row[0] for row in rows]), np.array([row[1] for row in rows])
+    result = report(kept, gold, reader.name, gold_key, group_by, [row[2] for row in rows] if group_by else None,
+                    cf_grid)
+    if unscored:
+        result["unscored"] = unscored
+    for problem in undefined_groups(result):
+        console.warn(problem)
+    return result
+
+
+class VersusSide:
+    """Reads one model's side of a pair for `evaluate_versus`: (the pair's texts, its gold score or None, its
+    similarity). With `identity_field` the vectors are another model's in the same records (--versus-key NAME),
+    whose identity `models` checks under NAME_model."""
+
+    def __init__(self, text_keys: tuple[str, str], keys: tuple[str, str], similarity_key: str | None, gold_key: str,
+                 identity_field: str | None = None, models: OneModel | None = None):
+        self.similarity = PairSimilarity(*keys, similarity_key)
+        if identity_field is not None:  # the other model's vectors in the same records: never a similarity field
+            self.similarity.decided = True
+        self.text_keys, self.gold_key = text_keys, gold_key
+        self.identity_field, self.models = identity_field, models
+
+    def __call__(self, record: dict) -> tuple:
+        if self.identity_field is not None:
+            self.models({FIELD: record.get(self.identity_field)})
+        text_a, text_b = self.text_keys
+        return (record.get(text_a), record.get(text_b)), gold_score(record, self.gold_key), self.similarity(record)
+
+
+def evaluate_versus(input: str, versus: str | None = None, versus_key: str | None = None,
+                    text_keys: tuple[str, str] = PAIR_TEXT_KEYS, similarity_key: str | None = None,
+                    gold_key: str = "score", resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                    skip_errors: bool = False) -> dict:
+    """The report of `sembed eval sts --versus FILE | --versus-key NAME`: both models' similarity of every scored
+    pair, compared (`compare`). `versus`: the other model's records of the same pairs in the same order (their
+    texts and scores must agree); `versus_key`: its vectors in the same records, NAME_a and NAME_b (one of the two)."""
+    if (versus is None) == (versus_key is None):
+        raise ValueError("compare with one other model: give versus or versus_key")
+    models = {"a": OneModel(), "b": OneModel()}
+    embeddings = pair_keys(text_keys, "embedding")
+    texts = pair_keys(text_keys, "text")
+    side_a = VersusSide(texts, embeddings, similarity_key, gold_key)
+    if versus is not None:
+        side_b = VersusSide(texts, embeddings, similarity_key, gold_key)
+        rows_a = read_all(RecordSource(input, skip_errors=skip_errors), side_a, models["a"])
+        rows_b = read_all(RecordSource(versus, skip_errors=skip_errors), side_b, models["b"])
+        names = (f"{display_name(input)}: {side_a.similarity.name}",
+                 f"{display_name(versus)}: {side_b.similarity.name}")
+        if len(rows_a) != len(rows_b):
+            raise SembedError(f"{display_name(input)} has {len(rows_a)} pairs, {display_name(versus)} "
+                              f"{len(rows_b)}: --versus needs the same pairs in the same order")
+        for number, (row_a, row_b) in enumerate(zip(rows_a, rows_b), 1):
+            if row_a[:2] != row_b[:2]:
+                raise SembedError(f"pair {number} differs between the two files ({row_a[0]}, score {row_a[1]} "
+                                  f"against {row_b[0]}, score {row_b[1]}): --versus needs the same pairs in the "
+                                  "same order")
+    else:
+        side_b = VersusSide(texts, pair_keys(text_keys, versus_key), None, gold_key, f"{versus_key}_model",
+                            models["b"])
+        rows = read_all(RecordSource(input, skip_errors=skip_errors), lambda r: (side_a(r), side_b(r)), models["a"])
+        rows_a, rows_b = [row[0] for row in rows], [row[1] for row in rows]
+        names = (side_a.similarity.name, side_b.similarity.name)
+    scored = [(a[1], a[2], b[2]) for a, b in zip(rows_a, rows_b) if a[1] is not None]
+    if len(scored) < len(rows_a):
+        console.warn(unscored_warning(len(rows_a) - len(scored), gold_key))
+    if not scored:
+        raise no_gold(gold_key)
+    gold, similarity_a, similarity_b = (np.array(column) for column in zip(*scored))
+    result = compare(similarity_a, similarity_b, gold, names, gold_key, resamples, seed)
+    for side in ("a", "b"):
+        identity = models[side].identity
+        result[side][FIELD] = None if identity is None else str(identity)
+    if len(scored) < len(rows_a):
+        result["unscored"] = len(rows_a) - len(scored)
+    undefined = result["difference"].get("undefined_resamples")
+    if undefined:
+        console.warn(f"{undefined} of {resamples} bootstrap resamples left out: a correlation was undefined in them "
+                     "(a column that did not vary)")
+    return result
+
+
+def print_report(result: dict) -> None:
+    """The report of `evaluate` or `evaluate_versus` as a table on stderr (none with -q)."""
+    tables.show(versus_table(result) if "difference" in result else correlation_table(result))
+
+
+def correlation_table(result: dict):
+    """One row per group (and 'all'), one block of rows per W_cf of a sweep."""
+    from rich.table import Table
+
+    grid = result.get("cf_grid")
+    table = Table(title=f"STS: {result['similarity']} vs {result['gold']} (x100, Fisher 95% CI)", title_justify="left")
+    if grid is not None:
+        table.add_column("W_cf", justify="right")
+    if "groups" in (grid[0] if grid else result):
+        table.add_column("group")
+    for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
+        table.add_column(column, justify="right")
+    for entry in grid or [result]:
+        lead = [f"{entry['cf_weight']:g}"] if grid is not None else []
+        rows = [*entry.get("groups", {}).items(), ("all", entry)] if "groups" in entry else [(None, entry)]
+        for position, (name, m) in enumerate(rows):
+            # a rule above each 'all' row, and below it when several W_cf blocks follow
+            table.add_row(*lead, *([name] if name is not None else []), *tables.correlation_cells(m),
+                          end_section=len(rows) > 1 and (position == len(rows) - 2 or (grid is not None and name == "all")))
+    return table
+
+
+def versus_table(result: dict):
+    """a, b and a - b, one row each."""
+    from rich.table import Table
+
+    difference = result["difference"]
+    table = Table(title=f"STS: two models vs {result['gold']} (x100; a, b: Fisher 95% CI; a - b: "
+                        f"{difference['interval']}, {difference['resamples']} resamples)", title_justify="left")
+    for column in ("", "model", "n", "Pearson", "95% CI", "Spearman", "95% CI"):
+        table.add_column(column, justify="left" if column in ("", "model") else "right")
+    for side in ("a", "b"):
+        m = result[side]
+        table.add_row(side, m.get("embedding_model") or m["similarity"], *tables.correlation_cells(m))
+    table.add_row("a - b", "", str(difference["n"]), f"{difference['pearson']:+.2f}",
+                  tables.interval(difference["pearson_ci"]), f"{difference['spearman']:+.2f}",
+                  tables.interval(difference["spearman_ci"]))
+    return table
+

@@ -1,0 +1,160 @@
+"""sembed eval sts: correlation of predicted with gold similarity, also of two models on the same pairs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ...options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose
+from .options import NpyVectors, pair_text_keys, write_report
+
+
+def _grid(value: Optional[str]) -> Optional[str]:
+    if value is not None:
+        from ...evaluation.sts import parse_grid
+
+        try:
+            parse_grid(value)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+    return value
+
+
+SimilarityKey = Annotated[Optional[str], typer.Option(
+    "--similarity-key", metavar="KEY", show_default=False,
+    help="Take the predicted similarity from this field instead of a cosine. Default: the cosine of the "
+         "embeddings when the first record has them, otherwise its 'similarity' field.")]
+GoldKey = Annotated[str, typer.Option("--gold-key", metavar="KEY", help="The gold similarity score field.")]
+GroupBy = Annotated[Optional[str], typer.Option(
+    "--group-by", metavar="FIELD", show_default=False,
+    help="Also report each value of this field on its own (e.g. genre), then all pairs.")]
+CfGrid = Annotated[Optional[str], typer.Option(
+    "--cf-grid", metavar="START:STOP:STEP", callback=_grid, show_default=False,
+    help="Sweep W_cf (STOP included, or a list: 0,0.2,2) over the parts `embed --keep-parts` wrote: "
+         "embedding_basic_a + W * embedding_cf_a against the same for _b (CF-BERT section 5, Table 7).")]
+PairsFile = Annotated[Optional[str], typer.Option(
+    "--pairs", metavar="FILE", show_default=False,
+    help="Also write each pair's record to FILE as it is read (JSONL; '-': stdout, the metrics then need -o), "
+         "without its vectors, with its similarity; unscored pairs too.")]
+
+
+Versus = Annotated[Optional[str], typer.Option(
+    "--versus", metavar="FILE", show_default=False,
+    help="Compare with another model: FILE holds the same pairs in the same order, embedded by it (read like the "
+         "input); adds their paired difference (input - FILE) with a bootstrap interval.")]
+VersusKey = Annotated[Optional[str], typer.Option(
+    "--versus-key", metavar="NAME", show_default=False,
+    help="Compare with another model whose vectors the same records hold under NAME_a and NAME_b (as --text-key "
+         "derives them), its identity under NAME_model when known.")]
+Resamples = Annotated[int, typer.Option(
+    "--resamples", min=1, metavar="N", help="Bootstrap resamples of the test pairs for --versus / --versus-key.")]
+
+
+def sts_command(
+    input: Input = "-",
+    output: Output = "-",
+    force: Force = False,
+    text_keys: TextKeys = None,
+    similarity_key: SimilarityKey = None,
+    gold_key: GoldKey = "score",
+    group_by: GroupBy = None,
+    cf_grid: CfGrid = None,
+    pairs: PairsFile = None,
+    npy: NpyVectors = None,
+    versus: Versus = None,
+    versus_key: VersusKey = None,
+    resamples: Resamples = 1000,
+    seed: Seed = 0,
+    skip_errors: SkipErrors = False,
+    threads: Threads = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Correlation of predicted with gold similarity: Pearson and Spearman x100.
+
+    Reads every record (the correlation needs them all) and keeps per pair
+    only its similarity, gold score and group: the cosine of embedding_a and
+    embedding_b (those of --text-key A --text-key B), or a similarity field
+    (--similarity-key), against score (--gold-key). Writes one JSON object:
+    n, pearson, spearman and their 95% confidence intervals pearson_ci and
+    spearman_ci, from the Fisher transformation (NWS paper eq. 11-12:
+    tanh(F(r) +- 1.96 / sqrt(n - 3)), applied to rho the same way; null
+    when n <= 3). --group-by adds "groups" (per value, in first-seen order);
+    a group whose correlation is undefined gets nulls and a warning.
+
+    --cf-grid keeps the ten dot products of each pair's four parts and
+    writes "cf_grid" (the metrics for every W_cf) and best_cf_weight (by
+    Pearson, as the paper's Table 7), without embedding again.
+
+    A pair without a gold score (no score field, or null: SemEval 2015 and
+    2016 leave some pairs unscored, and `sembed convert` writes them without
+    one) is left out of the correlation and counted on stderr and under
+    "unscored". --pairs FILE writes every pair's record as it is read,
+    without its vectors (the embedding... fields but embedding_model), with
+    "similarity" (the cosine, or the --similarity-key value), scored or
+    not: stdout keeps the one metrics object unless --pairs is '-', which
+    writes the pairs there instead and needs -o for the metrics. Not with
+    --cf-grid (a similarity per W).
+
+    A vector whose largest absolute value is far from 1 (past 1e100 or
+    below 1e-100) is divided by it before its cosine, so no magnitude
+    overflows; --npy FILE reads the vectors of `sembed embed --npy FILE`
+    (records with embedding_row_a, ...).
+
+    Two models on the same pairs: --versus FILE (the other model's records
+    of the same pairs, in the same order: their text and score must agree)
+    or --versus-key NAME (its vectors in the same records, NAME_a and
+    NAME_b) writes "a" (the input's metrics, as above, with its
+    embedding_model), "b" (the other's) and "difference": Pearson and
+    Spearman of a minus b, x100, each with a paired bootstrap 95% interval
+    (--resamples draws of the test pairs with replacement, the same draw for
+    both models, seeded by --seed; the 2.5th and 97.5th percentiles). Each
+    side must be of one model, as always; the two may differ, that being
+    the point. Not with --cf-grid, --group-by, --pairs or --npy.
+
+    Fewer than two pairs, or a constant similarity or score column, leaves
+    the correlation undefined: an error.
+
+    \b
+    Example:
+        sembed convert --from stsb sts-test.csv | sembed embed | sembed eval sts --group-by genre
+        sembed convert --from sick SICK_test_annotated.txt | sembed spo \\
+          | sembed embed --cf-weight 0.2 --keep-parts | sembed eval sts --cf-grid 0:1:0.1
+        sembed convert --from semeval-sts STS.input.answers-forums.txt \\
+          | sembed embed --npy forums.npy -o forums.rows.jsonl
+        sembed eval sts forums.rows.jsonl --npy forums.npy --pairs forums-pairs.jsonl
+        sembed convert --from stsb sts-test.csv | sembed spo -o test.jsonl
+        sembed embed test.jsonl --cf-weight 0.2 > cf.jsonl; sembed embed test.jsonl > plain.jsonl
+        sembed eval sts cf.jsonl --versus plain.jsonl --resamples 2000
+    """
+    from ...evaluation import sts
+
+    if versus is not None or versus_key is not None:
+        option = "--versus" if versus is not None else "--versus-key"
+        if versus is not None and versus_key is not None:
+            raise typer.BadParameter("give the other model once: --versus FILE or --versus-key NAME",
+                                     param_hint="--versus-key")
+        for given, name in ((cf_grid, "--cf-grid"), (group_by, "--group-by"), (pairs, "--pairs"), (npy, "--npy")):
+            if given is not None:
+                raise typer.BadParameter(f"{option} compares two models over all pairs; leave out {name}",
+                                         param_hint=name)
+        if versus == input:
+            raise typer.BadParameter("--versus names the input itself: give the other model's records",
+                                     param_hint="--versus")
+        report = sts.evaluate_versus(input, versus, versus_key, pair_text_keys(text_keys), similarity_key, gold_key,
+                                     resamples, seed, skip_errors)
+    else:
+        if cf_grid is not None and similarity_key is not None:
+            raise typer.BadParameter("--cf-grid sweeps embedding parts; it cannot use --similarity-key",
+                                     param_hint="--cf-grid")
+        if cf_grid is not None and pairs is not None:
+            raise typer.BadParameter("--cf-grid gives each pair a similarity per W_cf; leave out --pairs",
+                                     param_hint="--pairs")
+        if pairs == "-" and output == "-":
+            raise typer.BadParameter("--pairs - writes the pairs to stdout: give the metrics a file with -o",
+                                     param_hint="--pairs")
+        report = sts.evaluate(input, pair_text_keys(text_keys), similarity_key, gold_key, group_by,
+                              sts.parse_grid(cf_grid) if cf_grid is not None else None, pairs, force, npy, skip_errors)
+    write_report(report, output, force, input)
+    sts.print_report(report)
