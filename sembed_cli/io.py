@@ -20,6 +20,7 @@ import errno
 import gzip
 import io
 import json
+import logging
 import math
 import os
 import stat
@@ -33,6 +34,8 @@ from typing import IO, TypeVar
 import orjson
 
 from .errors import BadRecord, SembedError
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -594,5 +597,5 @@ def run_stream(source: RecordSource, check: Callable[[dict], object] | None,
         sink.write_all(transform(source.checked(check)))
     summary = source.summary()
     if summary:
-        console.warn(summary)
+        log.warning(summary)
     return sink.count
