@@ -177,6 +177,33 @@ def test_a_bad_shard_is_a_usage_error(spec, message):
     assert message in run.stderr
 
 
+def test_the_stream_options_travel_as_one_object(tmp_path):
+    """StreamOptions (issue 18, item 5) carries INPUT, -o, --lines, --force, --shard and --skip-errors to both ends of
+    the stream: the share and the policies to the source, the output and --force to the sink."""
+    import dataclasses
+
+    from sembed_cli.errors import BadRecord, SembedError
+    from sembed_cli.io import Shard, StreamOptions
+
+    src, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    src.write_text("one\ntwo\n\nthree\nfour\n")
+    stream = StreamOptions(str(src), str(out), lines=True, shard=Shard(1, 2), skip_errors=True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stream.force = True
+
+    def no_three(record: dict) -> None:
+        if record["text"] == "three":
+            raise BadRecord("not three")
+
+    assert stream.run(no_three, iter, 1, "copying") == 1  # the share of "one" and "three", "three" skipped
+    assert out.read_text() == jsonl({"text": "one"})
+    with pytest.raises(SembedError, match="already exists"):
+        stream.run(None, iter, 1, "copying")
+    assert dataclasses.replace(stream, force=True, shard=None).run(None, iter, 1, "copying") == 4
+    with pytest.raises(SembedError, match="is the input"), dataclasses.replace(stream, output=str(src)).sink():
+        pass
+
+
 # --- progress on a terminal (issue 14, item 7) ---------------------------------------------------------------
 
 
