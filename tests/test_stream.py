@@ -100,6 +100,33 @@ def test_explicit_text_key_and_pairs():
     assert missing.stderr == "error: <stdin>:1: missing key 'question'\n"
 
 
+@pytest.mark.parametrize("given, default, expected", [
+    (None, ("text",), ("text",)), ([], ("text_a", "text_b"), ("text_a", "text_b")), (["q"], ("text",), ("q",)),
+    (["a", "b"], ("text_a", "text_b"), ("a", "b")), (None, (), ()),
+])
+def test_text_keys_are_counted_in_one_place(given, default, expected):
+    from sembed_cli.options import counted_text_keys
+
+    assert counted_text_keys(given, default, "reads {given}") == expected
+
+
+@pytest.mark.parametrize("given, default, why, message", [
+    (["a"], ("text_a", "text_b"), "a pair needs exactly two --text-key options, got {given}",
+     "a pair needs exactly two --text-key options, got 1"),
+    (["a", "b"], ("text",), "nws reads one text field", "nws reads one text field"),
+    (["a"], (), "syntax reads the aligned `words` of gensets records",
+     "syntax reads the aligned `words` of gensets records"),
+])
+def test_a_wrong_count_of_text_keys_is_a_usage_error(given, default, why, message):
+    import typer
+
+    from sembed_cli.options import counted_text_keys
+
+    with pytest.raises(typer.BadParameter) as refused:
+        counted_text_keys(given, default, why)
+    assert (refused.value.message, refused.value.param_hint) == (message, "'--text-key'")
+
+
 def test_missing_input_file_and_unknown_model(tmp_path):
     run = sembed("parse", str(tmp_path / "nope.jsonl"))
     assert run.exit_code == 1
