@@ -2,13 +2,19 @@
 
 stdout carries JSONL only, so everything meant for people goes through here.
 Progress bars show only when stderr is a terminal and -q is not given.
+
+Library modules do not call this module for messages: they log through
+``logging.getLogger(__name__)`` and add no handlers (as sentence-transformers
+does). The CLI's -q/-v options install the one handler, on the ``sembed_cli``
+logger, that shows those records here: INFO as `say` does, WARNING as `warn`
+does, DEBUG (with -v only) as ``DEBUG module: message``.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
@@ -42,22 +48,29 @@ def set_verbose(value: bool) -> None:
     _configure_logging()
 
 
-class _StderrHandler(logging.Handler):
-    """Writes to whatever sys.stderr is at the time (test runners swap it)."""
+class _ConsoleHandler(logging.Handler):
+    """Shows the records of sembed's library modules on the console, so that -q, -v and the rank rule apply to them
+    as to the CLI's own lines: INFO is information (hidden by -q and on ranks other than 0), WARNING a warning
+    (kept under -q); DEBUG and ERROR keep the logging form, ``LEVEL module: message``."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            sys.stderr.write(self.format(record) + "\n")
+            if record.levelno == logging.INFO:
+                say(record.getMessage())
+            elif record.levelno == logging.WARNING:
+                warn(record.getMessage())
+            elif record.levelno >= logging.ERROR or state.verbose:
+                sys.stderr.write(self.format(record) + "\n")  # whatever sys.stderr is now (test runners swap it)
         except Exception:
             self.handleError(record)
 
 
-_handler = _StderrHandler()
+_handler = _ConsoleHandler()
 _handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
 
 
 def _configure_logging() -> None:
-    level = logging.DEBUG if state.verbose else logging.ERROR if state.quiet else logging.WARNING
+    level = logging.DEBUG if state.verbose else logging.WARNING if state.quiet else logging.INFO
     logger = logging.getLogger("sembed_cli")
     logger.setLevel(level)
     if _handler not in logger.handlers:

@@ -20,6 +20,7 @@ import errno
 import gzip
 import io
 import json
+import logging
 import math
 import os
 import stat
@@ -27,12 +28,15 @@ import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TypeVar
 
 import orjson
 
 from .errors import BadRecord, SembedError
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -251,6 +255,39 @@ class RecordSource:
 
     def summary(self) -> str | None:
         return self.rejects.summary()
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """The options that travel together through every record-stream command: INPUT, -o/--output, --lines,
+    --force, --shard and --skip-errors (a command without --lines or --shard leaves them out). Built once from the
+    command's arguments, it makes the stream's two ends, so no command passes the six on one by one:
+
+        stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
+        stream.run(check, transform, batch_size, "parsing")
+    """
+
+    input: str = STDIN
+    output: str = STDIN
+    lines: bool = False
+    force: bool = False
+    shard: Shard | None = None
+    skip_errors: bool = False
+
+    def source(self) -> RecordSource:
+        """The records of INPUT (its share, with a shard), read with the --skip-errors policy."""
+        return RecordSource(self.input, skip_errors=self.skip_errors, shard=self.shard, lines=self.lines)
+
+    def sink(self, flush_every: int = 1, progress=None) -> RecordSink:
+        """-o FILE (or stdout), refused when it exists without --force or when it is INPUT."""
+        return RecordSink(self.output, flush_every=flush_every, force=self.force, inputs=[self.input],
+                          progress=progress)
+
+    def run(self, check: Callable[[dict], object] | None, transform: Callable[[Iterable[dict]], Iterable[dict]],
+            flush_every: int, description: str, source: RecordSource | None = None) -> int:
+        """`run_stream` from `source` (by default, a new `source()`) to -o; returns the count written."""
+        return run_stream(source if source is not None else self.source(), check, transform, self.output,
+                          flush_every, description, force=self.force)
 
 
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
@@ -594,5 +631,5 @@ def run_stream(source: RecordSource, check: Callable[[dict], object] | None,
         sink.write_all(transform(source.checked(check)))
     summary = source.summary()
     if summary:
-        console.warn(summary)
+        log.warning(summary)
     return sink.count

@@ -32,6 +32,23 @@ TextKeys = Annotated[
     typer.Option("--text-key", "-k", help="Text field to read (repeatable). Default: whichever of text, text_a, text_b "
                  "the record has.", show_default=False, metavar="KEY"),
 ]
+
+
+def counted_text_keys(given: Optional[list[str]], default: tuple[str, ...], why: str) -> tuple[str, ...]:
+    """The text fields of a command that reads exactly len(`default`) of them (none, one, a pair): --text-key
+    given that many times, or `default` when it is not given. Given another number of times, it is a usage
+    error (exit 2) saying `why`, in which "{given}" stands for the number of --text-key options given:
+
+        (text_key,) = counted_text_keys(text_keys, ("text",), "nws reads one text field")
+        key_a, key_b = counted_text_keys(text_keys, ("text_a", "text_b"), "a pair needs two, got {given}")
+    """
+    if not given:
+        return default
+    if len(given) != len(default):
+        raise typer.BadParameter(why.format(given=len(given)), param_hint="'--text-key'")
+    return tuple(given)
+
+
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, metavar="N", envvar="SEMBED_BATCH_SIZE",
                                         help="Records per batch; output is flushed after each batch.")]
 SkipErrors = Annotated[bool, typer.Option("--skip-errors", help="Skip bad records, report how many (and where) on stderr.")]

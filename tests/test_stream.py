@@ -100,6 +100,33 @@ def test_explicit_text_key_and_pairs():
     assert missing.stderr == "error: <stdin>:1: missing key 'question'\n"
 
 
+@pytest.mark.parametrize("given, default, expected", [
+    (None, ("text",), ("text",)), ([], ("text_a", "text_b"), ("text_a", "text_b")), (["q"], ("text",), ("q",)),
+    (["a", "b"], ("text_a", "text_b"), ("a", "b")), (None, (), ()),
+])
+def test_text_keys_are_counted_in_one_place(given, default, expected):
+    from sembed_cli.options import counted_text_keys
+
+    assert counted_text_keys(given, default, "reads {given}") == expected
+
+
+@pytest.mark.parametrize("given, default, why, message", [
+    (["a"], ("text_a", "text_b"), "a pair needs exactly two --text-key options, got {given}",
+     "a pair needs exactly two --text-key options, got 1"),
+    (["a", "b"], ("text",), "nws reads one text field", "nws reads one text field"),
+    (["a"], (), "syntax reads the aligned `words` of gensets records",
+     "syntax reads the aligned `words` of gensets records"),
+])
+def test_a_wrong_count_of_text_keys_is_a_usage_error(given, default, why, message):
+    import typer
+
+    from sembed_cli.options import counted_text_keys
+
+    with pytest.raises(typer.BadParameter) as refused:
+        counted_text_keys(given, default, why)
+    assert (refused.value.message, refused.value.param_hint) == (message, "'--text-key'")
+
+
 def test_missing_input_file_and_unknown_model(tmp_path):
     run = sembed("parse", str(tmp_path / "nope.jsonl"))
     assert run.exit_code == 1
@@ -175,6 +202,33 @@ def test_a_bad_shard_is_a_usage_error(spec, message):
     run = sembed("parse", "--shard", spec, input="")
     assert run.exit_code == 2
     assert message in run.stderr
+
+
+def test_the_stream_options_travel_as_one_object(tmp_path):
+    """StreamOptions (issue 18, item 5) carries INPUT, -o, --lines, --force, --shard and --skip-errors to both ends of
+    the stream: the share and the policies to the source, the output and --force to the sink."""
+    import dataclasses
+
+    from sembed_cli.errors import BadRecord, SembedError
+    from sembed_cli.io import Shard, StreamOptions
+
+    src, out = tmp_path / "in.txt", tmp_path / "out.jsonl"
+    src.write_text("one\ntwo\n\nthree\nfour\n")
+    stream = StreamOptions(str(src), str(out), lines=True, shard=Shard(1, 2), skip_errors=True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stream.force = True
+
+    def no_three(record: dict) -> None:
+        if record["text"] == "three":
+            raise BadRecord("not three")
+
+    assert stream.run(no_three, iter, 1, "copying") == 1  # the share of "one" and "three", "three" skipped
+    assert out.read_text() == jsonl({"text": "one"})
+    with pytest.raises(SembedError, match="already exists"):
+        stream.run(None, iter, 1, "copying")
+    assert dataclasses.replace(stream, force=True, shard=None).run(None, iter, 1, "copying") == 4
+    with pytest.raises(SembedError, match="is the input"), dataclasses.replace(stream, output=str(src)).sink():
+        pass
 
 
 # --- progress on a terminal (issue 14, item 7) ---------------------------------------------------------------

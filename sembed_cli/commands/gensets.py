@@ -9,7 +9,7 @@ import typer
 
 from ..text import spacy_pipeline
 from ..errors import SembedError
-from ..io import RecordSource, run_stream
+from ..io import StreamOptions
 from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, Seed, ShardOption,
                        SkipErrors, Threads, Verbose)
 from ..text.structural_sets import K, MLM_HINT, TOP, SetGenerator, default_mlm
@@ -111,8 +111,9 @@ def gensets_command(
     resolved = sentence_models.resolve_device(device)
     precision = resolve(precision, resolved, cpu_bf16=True)
     nlp = spacy_pipeline.load(spacy_model, ("tagger",))
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
+    stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
+    source = stream.source()
     generator = SetGenerator(MaskedLM.load(path, resolved, precision), Tagger(nlp), nlp.tokenizer, k=k, top=top,
                              seed=seed, batch_size=batch_size, text_key=text_key, shard=shard,
                              skipped=lambda: len(source.rejects.skipped))
-    run_stream(source, generator.check, generator.generate, output, batch_size, "generating sets", force=force)
+    stream.run(generator.check, generator.generate, batch_size, "generating sets", source)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from ..text import spacy_pipeline
 from ..text.base_form import base_forms
-from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
+from ..io import StreamOptions, TextFields, derived_key, map_texts
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
                        Threads, Verbose)
 
@@ -73,6 +73,6 @@ def normalize_command(
     """
     fields = TextFields(text_keys, spacy_pipeline.LIMIT)
     nlp = spacy_pipeline.load(model, spacy_pipeline.TAG)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
-    run_stream(source, fields.of, lambda records: normalize_records(records, nlp, fields, batch_size),
-               output, batch_size, "normalizing", force=force)
+    stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
+    stream.run(fields.of, lambda records: normalize_records(records, nlp, fields, batch_size), batch_size,
+               "normalizing")

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from ..text import spacy_pipeline
 from ..text.dependency import doc_tokens, doc_triples
-from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
+from ..io import StreamOptions, TextFields, derived_key, map_texts
 from ..options import (BatchSize, Force, Input, Lines, NProcess, Output, Quiet, ShardOption, SkipErrors, SpacyModel,
                        TextKeys, Threads, Verbose)
 
@@ -55,6 +55,6 @@ def parse_command(
     """
     fields = TextFields(text_keys, spacy_pipeline.LIMIT)
     nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
-    run_stream(source, fields.of, lambda records: parse_records(records, nlp, fields, batch_size, n_process),
-               output, batch_size, "parsing", force=force)
+    stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
+    stream.run(fields.of, lambda records: parse_records(records, nlp, fields, batch_size, n_process), batch_size,
+               "parsing")

@@ -9,7 +9,7 @@ import typer
 
 from ..models import sentence_models
 from ..errors import BadRecord, SembedError
-from ..io import RecordSource, batched, check_text, run_stream
+from ..io import StreamOptions, batched, check_text
 from ..options import (BACKEND_HELP, QUANTIZE_HELP, BackendName, BatchSize, Device, Force, Input, Lines, LongText,
                        Output, Quantization, Quiet, SkipErrors, Threads, Verbose, check_backend)
 
@@ -376,12 +376,11 @@ def search_command(
         else:
             raise BadRecord(f"missing key '{text_key}' (or '{embedding_key}')")
 
-    source = CommandLineQueries(query, text_key, skip_errors) if query else \
-        RecordSource(input, skip_errors=skip_errors, lines=lines)
+    stream = StreamOptions(input, output, lines=lines, force=force, skip_errors=skip_errors)
+    source = CommandLineQueries(query, text_key, skip_errors) if query else stream.source()
     try:
-        run_stream(source, check,
-                   lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key, batch_size,
-                                                  payload, query_vectors, spelling),
-                   output, batch_size, "searching", force=force)
+        stream.run(check, lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key,
+                                                         batch_size, payload, query_vectors, spelling),
+                   batch_size, "searching", source)
     finally:
         encoder.report()

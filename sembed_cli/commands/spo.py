@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from ..text import spacy_pipeline
 from ..text.component_focus import s_cf
 from ..text.dependency import check_tokens, doc_tokens
-from ..io import RecordSource, TextFields, batched, check_text, derived_key, run_stream, text_jobs
+from ..io import StreamOptions, TextFields, batched, check_text, derived_key, text_jobs
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
                        Threads, Verbose)
 from .parse import SPACY_BATCH
@@ -92,6 +92,6 @@ def spo_command(
         | sembed embed --cf-weight 0.2
     """
     fields = TextFields(text_keys)
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
-    run_stream(source, check_record(fields), lambda records: spo_records(records, None, fields, batch_size, model),
-               output, batch_size, "building S_cf", force=force)
+    stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
+    stream.run(check_record(fields), lambda records: spo_records(records, None, fields, batch_size, model),
+               batch_size, "building S_cf")

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..models import sentence_models
-from ..io import RecordSource, TextFields, derived_key, map_texts, run_stream
+from ..io import StreamOptions, TextFields, derived_key, map_texts
 from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, SkipErrors, TextKeys,
                        Threads, Verbose)
 
@@ -133,6 +133,6 @@ def taste_command(
         labelled.check_model(name, model_fingerprint(encoder))
         voter = NeighbourVote(labelled, encoder, vote_k)
     fields = TextFields(text_keys)
-    run_stream(RecordSource(input, skip_errors=skip_errors, lines=lines), fields.of,
-               lambda records: taste_records(records, taster, fields, batch_size, threshold, voter), output,
-               batch_size, "tasting", force=force)
+    stream = StreamOptions(input, output, lines=lines, force=force, skip_errors=skip_errors)
+    stream.run(fields.of, lambda records: taste_records(records, taster, fields, batch_size, threshold, voter),
+               batch_size, "tasting")

@@ -337,7 +337,7 @@ def build(pipeline: Pipeline, folder: Path, key: str, quantize: str, isa: str, t
 
 def export_fp32(pipeline: Pipeline, path: Path, key: str) -> None:
     """torch.onnx.export of the Transformer: input_ids, attention_mask (token_type_ids) -> last_hidden_state."""
-    log.info("exporting %s to ONNX at %s (once)", pipeline.transformer, path)
+    log.debug("exporting %s to ONNX at %s (once)", pipeline.transformer, path)
     from .sentence_models import offline
 
     offline()
@@ -376,7 +376,7 @@ def export_fp32(pipeline: Pipeline, path: Path, key: str) -> None:
 def quantize_int8(fp32: Path, path: Path, key: str, isa: str) -> None:
     """ONNX Runtime dynamic quantisation of the MatMuls (weights int8 once, activations uint8 per batch: so an int8
     vector depends a little on the batch its text was encoded in)."""
-    log.info("quantising %s to int8 (%s) at %s (once)", fp32, isa, path)
+    log.debug("quantising %s to int8 (%s) at %s (once)", fp32, isa, path)
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError:

@@ -26,6 +26,7 @@ initial score of such a word), and counted in the report.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -33,11 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import console
 from ..artifacts import write_metadata
 from ..errors import SembedError
 from ..io import TextFields, batched, derived_key, text_jobs
 from .word_vectors import Coverage, WordVectors
+
+log = logging.getLogger(__name__)
 
 TABLE_FILE = "salience.tsv"
 METADATA_FILE = "sembed.json"
@@ -222,15 +224,15 @@ class SentenceEmbedder:
         """What was left out or scored by default, on stderr."""
         summary = self.coverage.summary(self.vectors.spec)
         if summary:
-            console.say(summary)
+            log.info(summary)
         if self.unseen:
             common = sorted(self.unseen.items(), key=lambda item: -item[1])[:8]
-            console.say(f"{sum(self.unseen.values())} tokens ({len(self.unseen)} distinct words) have a vector but "
-                        f"are not in the salience table and got the score of a word seen once: "
-                        + ", ".join(f"{w} ({n})" for w, n in common))
+            log.info(f"{sum(self.unseen.values())} tokens ({len(self.unseen)} distinct words) have a vector but "
+                     f"are not in the salience table and got the score of a word seen once: "
+                     + ", ".join(f"{w} ({n})" for w, n in common))
         if self.coverage.empty:
-            console.warn(f"{self.coverage.empty} text(s) have no word with a vector: their embedding is the zero "
-                         "vector")
+            log.warning(f"{self.coverage.empty} text(s) have no word with a vector: their embedding is the zero "
+                        "vector")
 
 
 def embed_records(records: Iterable[dict], embedder: SentenceEmbedder, fields: TextFields,

@@ -15,6 +15,7 @@ weighted sum is taken of the two finished sentence vectors.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,6 +26,8 @@ import numpy as np
 from ..commands.spo import spo_records
 from ..errors import BadRecord, SembedError
 from ..io import TextFields, batched, derived_key, temporary_sibling, text_jobs, write_json_atomic
+
+log = logging.getLogger(__name__)
 
 EMBEDDING = "embedding"
 BASIC = "embedding_basic"
@@ -164,13 +167,11 @@ class LongTexts:
     def report(self) -> None:
         if not self.count:
             return
-        from .. import console
-
         what = f"{self.count} text(s) longer than the model's {self.window}-token window"
         if self.policy == "window":
-            console.say(f"{what}: embedded whole, as the mean of their windows")
+            log.info(f"{what}: embedded whole, as the mean of their windows")
         else:
-            console.warn(f"{what} were truncated to it (--long-text window embeds them whole, error refuses them)")
+            log.warning(f"{what} were truncated to it (--long-text window embeds them whole, error refuses them)")
 
 
 def has_token_attention(model) -> bool:
@@ -361,9 +362,7 @@ class VectorFile:
                 write_json_atomic(sidecar_path(self.path), self.sidecar())  # first: the matrix never lacks its own
                 os.replace(self._tmp, self.path)
             if keep and exc_type is not None:
-                from .. import console
-
-                console.warn(f"{self.path} holds the {self.rows} vectors of the records written before the stop")
+                log.warning(f"{self.path} holds the {self.rows} vectors of the records written before the stop")
         except OSError as e:
             raise SembedError(f"cannot write {self.path}: {e.strerror}") from None
         finally:

@@ -13,15 +13,18 @@ written.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 from pathlib import Path
 
 from transformers import TrainerCallback
 
-from .. import console, signals
+from .. import signals
 from ..errors import SembedError
 from ..io import write_json_atomic
+
+log = logging.getLogger(__name__)
 
 SUFFIX = ".checkpoints"
 RUN_FILE = "sembed-run.json"
@@ -67,17 +70,17 @@ def prepare(output: Path, run: dict, resume: bool, force: bool) -> tuple[Path, P
     if newest is not None and resume:
         differences = _differences(_read_run(directory), run)
         if not differences:
-            console.say(f"resuming from {newest}")
+            log.info(f"resuming from {newest}")
             return directory, newest
         if not force:
             raise SembedError(f"the checkpoints in {directory} are of a different run ({'; '.join(differences)})",
                               "repeat the interrupted command with --resume, or pass --force to start over")
-        console.say(f"the checkpoints in {directory} are of a different run: starting over (--force)")
+        log.info(f"the checkpoints in {directory} are of a different run: starting over (--force)")
     elif newest is not None and not force:
         raise SembedError(f"{directory} holds the checkpoints of an unfinished run",
                           "add --resume to continue it, or --force to start over")
     elif resume:
-        console.say(f"no checkpoint in {directory}: starting from the beginning")
+        log.info(f"no checkpoint in {directory}: starting from the beginning")
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
     write_json_atomic(directory / RUN_FILE, run)

@@ -19,6 +19,7 @@ DIR`), with `sembed.json`.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import time
@@ -35,6 +36,8 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, json_type, write_json_atomic
 from ..models.precision import autocast, cast
 from . import checkpoints
+
+log = logging.getLogger(__name__)
 
 COMMAND = "sembed train"
 MLM_IGNORE = -100  # positions without a masked-LM label (torch's CrossEntropyLoss ignore_index)
@@ -110,7 +113,7 @@ def read_train_split(source: RecordSource, text_key: str = "text", label_require
         pass
     summary = source.summary()
     if summary:
-        console.warn(summary)
+        log.warning(summary)
     return names, labels, left_out
 
 
@@ -127,7 +130,7 @@ def read_poi_names(source: RecordSource, text_key: str = "text") -> tuple[list[s
                           "mlm --from-scratch reads records with text (and is_poi true, split train when present), "
                           "e.g. from sembed convert --from gazetteer")
     if left_out:
-        console.say(f"training on {len(names)} POI names of the train split; {left_out} other records left out")
+        log.info(f"training on {len(names)} POI names of the train split; {left_out} other records left out")
     digest = ContentHash()
     for name in names:
         digest.add(name)
@@ -295,24 +298,24 @@ def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_ep
                     recent[name] = recent.get(name, 0.0) + v
                 recent_steps += 1
                 if log_steps and step % log_steps == 0:
-                    console.say(f"step {step}/{total}: mean loss " + ", ".join(f"{k} {v / recent_steps:.4f}"
-                                                                               for k, v in recent.items()) +
-                                f" ({time.perf_counter() - started:.0f} s)")
+                    log.info(f"step {step}/{total}: mean loss " + ", ".join(f"{k} {v / recent_steps:.4f}"
+                                                                            for k, v in recent.items()) +
+                             f" ({time.perf_counter() - started:.0f} s)")
                     recent, recent_steps = {}, 0
                 if schedule.checkpoint_steps and step % schedule.checkpoint_steps == 0 and step < total:
                     saved = _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
                 if step >= total:
                     break
             losses = {name: round(v / max(count, 1), 4) for name, v in running.items()}
-            console.say(f"epoch {epoch + 1}: step {step}/{total}, mean loss " +
-                        ", ".join(f"{k} {v:.4f}" for k, v in losses.items()))
+            log.info(f"epoch {epoch + 1}: step {step}/{total}, mean loss " +
+                     ", ".join(f"{k} {v:.4f}" for k, v in losses.items()))
             if step < total:
                 saved = _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (signals.py): keep the steps done
         if step > saved:
             _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
-        console.warn(f"stopped at step {step}/{total}; checkpoint in {checkpoint_dir}: the same command with "
-                     "--resume continues")
+        log.warning(f"stopped at step {step}/{total}; checkpoint in {checkpoint_dir}: the same command with "
+                    "--resume continues")
         raise
     model.eval()
     return {"steps": total, "final_epoch_losses": losses, "seconds": round(time.perf_counter() - started, 1),
@@ -393,7 +396,7 @@ def finish(output: Path, model, tokenizer, max_length: int, metadata: dict, forc
             extra(work)
         write_metadata(work, metadata, sentence_models.METADATA_FILE)
     checkpoints.remove(checkpoint_dir)
-    console.say(f"wrote {output}")
+    log.info(f"wrote {output}")
     return metadata
 
 
@@ -424,8 +427,8 @@ def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertSha
     tokenizer = char_tokenizer.build(names, max_length=shape.max_length)
     model = BertForMaskedLM(shape.config(tokenizer))
     dataset = MaskedNames(tokenizer, names, samples, schedule.batch_size, shape.max_length, schedule.seed)
-    console.say(f"mlm --from-scratch: {len(names)} names x {samples} samples, {len(tokenizer)} characters, "
-                f"{shape.layers} layers x {shape.hidden}, {dataset.steps_per_epoch} steps an epoch on {resolved} ({precision})")
+    log.info(f"mlm --from-scratch: {len(names)} names x {samples} samples, {len(tokenizer)} characters, "
+             f"{shape.layers} layers x {shape.hidden}, {dataset.steps_per_epoch} steps an epoch on {resolved} ({precision})")
     summary = run_loop(model, dataset.epoch, dataset.steps_per_epoch, mlm_loss, schedule, resolved, checkpoint_dir,
                        resume_from, precision=precision)
     metadata = describe(COMMAND, data, settings, method="mlm", stage="poi stage 1 (masked LM from scratch)",

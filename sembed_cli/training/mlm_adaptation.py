@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import random
 import re
@@ -60,6 +61,8 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
 from . import checkpoints
 from .masked_lm import COMMAND, MLM_IGNORE, LoopSchedule, finish, length_batches, run_loop
+
+log = logging.getLogger(__name__)
 
 DEFAULT_HOLDOUT = 0.02
 LOG_STEPS = 100  # a loss line on stderr every so many steps: an epoch of the corpora is thousands
@@ -194,7 +197,7 @@ def read_prose(source: RecordSource, text_key: str, holdout: float) -> tuple[lis
         digest.add(text)
     summary = source.summary()
     if summary:
-        console.warn(summary)
+        log.warning(summary)
     if not texts:
         found = f" (all {held} held out: lower --holdout)" if held else ""
         raise SembedError(f"no training text in {source.rejects.name}{found}",
@@ -327,7 +330,7 @@ def adapt_encoder(source: RecordSource, output: Path, *, base_model: str = sente
     pieces = [ids for ids in tokenizer(texts, truncation=True, max_length=masking.max_length)["input_ids"]
               if len(ids) > 2]
     if len(pieces) < len(texts):
-        console.say(f"{len(texts) - len(pieces)} texts without a word piece left out")
+        log.info(f"{len(texts) - len(pieces)} texts without a word piece left out")
     data["training_sentences"] = len(pieces)
     data["word_pieces"] = sum(len(p) - 2 for p in pieces)
     held = {"share": holdout, "rule": HOLDOUT_RULE, "text_key": text_key,
@@ -349,9 +352,9 @@ def adapt_encoder(source: RecordSource, output: Path, *, base_model: str = sente
     steps = batches.steps_per_epoch * schedule.epochs
     if schedule.max_steps is not None:
         steps = min(steps, schedule.max_steps)
-    console.say(f"mlm: adapting {base_model} ({model.config.num_hidden_layers} layers x {model.config.hidden_size}, "
-                f"{'new' if new_head else 'its'} head) on {len(pieces)} texts ({data['held_out_records']} held out), "
-                f"{steps} steps of {schedule.batch_size} on {resolved} ({precision})")
+    log.info(f"mlm: adapting {base_model} ({model.config.num_hidden_layers} layers x {model.config.hidden_size}, "
+             f"{'new' if new_head else 'its'} head) on {len(pieces)} texts ({data['held_out_records']} held out), "
+             f"{steps} steps of {schedule.batch_size} on {resolved} ({precision})")
     cpu_started = time.process_time()
     summary = run_loop(model, batches.epoch, batches.steps_per_epoch, masked_positions_loss, schedule, resolved,
                        checkpoint_dir, resume_from, lr_scale=head_lr_scale(head_scale), log_steps=LOG_STEPS,

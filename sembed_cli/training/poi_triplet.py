@@ -19,6 +19,7 @@ the last hidden states over the name's tokens, normalised to length 1.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
 from pathlib import Path
@@ -26,7 +27,6 @@ from typing import Iterator
 
 import torch
 
-from .. import console
 from ..text import name_variants
 from ..models import precision as precisions, sentence_models
 from ..artifacts import ContentHash, describe, refuse_existing
@@ -35,6 +35,8 @@ from ..io import RecordSource
 from . import checkpoints
 from .masked_lm import (COMMAND, MLM_IGNORE, LoopSchedule, encode_names, finish, length_batches, load_masked_lm,
                         mask_one, read_train_split, run_loop)
+
+log = logging.getLogger(__name__)
 
 DISTANCES = ("euclidean", "cosine", "manhattan")
 DEFAULT_MARGIN = 0.5  # on unit-length embeddings (Euclidean distances lie in [0, 2])
@@ -85,7 +87,7 @@ def read_labelled_names(source: RecordSource, text_key: str = "text") -> tuple[l
         raise SembedError(f"poi needs POI names and non-POI queries of the train split in {source.rejects.name}",
                           "e.g. sembed convert --from gazetteer")
     if left_out:
-        console.say(f"training on the {len(names)} records of the train split; {left_out} others left out")
+        log.info(f"training on the {len(names)} records of the train split; {left_out} others left out")
     digest = ContentHash()
     for name, is_poi in zip(names, labels):
         digest.add([name, is_poi])
@@ -194,8 +196,8 @@ def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: 
     random.seed(schedule.seed)
     batches = LabelledBatches(tokenizer, names, labels, schedule.batch_size, max_length, schedule.seed,
                                variants)
-    console.say(f"poi: {data['poi']} POI names and {data['non_poi']} non-POI queries, {distance} distance, margin "
-                f"{margin:g}, {batches.steps_per_epoch} steps an epoch on {resolved} ({precision})")
+    log.info(f"poi: {data['poi']} POI names and {data['non_poi']} non-POI queries, {distance} distance, margin "
+             f"{margin:g}, {batches.steps_per_epoch} steps an epoch on {resolved} ({precision})")
     model.train()
     summary = run_loop(model, batches.epoch, batches.steps_per_epoch,
                        TripletAndMaskedLoss(distance, margin, triplet_weight, variant_weight if variants else 0.0),

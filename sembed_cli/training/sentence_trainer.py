@@ -85,7 +85,7 @@ def quiet_libraries() -> None:
     import datasets
     import transformers
 
-    if not console.state.verbose:
+    if not log.isEnabledFor(logging.DEBUG):  # -v shows them
         transformers.utils.logging.set_verbosity_error()
         logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
         # accelerate's notice about DDP's arguments under torchrun, which are transformers' to pass
@@ -122,11 +122,11 @@ class ConsoleProgress(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "loss" in logs:
-            console.say(f"epoch {round(state.epoch or 0)}/{self.epochs}: mean loss {float(logs['loss']):.4f} "
-                        f"(step {state.global_step}/{state.max_steps})")
+            log.info(f"epoch {round(state.epoch or 0)}/{self.epochs}: mean loss {float(logs['loss']):.4f} "
+                     f"(step {state.global_step}/{state.max_steps})")
 
     def on_save(self, args, state, control, **kwargs):
-        log.info("checkpoint at step %d in %s", state.global_step, args.output_dir)
+        log.debug("checkpoint at step %d in %s", state.global_step, args.output_dir)
 
     def on_train_end(self, args, state, control, **kwargs):
         self.close()
@@ -182,7 +182,7 @@ def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: 
         with signals.deferred():  # a signal ends the step under way, checkpointed (CheckpointOnSignal)
             output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     except KeyboardInterrupt:
-        console.warn(f"interrupted; checkpoints are kept in {checkpoint_dir}: the same command with --resume continues")
+        log.warning(f"interrupted; checkpoints are kept in {checkpoint_dir}: the same command with --resume continues")
         raise
     finally:
         progress.close()
@@ -235,10 +235,10 @@ def train_and_save(output: Path, *, method: str, base_model: str, make_data: Cal
         model = parts.prepare_model(model)
     loss = make_loss(model)
     processes = world_size()
-    console.say(f"training {method} on {data['records']} pairs from {base_model}: {schedule.epochs} epoch(s), "
-                f"batch {schedule.batch_size}, on {resolved_device}"
-                + (f" in each of {processes} processes (global batch {schedule.batch_size * processes})"
-                   if processes > 1 else ""))
+    log.info(f"training {method} on {data['records']} pairs from {base_model}: {schedule.epochs} epoch(s), "
+             f"batch {schedule.batch_size}, on {resolved_device}"
+             + (f" in each of {processes} processes (global batch {schedule.batch_size * processes})"
+                if processes > 1 else ""))
     run = fine_tune(model, columns, loss, schedule, resolved_device, checkpoint_dir, resume_from, checkpoint_steps,
                     learning_rates=parts.learning_rates(loss) if parts.learning_rates else None)
     metadata = describe(COMMAND, data, all_settings, method=method, **(fields or {}), base_model=base_model,
@@ -251,6 +251,6 @@ def train_and_save(output: Path, *, method: str, base_model: str, make_data: Cal
             run.model.save(str(work))
             write_metadata(work, metadata, sentence_models.METADATA_FILE)
         checkpoints.remove(checkpoint_dir)
-        console.say(f"wrote {output} ({run.steps} steps in {run.seconds:.0f}s, final epoch loss "
-                    f"{run.epoch_losses[-1] if run.epoch_losses else float('nan'):.4f})")
+        log.info(f"wrote {output} ({run.steps} steps in {run.seconds:.0f}s, final epoch loss "
+                 f"{run.epoch_losses[-1] if run.epoch_losses else float('nan'):.4f})")
     return metadata

@@ -12,16 +12,18 @@ subject-predicate-object part `sembed spo` builds; W_cf = 0 is SBERT.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from .. import console
 from ..errors import SembedError
 from ..io import RecordSource
 from .scored_pairs import PairFields, ScoreRange, read_scored_pairs
 from .sentence_trainer import Schedule, train_and_save
+
+log = logging.getLogger(__name__)
 
 METHODS = ("sbert", "cf")
 DEFAULT_CF_WEIGHT = 0.2  # the paper's choice after its grid search (section 5, Table 7)
@@ -83,7 +85,7 @@ def train_siamese(source: RecordSource, output: Path, *, method: str, base_model
         pairs = read_scored_pairs(source, fields, score_range, uses_cf, spo_batch_size)
         summary = source.summary()
         if summary:
-            console.warn(summary)
+            log.warning(summary)
         if pairs.count == 0:
             raise SembedError(f"no training pairs in {source.rejects.name}",
                               "train reads records with text_a, text_b and score, e.g. from sembed convert")

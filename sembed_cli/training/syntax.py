@@ -29,6 +29,7 @@ precision) and cached with the checkpoints: a resumed run skips encoding.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,6 +42,8 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
 from ..models.syntax_map import DIMENSION, SyntaxMap
 from . import checkpoints
+
+log = logging.getLogger(__name__)
 
 COMMAND = "train --method syntax"
 VECTORS_FILE = "word-vectors.pt"  # the encoded sets, cached beside the checkpoints
@@ -91,7 +94,7 @@ def read_sets(source: RecordSource, key: str = "words") -> tuple[list[list[list[
         pass
     summary = source.summary()
     if summary:
-        console.warn(summary)
+        log.warning(summary)
     if len(sets) < 4:
         raise SembedError(f"{len(sets)} usable set(s) in {source.rejects.name}: too few",
                           "give `sembed gensets` output of many sentences (negatives come from other sets)")
@@ -225,8 +228,8 @@ def train_syntax(source: RecordSource, output: Path, *, model: str = "all-MiniLM
     if resume_from is not None and cache.exists():
         encoded = EncodedSets.load(cache)
     else:
-        console.say(f"encoding the words of {data['sentences']} sentences in {len(sets)} sets with "
-                    f"{encoder.describe()['model']}{' (randomly initialised)' if random_init else ''}")
+        log.info(f"encoding the words of {data['sentences']} sentences in {len(sets)} sets with "
+                 f"{encoder.describe()['model']}{' (randomly initialised)' if random_init else ''}")
         encoded = encode_sets(sets, encoder, encode_batch_size)
         encoded.save(cache)
     del encoder
@@ -252,8 +255,8 @@ def train_syntax(source: RecordSource, output: Path, *, model: str = "all-MiniLM
         history.append({"epoch": 0, "held_out": evaluate(f, encoded, held_sample, settings.batch_size)})
     samples = len(train_ids) * settings.pairs_per_set
     steps = (samples + settings.batch_size - 1) // settings.batch_size
-    console.say(f"{len(train_ids)} training sets ({held} held out), {samples} samples an epoch, "
-                f"{encoded.vectors.shape[1]} -> {settings.dimension} dimensions, {steps} steps an epoch on {device}")
+    log.info(f"{len(train_ids)} training sets ({held} held out), {samples} samples an epoch, "
+             f"{encoded.vectors.shape[1]} -> {settings.dimension} dimensions, {steps} steps an epoch on {device}")
     for epoch in range(first_epoch, settings.epochs):
         tick = time.perf_counter()
         sample = sample_pairs(encoded, train_ids, settings.pairs_per_set, generator)
@@ -272,10 +275,10 @@ def train_syntax(source: RecordSource, output: Path, *, model: str = "all-MiniLM
         if held_sample is not None:
             entry["held_out"] = evaluate(f, encoded, held_sample, settings.batch_size)
         history.append(entry)
-        console.say(f"epoch {epoch + 1}/{settings.epochs}: loss {entry['loss']:.4f}, triplet accuracy "
-                    f"{entry['accuracy']:.3f}" + (f"; held out: loss {entry['held_out']['loss']:.4f}, accuracy "
-                                                  f"{entry['held_out']['accuracy']:.3f}" if held_sample is not None
-                                                  else ""))
+        log.info(f"epoch {epoch + 1}/{settings.epochs}: loss {entry['loss']:.4f}, triplet accuracy "
+                 f"{entry['accuracy']:.3f}" + (f"; held out: loss {entry['held_out']['loss']:.4f}, accuracy "
+                                               f"{entry['held_out']['accuracy']:.3f}" if held_sample is not None
+                                               else ""))
         save_checkpoint(directory, epoch + 1, f, optimizer, generator, history)
 
     syntax_map = SyntaxMap(f.weight.detach().cpu(), f.bias.detach().cpu(), run["encoder"])
@@ -285,7 +288,7 @@ def train_syntax(source: RecordSource, output: Path, *, model: str = "all-MiniLM
         syntax_map.save(work)
         write_metadata(work, metadata, "sembed.json")
     checkpoints.remove(directory)
-    console.say(f"wrote {output} in {time.perf_counter() - started:.0f} s")
+    log.info(f"wrote {output} in {time.perf_counter() - started:.0f} s")
     return syntax_map
 
 

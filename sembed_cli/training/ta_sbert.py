@@ -18,17 +18,19 @@ eq. 4 (or the mean), as in SBERT's NLI training, for every row of the ablation.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from .. import console
 from ..errors import SembedError
 from ..io import RecordSource
 from ..models.token_attention import TokenAttention, TokenReconstruction, reconstruction_loss
 from .scored_pairs import LabelSet, PairFields, ScoreRange, read_labelled_pairs, read_scored_pairs
 from .sentence_trainer import MethodParts, Schedule, train_and_save
+
+log = logging.getLogger(__name__)
 
 RECONSTRUCTION_WEIGHT = 0.017  # eq. 7, the paper's best ratio (Fig. 6)
 HEAD_LEARNING_RATE = 3e-5  # "3e-5 for TA and other parameters" (section IV-A)
@@ -129,7 +131,7 @@ def train_ta(source: RecordSource, output: Path, *, base_model: str, schedule: S
             pairs = read_scored_pairs(from_source, fields, score_range)
         summary = from_source.summary()
         if summary:
-            console.warn(summary)
+            log.warning(summary)
         if pairs.count == 0:
             target = "label (entailment, neutral, contradiction)" if objective == "nli" else "score"
             raise SembedError(f"no training pairs in {from_source.rejects.name}",
@@ -156,6 +158,6 @@ def train_ta(source: RecordSource, output: Path, *, base_model: str, schedule: S
                               resume=resume, force=force, fields={"pooling": pooling}, parts=parts)
     if "validation" in metadata:
         result = metadata["validation"]
-        console.say(f"held-out NLI: accuracy {result['accuracy']:.2f}%, loss {result['loss']:.4f} "
-                    f"({result['pairs']} pairs)")
+        log.info(f"held-out NLI: accuracy {result['accuracy']:.2f}%, loss {result['loss']:.4f} "
+                 f"({result['pairs']} pairs)")
     return metadata

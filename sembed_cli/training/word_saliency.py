@@ -18,6 +18,7 @@ run resumed at an epoch boundary ends where an uninterrupted one would.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
 from ..models.salience import SIF_A, SalienceTable, first_component, isf, sif_weights, unseen_score
 from ..models.word_vectors import Coverage, WordVectors
+
+log = logging.getLogger(__name__)
 
 INITS = ("isf", "random", "ones")
 NEGATIVES = 2  # K in the paper
@@ -102,7 +105,7 @@ def read_corpus(source: RecordSource, vectors: WordVectors, text_key: str = "tex
         corpus.add(str(record[doc_key]), record[text_key], vectors)
     summary = source.summary()
     if summary:
-        console.warn(summary)
+        log.warning(summary)
     if not corpus.sentences:
         raise SembedError(f"no sentences in {source.rejects.name}", "train --method nws reads a sentence-ordered "
                                                                      "corpus: doc_id, text records from sembed convert")
@@ -194,17 +197,17 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
     corpus = read_corpus(source, vectors, text_key, doc_key)
     summary = corpus.coverage.summary(vectors.spec)
     if summary:
-        console.say(summary)
+        log.info(summary)
     sentence_counts, token_counts = corpus.counts()
     pairs = corpus.pairs()
     lengths = np.diff(np.asarray(corpus.distinct_starts))
     usable = np.flatnonzero(lengths > 0)
     singles = np.bincount(np.asarray(corpus.documents)).tolist().count(1)
-    console.say(f"{corpus.sentences} sentences in {len(corpus.document_names)} documents, {corpus.coverage.tokens} "
-                f"tokens, {len(corpus.words)} words with a vector; {len(pairs)} adjacent pairs"
-                + (f"; {singles} one-sentence document(s) give no pair" if singles else "")
-                + (f"; {corpus.coverage.empty} sentence(s) without a known word are left out"
-                   if corpus.coverage.empty else ""))
+    log.info(f"{corpus.sentences} sentences in {len(corpus.document_names)} documents, {corpus.coverage.tokens} "
+             f"tokens, {len(corpus.words)} words with a vector; {len(pairs)} adjacent pairs"
+             + (f"; {singles} one-sentence document(s) give no pair" if singles else "")
+             + (f"; {corpus.coverage.empty} sentence(s) without a known word are left out"
+                if corpus.coverage.empty else ""))
     if not len(pairs):
         raise SembedError("the corpus has no two adjacent sentences with a known word in one document",
                           "NWS learns from neighbouring sentences: give documents of several sentences (doc_id)")
@@ -254,8 +257,8 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
         seconds = time.perf_counter() - tick
         history.append({"epoch": epoch + 1, "loss": round(total / steps, 6), "seconds": round(seconds, 2),
                         "sentences_per_second": round(corpus.sentences / seconds, 1)})
-        console.say(f"epoch {epoch + 1}/{settings.epochs}: loss {total / steps:.4f}, {seconds:.1f} s, "
-                    f"{corpus.sentences / seconds:,.0f} sentences/s")
+        log.info(f"epoch {epoch + 1}/{settings.epochs}: loss {total / steps:.4f}, {seconds:.1f} s, "
+                 f"{corpus.sentences / seconds:,.0f} sentences/s")
         if settings.save_epochs:
             snapshots.append((epoch + 1, q.detach().cpu().numpy().copy()))
         save_checkpoint(directory, epoch + 1, q, optimizer, generator, history, snapshots)
@@ -266,7 +269,7 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
         np.repeat(np.arange(corpus.sentences), lengths), np.unique(pairs))]] = True
     never = int((~seen).sum())
     if never:
-        console.say(f"{never} vocabulary word(s) never occur in a training pair and keep their initial score")
+        log.info(f"{never} vocabulary word(s) never occur in a training pair and keep their initial score")
     component = sif_component(batches, token_counts, corpus, device)
     metadata = describe("train --method nws", data, settings.as_dict(), method="nws",
                         vectors=vectors.describe(),
@@ -285,9 +288,9 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
                           component).save(work / EPOCH_DIR / str(epoch))
     checkpoints.remove(directory)
     top, bottom = table.extremes(10, min_sentences=5)
-    console.say("highest: " + ", ".join(f"{w} {s:.3g}" for w, s in top))
-    console.say("lowest: " + ", ".join(f"{w} {s:.3g}" for w, s in bottom))
-    console.say(f"wrote {output} ({len(table.words)} words) in {time.perf_counter() - started:.0f} s")
+    log.info("highest: " + ", ".join(f"{w} {s:.3g}" for w, s in top))
+    log.info("lowest: " + ", ".join(f"{w} {s:.3g}" for w, s in bottom))
+    log.info(f"wrote {output} ({len(table.words)} words) in {time.perf_counter() - started:.0f} s")
     return table
 
 

@@ -1,0 +1,101 @@
+"""Library code reports through `logging`; the CLI's console shows it on stderr (issue 18, item 5).
+
+As sentence-transformers does: each library module logs to `logging.getLogger(__name__)` and adds no handler;
+the -q/-v options install the console's one handler on the `sembed_cli` logger, which shows INFO as information
+(hidden by -q), WARNING as a `warning:` line (kept under -q) and DEBUG under -v only.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import subprocess
+import sys
+
+from conftest import ROOT, jsonl, sembed
+
+PACKAGE = ROOT / "sembed_cli"
+CLI_SHELL = ("commands", "main.py", "options.py", "console.py", "manpage.py", "__main__.py")  # may talk to people
+
+
+def library_modules() -> list:
+    return [path for path in sorted(PACKAGE.rglob("*.py"))
+            if path.relative_to(PACKAGE).parts[0] not in CLI_SHELL]
+
+
+def test_library_modules_do_not_write_messages_on_the_console():
+    calls = []
+    for path in library_modules():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "console" \
+                    and node.attr in ("say", "warn", "error", "print"):
+                calls.append(f"{path.relative_to(ROOT)}:{node.lineno}: console.{node.attr}")
+    assert calls == []
+
+
+def test_importing_the_library_adds_no_logging_handler():
+    names = [".".join(path.relative_to(ROOT).with_suffix("").parts) for path in library_modules()]
+    script = ("import importlib, logging\n"
+              f"for name in {names!r}:\n"
+              "    importlib.import_module(name.removesuffix('.__init__'))\n"
+              "ours = [logger for name, logger in logging.Logger.manager.loggerDict.items()\n"
+              "        if name.startswith('sembed_cli') and isinstance(logger, logging.Logger)]\n"
+              "print([(logger.name, logger.handlers) for logger in [logging.getLogger(), *ours] if logger.handlers])\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "[]\n"
+
+
+def test_a_library_message_is_a_log_record(caplog, tmp_path):
+    from sembed_cli.training import checkpoints
+
+    with caplog.at_level(logging.INFO, logger="sembed_cli"):
+        checkpoints.prepare(tmp_path / "model", {"method": "nws"}, resume=True, force=False)
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("sembed_cli.training.checkpoints", "INFO",
+         f"no checkpoint in {tmp_path / 'model.checkpoints'}: starting from the beginning")]
+
+
+def test_the_stream_reports_skipped_records_as_a_warning_record(caplog, tmp_path):
+    from sembed_cli.io import RecordSource, run_stream
+
+    source = tmp_path / "in.jsonl"
+    source.write_text(jsonl({"text": "A."}) + "not json\n")
+    with caplog.at_level(logging.INFO, logger="sembed_cli"):
+        written = run_stream(RecordSource(str(source), skip_errors=True), None, iter, str(tmp_path / "out.jsonl"), 1,
+                             "copying")
+    assert written == 1
+    assert [(r.name, r.levelname) for r in caplog.records] == [("sembed_cli.io", "WARNING")]
+    assert caplog.records[0].getMessage().startswith(f"skipped 1 bad record(s) in {source}: line 2; first: invalid")
+
+
+def test_the_cli_shows_library_information_and_warnings_and_q_keeps_the_warnings_only(tiny_model, one_torch_thread):
+    # sembed_cli.models.sentence_embedding says how long texts were handled (INFO); sembed_cli.io warns of the
+    # skipped line (WARNING)
+    records = jsonl({"text": "word " * 100}) + "not json\n" + jsonl({"text": "Dogs bark."})
+    information = "1 text(s) longer than the model's 64-token window: embedded whole, as the mean of their windows\n"
+    warning = ("warning: skipped 1 bad record(s) in <stdin>: line 2; first: invalid JSON: invalid literal, expected "
+               "'null' at column 1\n")
+    shown = sembed("embed", "-m", tiny_model, "--long-text", "window", "--skip-errors", input=records)
+    assert shown.exit_code == 0 and len(shown.records) == 2
+    assert shown.stderr == warning + information
+    quiet = sembed("embed", "-m", tiny_model, "--long-text", "window", "--skip-errors", "-q", input=records)
+    assert quiet.exit_code == 0 and quiet.records == shown.records
+    assert quiet.stderr == warning
+    verbose = sembed("embed", "-m", tiny_model, "--long-text", "window", "--skip-errors", "-v", input=records)
+    debug = [line for line in verbose.stderr.splitlines(keepends=True) if line.startswith("DEBUG sembed_cli.")]
+    assert "DEBUG sembed_cli.threads: 1 thread(s) (--threads)\n" in debug
+    assert [line for line in verbose.stderr.splitlines(keepends=True) if line not in debug] == [warning, information]
+
+
+def test_information_shows_on_rank_0_only(monkeypatch, capsys):
+    from sembed_cli import console
+
+    console.set_quiet(False)
+    library = logging.getLogger("sembed_cli.io")
+    monkeypatch.setattr(console.state, "rank", 1)
+    library.info("information")
+    library.warning("a warning")
+    monkeypatch.setattr(console.state, "rank", 0)
+    library.info("more information")
+    assert capsys.readouterr().err == "warning: a warning\nmore information\n"
