@@ -145,6 +145,8 @@ def _verbose(value: bool) -> bool:
     return value
 
 
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", callback=_quiet, help="No progress or information on stderr.")]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", callback=_verbose,
+# Eager: the console is set before any other option's callback logs (--threads reports its choice under -v).
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", callback=_quiet, is_eager=True,
+                                     help="No progress or information on stderr.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", callback=_verbose, is_eager=True,
                                        help="Debug logging, and Python tracebacks on errors (also SEMBED_DEBUG=1).")]

@@ -17,6 +17,7 @@ Features are not scaled, as in SentEval.
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections import Counter
 from collections.abc import Sequence
@@ -25,12 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import console
 from ..errors import SembedError
 from ..io import RecordSource, derived_key
 from ..models.model_identity import OneModel
 from . import fields, tables
 from .records import read_all
+
+log = logging.getLogger(__name__)
 
 DEFAULT_FOLDS = 10
 DEFAULT_C = 1.0
@@ -173,9 +175,9 @@ def report(task: str, rows: Sequence[tuple[np.ndarray, str]], features: str, lab
     x = np.stack([row[0] for row in rows])
     result = cross_validate(x, [row[1] for row in rows], folds, seed, c)
     for note in result.notes:
-        console.warn(note)
+        log.warning(note)
     if result.unconverged:
-        console.warn(f"the logistic regression did not converge in {result.unconverged} fit(s)")
+        log.warning(f"the logistic regression did not converge in {result.unconverged} fit(s)")
     return {"task": task, "features": features, "label": label_key, **result.as_dict(), "seed": seed}
 
 

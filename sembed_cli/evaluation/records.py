@@ -8,6 +8,7 @@ record source reports at FILE:LINE (or skips with --skip-errors).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -15,6 +16,8 @@ from typing import TypeVar
 from .. import console
 from ..errors import SembedError
 from ..io import RecordSource, derived_key
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -42,7 +45,7 @@ def read_all(source: RecordSource, keep: Callable[[dict], T], models=None, npy: 
         pass
     summary = source.summary()
     if summary:
-        console.warn(summary)
+        log.warning(summary)
     if not kept:
         raise SembedError(f"no usable records in {source.rejects.name}")
     return kept

@@ -9,6 +9,7 @@ published in (CSV, or tab-separated .tsv/.txt, with a header row).
 from __future__ import annotations
 
 import csv
+import logging
 from pathlib import Path
 
 from .. import console
@@ -16,6 +17,8 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_number, check_text, text_lines
 from ..models.salience import SalienceTable, correlation_with_norms
 from . import tables
+
+log = logging.getLogger(__name__)
 
 DELIMITED = {".csv": ",", ".tsv": "\t", ".txt": "\t"}
 
@@ -86,7 +89,7 @@ def evaluate(input: str, table_path: str, word_key: str = "word", rating_key: st
     norms, source = read_norms(input, NormReader(word_key, rating_key), skip_errors)
     summary = source.summary()
     if summary:
-        console.warn(summary)
+        log.warning(summary)
     return salience_report(table_path, norms, extremes, min_sentences)
 
 
@@ -101,5 +104,5 @@ def print_report(result: dict, rating_key: str = "rating") -> None:
     table.add_row(*tables.correlation_cells(result))
     tables.show(table)
     if result["top"] and not console.state.quiet:
-        console.say("highest: " + ", ".join(f"{w} {s:.3g}" for w, s in result["top"]))
-        console.say("lowest: " + ", ".join(f"{w} {s:.3g}" for w, s in result["bottom"]))
+        log.info("highest: " + ", ".join(f"{w} {s:.3g}" for w, s in result["top"]))
+        log.info("lowest: " + ", ".join(f"{w} {s:.3g}" for w, s in result["bottom"]))

@@ -28,6 +28,7 @@ Choices where the paper is silent, also in `sembed eval structure --help`:
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -35,12 +36,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import console
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
 from ..models.model_identity import OneModel
 from . import fields, tables
 from .records import read_all
+
+log = logging.getLogger(__name__)
 
 # Universal POS tags of function words (closed classes, numbers, punctuation, symbols, whitespace, other).
 FUNCTION_POS = frozenset({"DET", "ADP", "PRON", "AUX", "CCONJ", "SCONJ", "PART", "PUNCT", "SYM", "NUM", "SPACE",
@@ -255,4 +257,4 @@ def print_report(report: dict) -> None:
     tables.show(purity_table)
     for k, m in report["purity"].items():
         if m is None:
-            console.warn(f"no purity at K = {k}: only {report['all']['n']} queries")
+            log.warning(f"no purity at K = {k}: only {report['all']['n']} queries")

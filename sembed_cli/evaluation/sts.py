@@ -13,6 +13,7 @@ gold score and the group.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -21,12 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import console
 from ..errors import SembedError
 from ..io import RecordSink, RecordSource, check_number, display_name
 from ..models.model_identity import FIELD, OneModel
 from . import fields, tables
 from .records import pair_keys, read_all
+
+log = logging.getLogger(__name__)
 
 FISHER_Z95 = 1.96  # the two-sided 95% normal quantile of NWS eq. 12
 
@@ -384,7 +386,7 @@ def evaluate(input: str, text_keys: tuple[str, str] = PAIR_TEXT_KEYS, similarity
         rows = [row for row in read_all(RecordSource(input, skip_errors=skip_errors), keep, models, npy)
                 if row is not None]
     if unscored:
-        console.warn(unscored_warning(unscored, gold_key))
+        log.warning(unscored_warning(unscored, gold_key))
     if not rows:
         raise no_gold(gold_key)
     kept, gold = np.array([row[0] for row in rows]), np.array([row[1] for row in rows])
@@ -393,7 +395,7 @@ def evaluate(input: str, text_keys: tuple[str, str] = PAIR_TEXT_KEYS, similarity
     if unscored:
         result["unscored"] = unscored
     for problem in undefined_groups(result):
-        console.warn(problem)
+        log.warning(problem)
     return result
 
 
@@ -452,7 +454,7 @@ def evaluate_versus(input: str, versus: str | None = None, versus_key: str | Non
         names = (side_a.similarity.name, side_b.similarity.name)
     scored = [(a[1], a[2], b[2]) for a, b in zip(rows_a, rows_b) if a[1] is not None]
     if len(scored) < len(rows_a):
-        console.warn(unscored_warning(len(rows_a) - len(scored), gold_key))
+        log.warning(unscored_warning(len(rows_a) - len(scored), gold_key))
     if not scored:
         raise no_gold(gold_key)
     gold, similarity_a, similarity_b = (np.array(column) for column in zip(*scored))
@@ -464,7 +466,7 @@ def evaluate_versus(input: str, versus: str | None = None, versus_key: str | Non
         result["unscored"] = len(rows_a) - len(scored)
     undefined = result["difference"].get("undefined_resamples")
     if undefined:
-        console.warn(f"{undefined} of {resamples} bootstrap resamples left out: a correlation was undefined in them "
+        log.warning(f"{undefined} of {resamples} bootstrap resamples left out: a correlation was undefined in them "
                      "(a column that did not vary)")
     return result
 

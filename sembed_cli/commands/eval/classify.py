@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import typer
-
-from ...options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose
+from ...options import (Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose,
+                        counted_text_keys)
 from .options import Folds, InverseStrength, LabelKey, NpyVectors, inverse_strength, write_report
 
 
@@ -43,10 +42,7 @@ def classify_command(
     """
     from ...evaluation import classify
 
-    keys = text_keys or ["text"]
-    if len(keys) != 1:
-        raise typer.BadParameter(f"classify reads one embedding: give --text-key once, got {len(keys)}",
-                                 param_hint="--text-key")
-    report = classify.evaluate(input, keys[0], label_key, folds, seed, inverse_strength(c), npy, skip_errors)
+    (key,) = counted_text_keys(text_keys, ("text",), "classify reads one embedding: give --text-key once, got {given}")
+    report = classify.evaluate(input, key, label_key, folds, seed, inverse_strength(c), npy, skip_errors)
     write_report(report, output, force, input)
     classify.print_report(report)

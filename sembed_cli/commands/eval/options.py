@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ...io import RecordSink
+from ...options import counted_text_keys
 
 EVAL_EPILOG = ("Bad records stop with 'error: FILE:LINE: what is wrong' and exit 1 "
                "(--skip-errors: leave them out, counted on stderr).")
@@ -54,10 +55,9 @@ InverseStrength = Annotated[str, typer.Option(
 
 def pair_text_keys(text_keys: Optional[list[str]]) -> tuple[str, str]:
     """The pair's two text keys: text_a, text_b unless --text-key is given twice."""
-    keys = text_keys or ["text_a", "text_b"]
-    if len(keys) != 2:
-        raise typer.BadParameter(f"a pair needs exactly two --text-key options, got {len(keys)}", param_hint="--text-key")
-    return keys[0], keys[1]
+    key_a, key_b = counted_text_keys(text_keys, ("text_a", "text_b"),
+                                     "a pair needs exactly two --text-key options, got {given}")
+    return key_a, key_b
 
 
 def write_report(report: dict, output: str, force: bool, input: str) -> None:
