@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 import warnings
+from collections.abc import Callable
 from dataclasses import MISSING, fields, replace
 from enum import Enum
 from pathlib import Path
@@ -23,11 +24,6 @@ from ..options import Device, Force, Input, Quiet, Seed, SkipErrors, StartModel,
 from ..training.methods import METHODS, Job, Method, OptionError
 from ..training.methods.method import option_of
 
-MethodName = Enum("MethodName", {name: name for name in METHODS}, type=str)
-
-MethodOption = Annotated[MethodName, typer.Option(
-    "--method", case_sensitive=False, metavar="|".join(METHODS), show_default=False,
-    help="; ".join(f"{m.name}: {m.summary}" for m in METHODS.values()) + ".")]
 ModelDir = Annotated[Path, typer.Option("-o", "--output", metavar="DIR", show_default=False, resolve_path=False,
                                         help="The model directory to write (required). Checkpoints go to "
                                              "DIR.checkpoints until it is written.")]
@@ -42,23 +38,87 @@ LearningRate = Annotated[Optional[float], typer.Option(
     help="Peak learning rate (AdamW; AdaGrad for nws, Adam for syntax; ta: the encoder's, Token Attention and the "
          "heads take 3e-5; mlm adapting an encoder: the encoder's, its new head takes 25 times it). Default: the "
          "method's.")]
-Warmup = Annotated[Optional[float], typer.Option(
-    "--warmup", min=0.0, max=1.0, metavar="SHARE", callback=finite, show_default=False,
-    help=f"{', '.join(m.name for m in METHODS.values() if m.recipe.warmup is not None)}: share of all steps for the "
-         "linear learning-rate warm-up. Default: the method's.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from its newest checkpoint "
                                                        "(repeat its command, with --resume; with --force too, start "
                                                        "over when the checkpoints are of another run). A DIR already "
                                                        "complete is left as it is, exit 0.")]
-DECLARED = {"model": StartModel}  # settings whose option is one that several commands share (sembed_cli/options.py)
+DECLARED = {"model": StartModel}  # settings whose option several commands share (sembed_cli/options.py)
+RECIPE_OPTIONS = ("epochs", "batch_size", "lr", "warmup")  # a recipe's fields, each an option
 
 
-def _takers(name: str) -> list[str]:
-    """The methods that take the option `name`, in registry order."""
-    return [m.name for m in METHODS.values() if name in m.option_names()]
+def command_for(methods: dict[str, Method]) -> Callable[..., None]:
+    """The `sembed train` command of `methods`: its options, their "only for --method" rule, dispatch and help."""
+    takers = {name: [m.name for m in methods.values() if name in m.option_names()]
+              for name in {name for m in methods.values() for name in m.option_names()}}
+    settings_options = _settings_options(methods, takers)
+
+    def train_command(ctx: typer.Context, **values: Any) -> None:
+        method = methods[values.pop("method").value]
+        given = frozenset(name for name in ctx.params if _source(ctx, name) == "COMMANDLINE")
+        for name in sorted(given & takers.keys(), key=list(ctx.params).index):
+            if name not in method.option_names():
+                raise typer.BadParameter(f"only for --method {'|'.join(takers[name])}", param_hint=_flag(ctx, name))
+        settings = method.settings(**{f.name: values[f.name] for f in fields(method.settings)})
+        text_keys = tuple(values["text_keys"]) if values["text_keys"] is not None else None
+        try:
+            method.check_usage(settings, text_keys, given)
+        except OptionError as e:
+            raise typer.BadParameter(str(e), param_hint=_flag(ctx, e.name)) from None
+        recipe = replace(method.recipe_for(settings),
+                         **{name: values[name] for name in RECIPE_OPTIONS if values[name] is not None})
+        _train(ctx, method, settings, recipe, text_keys, values)
+
+    warmup = ", ".join(m.name for m in methods.values() if m.recipe.warmup is not None)
+    common = [("input", Input, "-"),
+              ("method", Annotated[Enum("MethodName", {name: name for name in methods}, type=str), typer.Option(
+                  "--method", case_sensitive=False, metavar="|".join(methods), show_default=False,
+                  help="; ".join(f"{m.name}: {m.summary}" for m in methods.values()) + ".")], ...),
+              ("output", ModelDir, ...), ("epochs", Epochs, None), ("batch_size", TrainBatchSize, None),
+              ("lr", LearningRate, None),
+              ("warmup", Annotated[Optional[float], typer.Option(
+                  "--warmup", min=0.0, max=1.0, metavar="SHARE", callback=finite, show_default=False,
+                  help=f"{warmup}: share of all steps for the linear learning-rate warm-up. Default: the method's.")],
+               None)]
+    rest = [("text_keys", TextKeys, None), ("resume", Resume, False), ("force", Force, False), ("seed", Seed, 42),
+            ("device", Device, "auto"), ("skip_errors", SkipErrors, False), ("threads", Threads, None),
+            ("quiet", Quiet, False), ("verbose", Verbose, False)]
+    parameters = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+                  for name, annotation, default in common + settings_options + rest]
+    context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    train_command.__signature__ = inspect.Signature([context, *parameters], return_annotation=None)  # type: ignore
+    train_command.__doc__ = HELP.format(
+        methods=_section("Methods", [(m.name, m.description) for m in methods.values()]),
+        defaults=_section("Defaults (--epochs, --batch-size, --lr, --warmup)", _defaults(methods)),
+        distributed=", ".join(m.name for m in methods.values() if m.distributed))
+    return train_command
 
 
-def _parse(parse):
+def _settings_options(methods: dict[str, Method], takers: dict[str, list[str]]) -> list[tuple[str, Any, Any]]:
+    """Each method setting as (name, annotation, default) of the command; one option per name, in registry order."""
+    options: dict[str, tuple[str, Any, Any]] = {}
+    for method in methods.values():
+        hints = get_type_hints(method.settings)
+        for f in fields(method.settings):
+            spec, default = option_of(f), f.default
+            assert default is not MISSING, f"{method.name}: {f.name} has no default"
+            if f.name in options:
+                assert options[f.name][2] == default, f"{f.name}: one option, one default"
+                continue
+            if spec is None:
+                options[f.name] = (f.name, DECLARED[f.name], default)
+                continue
+            kind = Literal[spec.choices] if spec.choices else hints[f.name]
+            callback = finite if hints[f.name] in (float, Optional[float]) else _parse(spec.parse) if spec.parse else None
+            prefix = "" if len(takers[f.name]) == len(methods) else f"{', '.join(takers[f.name])}: "
+            declaration = typer.Option(*spec.flags, help=prefix + spec.help, metavar=spec.metavar, min=spec.min,
+                                       max=spec.max, callback=callback, envvar=spec.envvar,
+                                       show_default=default is not None and kind is not bool)
+            options[f.name] = (f.name, Annotated[kind, declaration], default)
+    return list(options.values())
+
+
+def _parse(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A click callback of a setting's `parse`, whose ValueError is the usage error."""
     def callback(value):
         try:
             return parse(value)
@@ -68,45 +128,8 @@ def _parse(parse):
     return callback
 
 
-def _setting_options() -> dict[str, tuple[Any, Any]]:
-    """Each method setting as (annotation, default) for the command's signature; one option per name."""
-    options: dict[str, tuple[Any, Any]] = {}
-    for method in METHODS.values():
-        hints = get_type_hints(method.settings)
-        for f in fields(method.settings):
-            if f.name in options:
-                continue
-            spec, default = option_of(f), f.default
-            assert default is not MISSING, f"{method.name}: {f.name} has no default"
-            if spec is None:
-                options[f.name] = (DECLARED[f.name], default)
-                continue
-            takers = _takers(f.name)
-            help = spec.help if len(takers) == len(METHODS) else f"{', '.join(takers)}: {spec.help}"
-            kind = Literal[spec.choices] if spec.choices else hints[f.name]
-            callback = finite if hints[f.name] in (float, Optional[float]) else _parse(spec.parse) if spec.parse else None
-            declaration = typer.Option(*spec.flags, help=help, metavar=spec.metavar, min=spec.min,
-                                       max=spec.max, callback=callback, envvar=spec.envvar,
-                                       show_default=default is not None and kind is not bool)
-            options[f.name] = (Annotated[kind, declaration], default)
-    return options
-
-
-SETTINGS = _setting_options()
-
-
-def train_command(ctx: typer.Context, **values: Any) -> None:
-    method = METHODS[values.pop("method").value]
-    given = frozenset(name for name in ctx.params if _source(ctx, name) == "COMMANDLINE")
-    for name in given & (set(SETTINGS) | {"warmup"}):
-        if name not in method.option_names():
-            raise typer.BadParameter(f"only for --method {'|'.join(_takers(name))}", param_hint=_flag(ctx, name))
-    settings = method.settings(**{f.name: values[f.name] for f in fields(method.settings)})
-    text_keys = tuple(values["text_keys"]) if values["text_keys"] is not None else None
-    try:
-        method.check_usage(settings, text_keys, given)
-    except OptionError as e:
-        raise typer.BadParameter(str(e), param_hint=_flag(ctx, e.name)) from None
+def _train(ctx: typer.Context, method: Method, settings, recipe, text_keys, values: dict) -> None:
+    """Train `method` as the command's options say (one process, or rank 0 of a distributed run, writes DIR)."""
     if not method.distributed:
         distributed.refuse(f"train --method {method.name}")
     output = values["output"]
@@ -121,15 +144,8 @@ def train_command(ctx: typer.Context, **values: Any) -> None:
         console.set_quiet(True)
         warnings.simplefilter("ignore")  # the libraries' notices too: rank 0 shows them once
     source = RecordSource(values["input"], skip_errors=values["skip_errors"])
-    job = Job(source, output, _recipe(method, settings, values), text_keys, values["seed"], values["device"],
-              values["resume"], values["force"])
-    method.run(job, settings)
-
-
-def _recipe(method: Method, settings, values: dict):
-    """The method's recipe with --epochs, --batch-size, --lr and --warmup applied."""
-    return replace(method.recipe_for(settings), **{name: values[name] for name in ("epochs", "batch_size", "lr", "warmup")
-                                                   if values[name] is not None})
+    method.run(Job(source, output, recipe, text_keys, values["seed"], values["device"], values["resume"],
+                   values["force"]), settings)
 
 
 def _source(ctx: typer.Context, name: str) -> str | None:
@@ -141,22 +157,6 @@ def _flag(ctx: typer.Context, name: str) -> str:
     return f"'{max(next(p.opts for p in ctx.command.params if p.name == name), key=len)}'"
 
 
-def _signature() -> inspect.Signature:
-    """input, --method, -o, the recipe's options, every method's settings, then the options of every command."""
-    def option(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
-        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
-
-    common = [option("input", Input, "-"), option("method", MethodOption, ...), option("output", ModelDir, ...),
-              option("epochs", Epochs, None), option("batch_size", TrainBatchSize, None),
-              option("lr", LearningRate, None), option("warmup", Warmup, None)]
-    settings = [option(name, annotation, default) for name, (annotation, default) in SETTINGS.items()]
-    rest = [option("text_keys", TextKeys, None), option("resume", Resume, False), option("force", Force, False),
-            option("seed", Seed, 42), option("device", Device, "auto"), option("skip_errors", SkipErrors, False),
-            option("threads", Threads, None), option("quiet", Quiet, False), option("verbose", Verbose, False)]
-    context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
-    return inspect.Signature([context, *common, *settings, *rest], return_annotation=None)
-
-
 def _section(title: str, entries: list[tuple[str, str]]) -> str:
     """A help section of NAME and a wrapped paragraph each, kept as it is by click (\\b)."""
     lines, width = ["\b", f"{title}:"], max(len(name) for name, _ in entries) + 1
@@ -166,18 +166,17 @@ def _section(title: str, entries: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def _defaults() -> list[tuple[str, str]]:
+def _defaults(methods: dict[str, Method]) -> list[tuple[str, str]]:
     """Each method's recipe (and those of its variants); methods with the same recipe share a line."""
     by_text: dict[str, list[str]] = {}
-    for m in METHODS.values():
+    for m in methods.values():
         text = m.recipe.describe() + "".join(f"; --{name.replace('_', '-')}: {recipe.describe()}"
                                              for name, recipe in m.recipes.items())
         by_text.setdefault(text.replace("e-0", "e-"), []).append(m.name)
     return [(", ".join(names), text) for text, names in by_text.items()]
 
 
-train_command.__signature__ = _signature()  # type: ignore[attr-defined]
-train_command.__doc__ = f"""Train a model with one of the papers' methods and write it as a model directory.
+HELP = """Train a model with one of the papers' methods and write it as a model directory.
 
 Reads records (what each method needs is below) and writes nothing to
 stdout: the model goes to DIR with sembed.json: the method, base model,
@@ -185,9 +184,9 @@ the data (input, record count, SHA-256), every setting, the seed and
 package versions. Training sees the whole input before the first step,
 so all of it is read into memory first.
 
-{_section("Methods", [(m.name, m.description) for m in METHODS.values()])}
+{methods}
 
-{_section("Defaults (--epochs, --batch-size, --lr, --warmup)", _defaults())}
+{defaults}
 AdamW has weight decay 0.01 and gradients clipped at norm 1; the
 learning rate decays linearly to 0 after the warm-up; data is shuffled
 each epoch by --seed. On a CPU, fewer epochs or --max-steps give a
@@ -203,7 +202,7 @@ of an unfinished run, are replaced only with --force. DIR appears
 complete or not at all; a second run writing it meanwhile refuses;
 --resume on a complete DIR leaves it as it is. SIGTERM and SIGHUP stop
 a run as Ctrl-C does, with a checkpoint.
-{", ".join(m.name for m in METHODS.values() if m.distributed)} run under torchrun / accelerate launch for several
+{distributed} run under torchrun / accelerate launch for several
 GPUs (--batch-size per process); the other methods refuse to. An option
 of another method is a usage error.
 
@@ -222,3 +221,6 @@ Example:
   sembed convert --from prose --doc-break blank corpora/abc \\
     | sembed train --method mlm --max-steps 2000 -o abc-mlm
 """
+
+
+train_command = command_for(METHODS)
