@@ -58,6 +58,8 @@ def command_for(methods: dict[str, Method]) -> Callable[..., None]:
         for name in sorted(given & takers.keys(), key=list(ctx.params).index):
             if name not in method.option_names():
                 raise typer.BadParameter(f"only for --method {'|'.join(takers[name])}", param_hint=_flag(ctx, name))
+        if not method.distributed:
+            distributed.refuse(f"train --method {method.name}")
         settings = method.settings(**{f.name: values[f.name] for f in fields(method.settings)})
         text_keys = tuple(values["text_keys"]) if values["text_keys"] is not None else None
         try:
@@ -130,8 +132,6 @@ def _parse(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 def _train(ctx: typer.Context, method: Method, settings, recipe, text_keys, values: dict) -> None:
     """Train `method` as the command's options say (one process, or rank 0 of a distributed run, writes DIR)."""
-    if not method.distributed:
-        distributed.refuse(f"train --method {method.name}")
     output = values["output"]
     if distributed.is_main_process():  # rank 0 alone logs, writes DIR and its checkpoints
         from ..training import checkpoints
