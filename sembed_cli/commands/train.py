@@ -110,7 +110,8 @@ def _settings_options(methods: dict[str, Method], takers: dict[str, list[str]]) 
                 options[f.name] = (f.name, DECLARED[f.name], default)
                 continue
             kind = Literal[spec.choices] if spec.choices else hints[f.name]
-            callback = finite if hints[f.name] in (float, Optional[float]) else _parse(spec.parse) if spec.parse else None
+            floating = hints[f.name] in (float, Optional[float])
+            callback = finite if floating else _parse(spec.parse) if spec.parse else None
             prefix = "" if len(takers[f.name]) == len(methods) else f"{', '.join(takers[f.name])}: "
             declaration = typer.Option(*spec.flags, help=prefix + spec.help, metavar=spec.metavar, min=spec.min,
                                        max=spec.max, callback=callback, envvar=spec.envvar,

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...models.sentence_models import DEFAULT_MODEL
-from .method import Job, Method, OptionError, Recipe, checkpoint_steps, max_steps, option, start_model, training_precision
+from .method import (Job, Method, OptionError, Recipe, checkpoint_steps, max_steps, option, start_model,
+                     training_precision)
 from .mlm import loop_schedule
 
 RECIPE = Recipe(1, 128, 2e-4, 0.1, unit="names")
