@@ -31,13 +31,11 @@ Epochs = Annotated[Optional[int], typer.Option("--epochs", min=1, metavar="N", s
                                                help="Passes over the data. Default: the method's (see Defaults).")]
 TrainBatchSize = Annotated[Optional[int], typer.Option(
     "--batch-size", "-b", min=1, metavar="N", show_default=False,
-    help="Examples per optimiser step (pairs; names for mlm --from-scratch and poi, sentences for mlm, samples for "
-         "syntax). Default: the method's.")]
+    help="Examples per optimiser step, in the method's unit (see Defaults). Default: the method's.")]
 LearningRate = Annotated[Optional[float], typer.Option(
     "--lr", min=0.0, metavar="LR", callback=finite, show_default=False,
-    help="Peak learning rate (AdamW; AdaGrad for nws, Adam for syntax; ta: the encoder's, Token Attention and the "
-         "heads take 3e-5; mlm adapting an encoder: the encoder's, its new head takes 25 times it). Default: the "
-         "method's.")]
+    help="Peak learning rate of the method's optimiser (ta: the encoder's, Token Attention and the heads take 3e-5; "
+         "mlm adapting an encoder: the encoder's, its new head takes 25 times it). Default: the method's.")]
 Resume = Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from its newest checkpoint "
                                                        "(repeat its command, with --resume; with --force too, start "
                                                        "over when the checkpoints are of another run). A DIR already "
@@ -70,7 +68,7 @@ def command_for(methods: dict[str, Method]) -> Callable[..., None]:
                          **{name: values[name] for name in RECIPE_OPTIONS if values[name] is not None})
         _train(ctx, method, settings, recipe, text_keys, values)
 
-    warmup = ", ".join(m.name for m in methods.values() if m.recipe.warmup is not None)
+    warmup = "|".join(m.name for m in methods.values() if m.recipe.warmup is not None)
     common = [("input", Input, "-"),
               ("method", Annotated[Enum("MethodName", {name: name for name in methods}, type=str), typer.Option(
                   "--method", case_sensitive=False, metavar="|".join(methods), show_default=False,
@@ -79,7 +77,7 @@ def command_for(methods: dict[str, Method]) -> Callable[..., None]:
               ("lr", LearningRate, None),
               ("warmup", Annotated[Optional[float], typer.Option(
                   "--warmup", min=0.0, max=1.0, metavar="SHARE", callback=finite, show_default=False,
-                  help=f"{warmup}: share of all steps for the linear learning-rate warm-up. Default: the method's.")],
+                  help=f"{warmup}: share of the steps warming the learning rate up, linearly. Default: the method's.")],
                None)]
     rest = [("text_keys", TextKeys, None), ("resume", Resume, False), ("force", Force, False), ("seed", Seed, 42),
             ("device", Device, "auto"), ("skip_errors", SkipErrors, False), ("threads", Threads, None),
@@ -112,7 +110,7 @@ def _settings_options(methods: dict[str, Method], takers: dict[str, list[str]]) 
             kind = Literal[spec.choices] if spec.choices else hints[f.name]
             floating = hints[f.name] in (float, Optional[float])
             callback = finite if floating else _parse(spec.parse) if spec.parse else None
-            prefix = "" if len(takers[f.name]) == len(methods) else f"{', '.join(takers[f.name])}: "
+            prefix = "" if len(takers[f.name]) == len(methods) else f"{'|'.join(takers[f.name])}: "
             declaration = typer.Option(*spec.flags, help=prefix + spec.help, metavar=spec.metavar, min=spec.min,
                                        max=spec.max, callback=callback, envvar=spec.envvar,
                                        show_default=default is not None and kind is not bool)

@@ -15,8 +15,7 @@ RECIPE = Recipe(4, 16, 2e-5, 0.1, note="the paper's")
 class Settings:
     model: str = start_model()
     cf_weight: float = option(0.2, "--cf-weight", metavar="W", help=(
-        "W_cf of emb(text) + W_cf * emb(s_cf) in training, saved with the model for `embed` (the paper's choice "
-        "after its grid search, Table 7)."))
+        "W_cf of emb(text) + W_cf * emb(s_cf) in training, saved with the model for `embed` (the paper's, Table 7)."))
     score_range: Optional[str] = score_range()
     max_steps: Optional[int] = max_steps()
     checkpoint_steps: int = checkpoint_steps()

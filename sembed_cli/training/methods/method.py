@@ -175,6 +175,6 @@ def score_range() -> Any:
 
 def training_precision() -> Any:
     return option("fp32", "--precision", choices=TRAINING_PRECISIONS, help=(
-        "the forward pass's arithmetic; bf16 runs it under bf16 autocast (weights and optimiser stay fp32): 1.7x "
-        "faster on a CPU with AVX512-BF16 (bench/mlm_train_speed.py), and on recent GPUs; auto is bf16 where the "
-        "device does it natively, else fp32. fp32 (the default) gives the same model on every machine."))
+        "the forward pass's arithmetic: bf16 autocast (weights and optimiser stay fp32) is 1.7x faster on a CPU "
+        "with AVX512-BF16 (bench/mlm_train_speed.py) and on recent GPUs; auto: bf16 where the device does it "
+        "natively. fp32 gives the same model on every machine."))

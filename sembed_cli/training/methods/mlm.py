@@ -10,10 +10,9 @@ from .method import (Job, Method, OptionError, Recipe, checkpoint_steps, max_ste
                      training_precision)
 
 ADAPTING = Recipe(1, 32, 2e-4, 0.05, unit="sentences", note=(
-    "ours; the new head at 25 times it; on a CPU an epoch of the shared corpora is hours: build_mlm.sh stops at "
-    "--max-steps 2000"))
+    "ours, the head at 25 times it; an epoch of the corpora is hours on a CPU: build_mlm.sh stops at 2000 steps"))
 FROM_SCRATCH = Recipe(1, 512, 1e-3, 0.05, unit="names", note=(
-    "the paper's epochs and batch; its rate 2.5e-6 is for 5 hours on 8 GPUs"))
+    "the paper's epochs and batch; its rate, 2.5e-6, is for 5 hours on 8 GPUs"))
 
 
 @dataclass(frozen=True)
@@ -79,8 +78,7 @@ METHOD = Method(
     "frequencies) is trained at 25 x --lr while the encoder is fine-tuned at --lr; [MASK], never seen by such an "
     "encoder, starts as the average word piece; BERT's masking over whole words, but of 40% of a sentence's words "
     "(at least one; as Wettig et al. 2023: more learnt a step): [MASK] 80%, random pieces 10%, kept 10%; the loss "
-    "at those pieces only; no dropout; sentences cut at 128 word pieces. --holdout of the records, chosen by a "
-    "hash of the text, are never trained on; sembed.json names the rule (bench/mlm_recovery.py measures on them). "
-    "It writes a Hugging Face masked-LM directory (AutoModelForMaskedLM, AutoTokenizer) that is also a "
+    "at those pieces only; no dropout; sentences cut at 128 word pieces; --holdout of the records kept out. It "
+    "writes a Hugging Face masked-LM directory (AutoModelForMaskedLM, AutoTokenizer) that is also a "
     "sentence-transformers one (mean pooling, normalised), for `sembed taste`, `sembed embed` and `sembed index`.",
     ADAPTING, Settings, run, check=check, recipes={"from_scratch": FROM_SCRATCH})

@@ -20,7 +20,7 @@ class Settings:
     distance: str = option("euclidean", "--distance", choices=("euclidean", "cosine", "manhattan"),
                            help="distance of the batch-all triplet loss.")
     margin: float = option(0.5, "--margin", metavar="M", min=0.0, help=(
-        "triplet margin on the unit-length embeddings (Euclidean distances lie in [0, 2])."))
+        "triplet margin on the unit-length embeddings."))
     triplet_weight: float = option(1.0, "--triplet-weight", metavar="W", min=0.0, help="L = L_mlm + W * L_triplet.")
     variants: int = option(0, "--variants", metavar="N", min=0, help=(
         "N generated variants of each POI name of a batch (a typo, a word or suffix dropped, accents or case "
@@ -59,7 +59,5 @@ METHOD = Method(
     "The POI paper's stage 2: --model, a stage-1 directory, goes on with batch-all online triplet mining (POI "
     "names against non-POI queries, one class; --distance, --margin) plus the masked-LM loss on the POI names: "
     "L = L_mlm + W * L_triplet. Reads text and is_poi of the train split (all records without split). For looking "
-    "places up: --variants N adds N generated variants of each POI name as its positives (+ --variant-weight * "
-    "their batch-all triplet loss), and --ngram-weight W saves hashed character n-grams beside the encoder, which "
-    "embed / index / search then concatenate. It writes a masked-LM directory as mlm does.",
+    "places up: --variants and --ngram-weight. It writes a masked-LM directory as mlm does.",
     RECIPE, Settings, run, check=check)

@@ -17,10 +17,9 @@ class Settings:
         "train the map on vectors of --model with its weights re-initialised at random (by --seed): the paper's "
         "control."))
     dimension: int = option(75, "--dimension", metavar="N", min=1, help=(
-        "dimensions of the map's output (the paper's, \"chosen according to development set performance\")."))
+        "dimensions of the map's output (the paper's, chosen on its development set)."))
     pairs_per_set: int = option(11, "--pairs-per-set", metavar="N", min=1, help=(
-        "samples (two sentences, two word indices) drawn from each set an epoch (the paper: \"on average, we sample "
-        "11 pairs from each group\")."))
+        "samples (two sentences, two word indices) drawn from each set an epoch (the paper: about 11)."))
 
 
 def run(job: Job, settings: Settings) -> None:
