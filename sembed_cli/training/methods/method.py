@@ -90,7 +90,7 @@ class Job:
     force: bool
 
     def text_key(self) -> str:
-        """The one text field of a method that reads one (checked by `Method.check`)."""
+        """The one text field of a method that reads one (`Method.check_usage` checked there is one)."""
         return self.text_keys[0] if self.text_keys else "text"
 
 
