@@ -74,7 +74,9 @@ def finite(value: Optional[float]) -> Optional[float]:
 
 # One alias per meaning of --model, each with its own environment variable: setting the model one command embeds
 # with must not change the pipeline another parses with, the masked-LM a third tastes with, or what training starts
-# from.
+# from. gensets takes two models at once, so its flags say which: --spacy-model (SEMBED_SPACY_MODEL) and --mlm
+# (SEMBED_MLM: an English masked-LM, not taste's POI one). search's --model is the index's own model at another path:
+# it takes no variable, so that SEMBED_MODEL set for embedding cannot make it refuse an index of another model.
 SpacyModel = Annotated[
     str, typer.Option("--model", "-m", envvar="SEMBED_SPACY_MODEL", metavar="NAME",
                       help="spaCy pipeline: an installed package name or a path.")]
