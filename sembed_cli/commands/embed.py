@@ -67,13 +67,11 @@ EncodeBatchSize = Annotated[Optional[int], typer.Option(
          f"{CUDA_ENCODE_BATCH} on CUDA.")]
 
 
-
 @dataclass(frozen=True)
 class Mode:
     """One of embed's three ways of making vectors and the options it takes; an option of another mode given on the
     command line is a usage error: `refusal` where the mode says why, else "only" and where the option belongs."""
 
-    name: str
     chosen: str  # how the user chooses it, as the usage error names it
     options: frozenset[str]
     refusal: Optional[str] = None
@@ -82,12 +80,12 @@ class Mode:
 
 COMMON = frozenset({"input", "output", "lines", "text_keys", "force", "batch_size", "shard", "skip_errors", "threads",
                     "quiet", "verbose"})
-MODEL = Mode("model", "for --method model", frozenset({
+MODEL = Mode("for --method model", frozenset({
     "method", "model", "cf_weight", "keep_parts", "explain", "plain", "npy", "long_text", "encode_batch_size",
     "device", "precision", "backend", "quantize"}))
-WORD_VECTORS = Mode("word vectors", "for --method avg|isf|sif|nws",
+WORD_VECTORS = Mode("for --method avg|isf|sif|nws",
                     frozenset({"method", "vectors", "salience", "sif_component"}))
-WORDS = Mode("words", "with --words", frozenset({
+WORDS = Mode("with --words", frozenset({
     "words", "model", "syntax_map", "npy", "encode_batch_size", "device", "precision"}),
     refusal="not with --words (word vectors come from the encoder, in fp32)",
     refusals={"long_text": "not with --words (a long text is always encoded in windows there)"})
@@ -107,6 +105,7 @@ def refuse_other_modes(ctx: typer.Context, mode: Mode) -> None:
         homes = [other.chosen for other in MODES if param.name in other.options]
         message = mode.refusals.get(param.name, mode.refusal) or "only " + " or ".join(homes)
         raise typer.BadParameter(message, param_hint=f"'{max(param.opts, key=len)}'")
+
 
 def check_record(fields: TextFields, component_focus: bool, stamp: model_identity.Stamp | None = None,
                  long_texts=None):
@@ -269,16 +268,16 @@ def embed_command(
     fields = TextFields(text_keys)
     explain = explain or plain
     source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
-    check_backend(backend, quantize, device, precision)
-    if backend == "onnx" and (mode is not MODEL or explain):
-        raise typer.BadParameter("only for the sentence vectors of --method model (not --words, --explain, --plain)",
-                                 param_hint="'--backend'")
     if mode is WORDS:
         return _embed_words(ctx, source, output, text_keys, model, syntax_map, npy, force, batch_size,
                             encode_batch_size, device, precision, shard)
     if mode is WORD_VECTORS:
         return _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component,
                                    batch_size)
+    check_backend(backend, quantize, device, precision)  # the other modes leave a SEMBED_BACKEND of this one be
+    if backend == "onnx" and explain:
+        raise typer.BadParameter("only for the sentence vectors of --method model (not --words, --explain, --plain)",
+                                 param_hint="'--backend'")
     if explain and long_text == "window":
         raise typer.BadParameter("not with --explain or --plain (Token Attention is shown on one window)",
                                  param_hint="'--long-text'")
