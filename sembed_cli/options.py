@@ -91,7 +91,7 @@ MaskedLM = Annotated[Optional[str], typer.Option(
          "Hugging Face masked-LM directory (required). Never downloaded.")]
 StartModel = Annotated[str, typer.Option(
     "--model", "-m", envvar="SEMBED_START_MODEL", metavar="MODEL",
-    help=f"The model training starts from: a sentence-transformers directory or {DEFAULT_MODEL}, the packaged "
+    help=f"the model training starts from: a sentence-transformers directory or {DEFAULT_MODEL}, the packaged "
          "default (mlm: the BERT encoder to adapt, a sentence-transformers or Hugging Face directory, or a masked-LM "
          "it wrote, which goes on training with its head; poi: the stage-1 directory; syntax: the word encoder). "
          "Never downloaded.")]

@@ -7,13 +7,14 @@ The methods, their options, defaults and help come from the registry in
 from __future__ import annotations
 
 import inspect
+from copy import copy
 import textwrap
 import warnings
 from collections.abc import Callable
 from dataclasses import MISSING, fields, replace
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, get_type_hints
+from typing import Annotated, Any, Literal, Optional, get_args, get_type_hints
 
 import typer
 
@@ -104,13 +105,16 @@ def _settings_options(methods: dict[str, Method], takers: dict[str, list[str]]) 
             if f.name in options:
                 assert options[f.name][2] == default, f"{f.name}: one option, one default"
                 continue
-            if spec is None:
-                options[f.name] = (f.name, DECLARED[f.name], default)
+            prefix = "" if len(takers[f.name]) == len(methods) else f"{'|'.join(takers[f.name])}: "
+            if spec is None:  # an option of several commands: its help says which methods take it here too
+                kind, info = get_args(DECLARED[f.name])
+                info = copy(info)
+                info.help = prefix + info.help
+                options[f.name] = (f.name, Annotated[kind, info], default)
                 continue
             kind = Literal[spec.choices] if spec.choices else hints[f.name]
             floating = hints[f.name] in (float, Optional[float])
             callback = finite if floating else _parse(spec.parse) if spec.parse else None
-            prefix = "" if len(takers[f.name]) == len(methods) else f"{'|'.join(takers[f.name])}: "
             declaration = typer.Option(*spec.flags, help=prefix + spec.help, metavar=spec.metavar, min=spec.min,
                                        max=spec.max, callback=callback, envvar=spec.envvar,
                                        show_default=default is not None and kind is not bool)
