@@ -7,6 +7,7 @@ Precedence: the flag, then the ``SEMBED_*`` variable, then the default.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Literal, Optional
 
@@ -14,6 +15,8 @@ import typer
 
 from . import console, threads
 from .io import Shard
+from .models.precision import PRECISIONS, TRAINING_PRECISIONS
+from .models.sentence_models import DEFAULT_MODEL
 
 INPUT_HELP = ("JSONL input file; '-' (the default) reads stdin; .gz is read transparently; a .txt file (or "
               "--lines) is plain text, a record a line.")
@@ -77,9 +80,38 @@ Threads = Annotated[Optional[int], typer.Option(
     help="CPU threads to compute with (torch, BLAS, FAISS; also OMP_NUM_THREADS). Default: the usable cores less "
          "those other processes keep busy now (measured over 0.2 s), at least 1, so a busy machine does not slow it "
          "down many times over; give each of N jobs on one machine cores/N.")]
+
+
+def finite(value: Optional[float]) -> Optional[float]:
+    """The callback of a float option that must be a number: click lets nan and inf through, also past min/max."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter("must be a finite number")
+    return value
+
+
+# One alias per meaning of --model, each with its own environment variable: setting the model one command embeds
+# with must not change the pipeline another parses with, the masked-LM a third tastes with, or what training starts
+# from. gensets takes two models at once, so its flags say which: --spacy-model (SEMBED_SPACY_MODEL) and --mlm
+# (SEMBED_MLM: an English masked-LM, not taste's POI one). search's --model is the index's own model at another path:
+# it takes no variable, so that SEMBED_MODEL set for embedding cannot make it refuse an index of another model.
 SpacyModel = Annotated[
     str, typer.Option("--model", "-m", envvar="SEMBED_SPACY_MODEL", metavar="NAME",
                       help="spaCy pipeline: an installed package name or a path.")]
+SentenceModel = Annotated[str, typer.Option(
+    "--model", "-m", envvar="SEMBED_MODEL", metavar="MODEL",
+    help=f"sentence-transformers model: a directory (one `sembed train` wrote included) or {DEFAULT_MODEL}, the "
+         "packaged default. Never downloaded. Records that already hold vectors name their model (embedding_model); "
+         "another is refused.")]
+MaskedLM = Annotated[Optional[str], typer.Option(
+    "--model", "-m", envvar="SEMBED_TASTE_MODEL", metavar="DIR", show_default=False,
+    help="Masked-LM directory: one `sembed train --method mlm --from-scratch` or `--method poi` wrote, or any "
+         "Hugging Face masked-LM directory (required). Never downloaded.")]
+StartModel = Annotated[str, typer.Option(
+    "--model", "-m", envvar="SEMBED_START_MODEL", metavar="MODEL",
+    help=f"the model training starts from: a sentence-transformers directory or {DEFAULT_MODEL}, the packaged "
+         "default (mlm: the BERT encoder to adapt, a sentence-transformers or Hugging Face directory, or a masked-LM "
+         "it wrote, which goes on training with its head; poi: the stage-1 directory; syntax: the word encoder). "
+         "Never downloaded.")]
 
 
 BACKEND_HELP = (
@@ -121,8 +153,13 @@ ShardOption = Annotated[Optional[Shard], typer.Option(
     help="Process only share I of N (1 <= I <= N) of the input: its records number k = 0, 1, ... (blank lines "
          "not counted) and share I takes those with k mod N = I - 1, so N jobs with 1/N ... N/N cover the "
          "input exactly once, each writing its own output.")]
-MaskedLMPrecision = Annotated[Literal["auto", "fp32", "bf16", "fp16"], typer.Option(
-    "--precision", metavar="auto|fp32|bf16|fp16",
+ModelPrecision = Literal[PRECISIONS]  # type: ignore[valid-type]  # choices from models/precision.py
+TrainingPrecision = Literal[TRAINING_PRECISIONS]  # type: ignore[valid-type]
+Precision = Annotated[ModelPrecision, typer.Option(
+    "--precision", metavar="|".join(PRECISIONS),
+    help="Model precision: auto is fp16 on CUDA and fp32 on the CPU (the only one allowed there).")]
+MaskedLMPrecision = Annotated[ModelPrecision, typer.Option(
+    "--precision", metavar="|".join(PRECISIONS),
     help="The masked-LM's precision: auto is fp16 on CUDA, and on the CPU bf16 where the CPU does bf16 natively "
          "(AVX512-BF16, AMX; faster there: 1.25x for gensets, 2.3x for taste in their benchmarks, with the "
          "quality they show), else fp32. "

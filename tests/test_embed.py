@@ -257,6 +257,49 @@ def test_usage_and_model_errors(tiny_model, options, code, message):
     assert message in " ".join(run.stderr.split())
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--salience", "/nonexistent", "--sif-component", "batch"],  # wrote model embeddings and exit 0 before
+     "Invalid value for '--salience': only for --method avg|isf|sif|nws"),
+    (["--sif-component", "batch"], "Invalid value for '--sif-component': only for --method avg|isf|sif|nws"),
+    (["--vectors", "glove-6b-50d"], "Invalid value for '--vectors': only for --method avg|isf|sif|nws"),
+    (["--method", "avg", "-m", "x"], "Invalid value for '--model': only for --method model or with --words"),
+    (["--method", "avg", "--device", "cpu"], "Invalid value for '--device': only for --method model or with --words"),
+    (["--method", "avg", "--precision", "fp32"],
+     "Invalid value for '--precision': only for --method model or with --words"),
+    (["--method", "avg", "--keep-parts"], "Invalid value for '--keep-parts': only for --method model"),
+    (["--method", "nws", "--syntax-map", "x"], "Invalid value for '--syntax-map': only with --words"),
+    (["--syntax-map", "x"], "Invalid value for '--syntax-map': only with --words"),
+    (["--words", "--salience", "x"],
+     "Invalid value for '--salience': not with --words (word vectors come from the encoder, in fp32)"),
+    (["--words", "--long-text", "window"],
+     "Invalid value for '--long-text': not with --words (a long text is always encoded in windows there)"),
+    (["--words", "--precision", "fp16"],
+     "Invalid value for '--precision': not with --words (word vectors come from the encoder, in fp32)"),
+])
+def test_an_option_of_another_mode_is_a_usage_error(options, message):
+    run = sembed("embed", *options, input=jsonl({"text": "A dog."}))
+    assert run.exit_code == 2 and run.stdout == ""
+    assert message in " ".join(run.stderr.split())
+
+
+def test_every_embed_option_belongs_to_the_common_ones_or_a_mode():
+    import typer
+
+    from sembed_cli.commands import embed
+    from sembed_cli.main import app
+
+    command = typer.main.get_command(app).commands["embed"]
+    names = {p.name for p in command.params} - {"help"}
+    assert names == embed.COMMON | embed.MODEL.options | embed.WORD_VECTORS.options | embed.WORDS.options
+    assert not embed.COMMON & (embed.MODEL.options | embed.WORD_VECTORS.options | embed.WORDS.options)
+
+
+def test_an_option_of_another_mode_from_the_environment_is_left_be(tiny_model, monkeypatch):
+    monkeypatch.setenv("SEMBED_VECTORS", "glove-6b-50d")  # set for the word-vector methods; the model mode ignores it
+    [out] = sembed("embed", "-m", tiny_model, input=jsonl({"text": "A dog."})).records
+    assert len(out["embedding"]) == TINY_DIM
+
+
 def test_model_from_the_environment(tiny_model, monkeypatch):
     monkeypatch.setenv("SEMBED_MODEL", tiny_model)
     [out] = sembed("embed", input=jsonl({"text": "A dog."})).records

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import math
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal, Optional
 
@@ -14,26 +14,15 @@ from ..models import model_identity, sentence_models
 from ..text import spacy_pipeline
 from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
 from ..errors import SembedError
-from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Output, Quantize, Quiet, ShardOption,
-                       SkipErrors, TextKeys, Threads, Verbose, check_backend)
+from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Output, Precision, Quantize, Quiet,
+                       SentenceModel, ShardOption, SkipErrors, TextKeys, Threads, Verbose, check_backend, finite)
 from ..text.dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
 CUDA_ENCODE_BATCH = 128  # a GPU wants more texts per pass
 
-
-def _finite(value: Optional[float]) -> Optional[float]:
-    if value is not None and not math.isfinite(value):
-        raise typer.BadParameter("must be a finite number")
-    return value
-
-
-SentenceModel = Annotated[str, typer.Option(
-    "--model", "-m", envvar="SEMBED_MODEL", metavar="MODEL",
-    help="sentence-transformers model: a directory (one `sembed train` wrote included) or all-MiniLM-L6-v2, the "
-         "packaged default. Never downloaded.")]
 CfWeight = Annotated[Optional[float], typer.Option(
-    "--cf-weight", metavar="W", callback=_finite, show_default=False,
+    "--cf-weight", metavar="W", callback=finite, show_default=False,
     help="CF-BERT eq. 1: embedding = emb(text) + W * emb(s_cf). Default: the W_cf a `sembed train --method cf` "
          "model saved, else 0 (plain embeddings).")]
 KeepParts = Annotated[bool, typer.Option(
@@ -43,9 +32,6 @@ Npy = Annotated[Optional[str], typer.Option(
     "--npy", metavar="FILE", show_default=False,
     help="Write the vectors as rows of a float32 .npy matrix instead of into the JSONL; each record gets the row "
          "number in embedding_row (embedding_row_a, embedding_basic_row, ...).")]
-Precision = Annotated[Literal["auto", "fp32", "fp16", "bf16"], typer.Option(
-    "--precision", metavar="auto|fp32|fp16|bf16",
-    help="Model precision: auto is fp16 on CUDA and fp32 on the CPU (the only one allowed there).")]
 EmbedMethod = Annotated[Literal["model", "avg", "isf", "sif", "nws"], typer.Option(
     "--method", metavar="model|avg|isf|sif|nws",
     help="model: the sentence-transformers --model (the default); avg, isf, sif, nws: word-vector sentence "
@@ -79,6 +65,46 @@ EncodeBatchSize = Annotated[Optional[int], typer.Option(
     "--encode-batch-size", min=1, metavar="N", show_default=False,
     help=f"Texts per forward pass within a batch of records. Default: {CPU_ENCODE_BATCH} on the CPU, "
          f"{CUDA_ENCODE_BATCH} on CUDA.")]
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One of embed's three ways of making vectors and the options it takes; an option of another mode given on the
+    command line is a usage error: `refusal` where the mode says why, else "only" and where the option belongs."""
+
+    chosen: str  # how the user chooses it, as the usage error names it
+    options: frozenset[str]
+    refusal: Optional[str] = None
+    refusals: dict[str, str] = field(default_factory=dict)  # a reason of its own for some options
+
+
+COMMON = frozenset({"input", "output", "lines", "text_keys", "force", "batch_size", "shard", "skip_errors", "threads",
+                    "quiet", "verbose"})
+MODEL = Mode("for --method model", frozenset({
+    "method", "model", "cf_weight", "keep_parts", "explain", "plain", "npy", "long_text", "encode_batch_size",
+    "device", "precision", "backend", "quantize"}))
+WORD_VECTORS = Mode("for --method avg|isf|sif|nws",
+                    frozenset({"method", "vectors", "salience", "sif_component"}))
+WORDS = Mode("with --words", frozenset({
+    "words", "model", "syntax_map", "npy", "encode_batch_size", "device", "precision"}),
+    refusal="not with --words (word vectors come from the encoder, in fp32)",
+    refusals={"long_text": "not with --words (a long text is always encoded in windows there)"})
+MODES = (MODEL, WORD_VECTORS, WORDS)
+
+
+def mode_of(method: str, words: bool) -> Mode:
+    return WORDS if words else MODEL if method == "model" else WORD_VECTORS
+
+
+def refuse_other_modes(ctx: typer.Context, mode: Mode) -> None:
+    """A usage error for an option of another mode given on the command line (the environment's are left be)."""
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name)  # typer carries its own click: compare the source by name
+        if param.name in COMMON | mode.options or source is None or source.name != "COMMANDLINE":
+            continue
+        homes = [other.chosen for other in MODES if param.name in other.options]
+        message = mode.refusals.get(param.name, mode.refusal) or "only " + " or ".join(homes)
+        raise typer.BadParameter(message, param_hint=f"'{max(param.opts, key=len)}'")
 
 
 def check_record(fields: TextFields, component_focus: bool, stamp: model_identity.Stamp | None = None,
@@ -221,6 +247,10 @@ def embed_command(
     from the encoder the map was trained on. Output is flushed after each
     batch of records.
 
+    Each of the three modes (--method model, the default; --method
+    avg|isf|sif|nws; --words) has options of its own: one of another mode
+    on the command line is a usage error.
+
     \b
     Example:
       sembed convert --from stsb sts-test.csv | sembed embed | sembed eval sts
@@ -233,26 +263,21 @@ def embed_command(
     """
     from ..models.sentence_embedding import LongTexts, VectorFile, embed_records, has_token_attention  # numpy: not at help
 
+    mode = mode_of(method, words)
+    refuse_other_modes(ctx, mode)
     fields = TextFields(text_keys)
     explain = explain or plain
     source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
-    check_backend(backend, quantize, device, precision)
-    if backend == "onnx" and (words or syntax_map is not None or method != "model" or explain):
+    if mode is WORDS:
+        return _embed_words(ctx, source, output, text_keys, model, syntax_map, npy, force, batch_size,
+                            encode_batch_size, device, precision, shard)
+    if mode is WORD_VECTORS:
+        return _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component,
+                                   batch_size)
+    check_backend(backend, quantize, device, precision)  # the other modes leave a SEMBED_BACKEND of this one be
+    if backend == "onnx" and explain:
         raise typer.BadParameter("only for the sentence vectors of --method model (not --words, --explain, --plain)",
                                  param_hint="'--backend'")
-    if words or syntax_map is not None:
-        if long_text != "truncate":
-            raise typer.BadParameter("not with --words (a long text is always encoded in windows there)",
-                                     param_hint="'--long-text'")
-        return _embed_words(ctx, source, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts,
-                            explain, npy, force, batch_size, encode_batch_size, device, precision, shard)
-    if method != "model":
-        if explain:
-            raise typer.BadParameter("only for --method model", param_hint="'--explain' / '--plain'")
-        if long_text != "truncate":
-            raise typer.BadParameter("only for --method model", param_hint="'--long-text'")
-        return _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component,
-                                   batch_size, npy, cf_weight, keep_parts)
     if explain and long_text == "window":
         raise typer.BadParameter("not with --explain or --plain (Token Attention is shown on one window)",
                                  param_hint="'--long-text'")
@@ -306,15 +331,11 @@ def show_weights(records, fields: TextFields):
         yield record
 
 
-def _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component, batch_size, npy,
-                        cf_weight, keep_parts) -> None:
+def _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component, batch_size) -> None:
     """--method avg|isf|sif|nws: word-vector sentence embeddings (sembed_cli/models/salience.py)."""
     from ..models import word_vectors
     from ..models.salience import SalienceTable, SentenceEmbedder, embed_records as embed_word_records
 
-    for flag, given in (("--npy", npy), ("--cf-weight", cf_weight), ("--keep-parts", keep_parts or None)):
-        if given is not None:
-            raise typer.BadParameter("only for --method model", param_hint=f"'{flag}'")
     if method == "avg" and salience is not None:
         raise typer.BadParameter("avg weighs no word: leave it out", param_hint="'--salience'")
     if method != "avg" and salience is None:
@@ -331,8 +352,8 @@ def _embed_word_vectors(source, output, force, fields, method, vectors, salience
     embedder.report()
 
 
-def _embed_words(ctx, source, output, text_keys, model, method, syntax_map, words, cf_weight, keep_parts, explain,
-                 npy, force, batch_size, encode_batch_size, device, precision, shard) -> None:
+def _embed_words(ctx, source, output, text_keys, model, syntax_map, npy, force, batch_size, encode_batch_size, device,
+                 precision, shard) -> None:
     """--words [--syntax-map DIR]: one record per word (sembed_cli/models/word_records.py)."""
     from ..models.contextual_words import WordEncoder
     from ..io import RecordSink
@@ -340,14 +361,8 @@ def _embed_words(ctx, source, output, text_keys, model, method, syntax_map, word
     from ..models.syntax_map import SyntaxMap
     from ..models.word_records import check_record as check_words, word_batches
 
-    if not words:
-        raise typer.BadParameter("only with --words", param_hint="'--syntax-map'")
-    for flag, given in (("--method", None if method == "model" else method), ("--cf-weight", cf_weight),
-                        ("--keep-parts", keep_parts or None), ("--explain' / '--plain", explain or None),
-                        ("--precision", None if precision in ("auto", "fp32") else precision)):
-        if given is not None:
-            raise typer.BadParameter("not with --words (word vectors come from the encoder, in fp32)",
-                                     param_hint=f"'{flag}'")
+    if precision not in ("auto", "fp32"):
+        raise typer.BadParameter(WORDS.refusal, param_hint="'--precision'")
     if text_keys and len(text_keys) != 1:
         raise typer.BadParameter(f"--words reads one text: give --text-key once, got {len(text_keys)}",
                                  param_hint="'--text-key'")

@@ -10,8 +10,8 @@ import typer
 from .. import console
 from ..models import sentence_models
 from ..errors import SembedError
-from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Quantize, Quiet, Seed, SkipErrors,
-                       Threads, Verbose, check_backend)
+from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Quantize, Quiet, Seed, SentenceModel,
+                       SkipErrors, Threads, Verbose, check_backend)
 
 IndexDir = Annotated[Optional[Path], typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                                   help="The index directory to write (this or --update).")]
@@ -19,10 +19,6 @@ UpdateDir = Annotated[Optional[Path], typer.Option(
     "--update", metavar="DIR", show_default=False,
     help="Add the records to the index in DIR instead: new ids are added, a changed text replaces its id's entry, "
          "an unchanged id and text is skipped (not embedded again).")]
-IndexModel = Annotated[str, typer.Option(
-    "--model", "-m", envvar="SEMBED_MODEL", metavar="MODEL",
-    help="sentence-transformers model that embeds the texts: a directory or all-MiniLM-L6-v2, the packaged "
-         "default. Records with vectors name their own model (embedding_model); a different --model is refused.")]
 IndexType = Annotated[str, typer.Option("--type", metavar="auto|flat|ivf|hnsw",
                                         help="flat: exact; hnsw: graph (M 32, efSearch 64); ivf: 4 sqrt(n) k-means "
                                              "cells, 16 probed; auto: flat up to 100,000 vectors, hnsw above. "
@@ -46,7 +42,7 @@ def index_command(
     input: Input = "-",
     output: IndexDir = None,
     update: UpdateDir = None,
-    model: IndexModel = sentence_models.DEFAULT_MODEL,
+    model: SentenceModel = sentence_models.DEFAULT_MODEL,
     index_type: IndexType = "auto",
     text_key: TextKey = "text",
     embedding_key: EmbeddingKey = "embedding",

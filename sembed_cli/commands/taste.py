@@ -9,16 +9,12 @@ import typer
 
 from ..models import sentence_models
 from ..io import StreamOptions, TextFields, derived_key, map_texts
-from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, SkipErrors, TextKeys,
-                       Threads, Verbose)
+from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLM, MaskedLMPrecision, Output, Quiet, SkipErrors,
+                       TextKeys, Threads, Verbose, finite)
 
-MaskedLM = Annotated[Optional[str], typer.Option(
-    "--model", "-m", envvar="SEMBED_TASTE_MODEL", metavar="DIR", show_default=False,
-    help="Masked-LM directory: one `sembed train --method mlm --from-scratch` or `--method poi` wrote, or any "
-         "Hugging Face masked-LM directory (required). Never downloaded.")]
 TopK = Annotated[int, typer.Option("--top-k", min=1, metavar="K", help="A hit: the true token among the top K "
                                                                       "predictions (the paper: 10).")]
-Threshold = Annotated[float, typer.Option("--threshold", min=0.0, max=1.0, metavar="T",
+Threshold = Annotated[float, typer.Option("--threshold", min=0.0, max=1.0, metavar="T", callback=finite,
                                           help="is_poi = taste_score >= T (the paper: 0.5); with --neighbours, "
                                                "is_poi = poi_vote >= T.")]
 Neighbours = Annotated[Optional[Path], typer.Option(

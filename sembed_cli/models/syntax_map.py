@@ -22,7 +22,6 @@ from ..io import write_json_atomic
 
 WEIGHTS_FILE = "map.safetensors"
 CONFIG_FILE = "syntax_map.json"
-DIMENSION = 75  # the paper's, "chosen according to development set performance"
 
 
 @dataclass

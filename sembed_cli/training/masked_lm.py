@@ -36,6 +36,7 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, json_type, write_json_atomic
 from ..models.precision import autocast, cast
 from . import checkpoints
+from .methods.mlm import FROM_SCRATCH, Settings as MlmSettings  # the defaults, once, with the train options
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,8 @@ MLM_IGNORE = -100  # positions without a masked-LM label (torch's CrossEntropyLo
 class CharBertShape:
     """The small BERT of the POI paper: 4 to 7 layers (it found no difference; hidden sizes are ours, for a CPU)."""
 
-    layers: int = 4
-    hidden: int = 128
+    layers: int = MlmSettings.layers
+    hidden: int = MlmSettings.hidden
     heads: int = 4
     max_length: int = 48  # characters, [CLS] and [SEP] included; longer names are cut
     dropout: float = 0.1  # the paper's attention and hidden dropout
@@ -66,10 +67,10 @@ class CharBertShape:
 class LoopSchedule:
     """Optimisation of the plain loop: AdamW, linear warm-up, then linear decay (the paper: polynomial decay, power 1)."""
 
-    epochs: int = 1
-    batch_size: int = 512  # the paper's
-    learning_rate: float = 1e-3
-    warmup_ratio: float = 0.05
+    epochs: int = FROM_SCRATCH.epochs
+    batch_size: int = FROM_SCRATCH.batch_size  # the paper's
+    learning_rate: float = FROM_SCRATCH.lr
+    warmup_ratio: float = FROM_SCRATCH.warmup
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     max_steps: int | None = None
@@ -403,9 +404,9 @@ def finish(output: Path, model, tokenizer, max_length: int, metadata: dict, forc
 # --- stage 1 -------------------------------------------------------------------------------------------
 
 def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertShape = CharBertShape(),
-                       schedule: LoopSchedule = LoopSchedule(), samples: int = 10, text_key: str = "text",
-                       device: str = "auto", precision: str = "fp32", resume: bool = False, force: bool = False
-                       ) -> dict:
+                       schedule: LoopSchedule = LoopSchedule(), samples: int = MlmSettings.samples,
+                       text_key: str = "text", device: str = "auto", precision: str = "fp32", resume: bool = False,
+                       force: bool = False) -> dict:
     """POI paper stage 1: a character BERT trained from scratch on the POI training names of `source`."""
     from transformers import BertForMaskedLM
 

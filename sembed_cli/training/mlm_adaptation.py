@@ -61,10 +61,11 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
 from . import checkpoints
 from .masked_lm import COMMAND, MLM_IGNORE, LoopSchedule, finish, length_batches, run_loop
+from .methods.mlm import Settings as MlmSettings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HOLDOUT = 0.02
+DEFAULT_HOLDOUT = MlmSettings.holdout
 LOG_STEPS = 100  # a loss line on stderr every so many steps: an epoch of the corpora is thousands
 HOLDOUT_RULE = ("held out when the SHA-256 of the UTF-8 text, its first 8 bytes read as a big-endian number over "
                 "2^64, is below the share")

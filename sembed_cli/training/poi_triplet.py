@@ -33,13 +33,14 @@ from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import SembedError
 from ..io import RecordSource
 from . import checkpoints
+from .methods.poi import Settings as PoiSettings
 from .masked_lm import (COMMAND, MLM_IGNORE, LoopSchedule, encode_names, finish, length_batches, load_masked_lm,
                         mask_one, read_train_split, run_loop)
 
 log = logging.getLogger(__name__)
 
 DISTANCES = ("euclidean", "cosine", "manhattan")
-DEFAULT_MARGIN = 0.5  # on unit-length embeddings (Euclidean distances lie in [0, 2])
+DEFAULT_MARGIN = PoiSettings.margin  # on unit-length embeddings (Euclidean distances lie in [0, 2])
 
 
 def pairwise_distances(embeddings: torch.Tensor, distance: str) -> torch.Tensor:

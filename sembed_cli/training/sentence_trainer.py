@@ -28,6 +28,7 @@ from ..models import sentence_models
 from ..distributed import is_main_process, world_size  # under torchrun only rank 0 writes artifacts
 from ..artifacts import building, describe, refuse_existing, write_metadata
 from . import checkpoints
+from .methods.sbert import RECIPE  # SBERT's, declared once with the `train --method sbert` options
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +44,10 @@ class Schedule:
     "Adam, learning rate 2e-5, 10% linear warm-up, batch 16".
     """
 
-    epochs: int = 4
-    batch_size: int = 16
-    learning_rate: float = 2e-5
-    warmup_ratio: float = 0.1
+    epochs: int = RECIPE.epochs
+    batch_size: int = RECIPE.batch_size
+    learning_rate: float = RECIPE.lr
+    warmup_ratio: float = RECIPE.warmup
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     max_steps: int | None = None  # stop after this many optimiser steps (the schedule spans them)

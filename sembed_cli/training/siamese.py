@@ -21,12 +21,13 @@ from torch import nn
 from ..errors import SembedError
 from ..io import RecordSource
 from .scored_pairs import PairFields, ScoreRange, read_scored_pairs
+from .methods.cf import Settings as CfSettings
 from .sentence_trainer import Schedule, train_and_save
 
 log = logging.getLogger(__name__)
 
 METHODS = ("sbert", "cf")
-DEFAULT_CF_WEIGHT = 0.2  # the paper's choice after its grid search (section 5, Table 7)
+DEFAULT_CF_WEIGHT = CfSettings.cf_weight  # the paper's choice after its grid search (section 5, Table 7)
 
 
 def component_focus(basic: torch.Tensor, cf: torch.Tensor, cf_weight: float) -> torch.Tensor:

@@ -40,8 +40,9 @@ from .. import console
 from ..artifacts import ContentHash, building, describe, refuse_existing, write_metadata
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
-from ..models.syntax_map import DIMENSION, SyntaxMap
+from ..models.syntax_map import SyntaxMap
 from . import checkpoints
+from .methods import syntax as declared  # the defaults, once, with the `train --method syntax` options
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,11 @@ VECTORS_FILE = "word-vectors.pt"  # the encoded sets, cached beside the checkpoi
 
 @dataclass(frozen=True)
 class Settings:
-    epochs: int = 5  # the paper's
-    batch_size: int = 500  # samples per step, the paper's ("large enough to find challenging negatives")
-    learning_rate: float = 1e-3  # Adam; the paper gives no rate: PyTorch's default
-    pairs_per_set: int = 11  # the paper: "on average, we sample 11 pairs from each group"
-    dimension: int = DIMENSION
+    epochs: int = declared.RECIPE.epochs  # the paper's
+    batch_size: int = declared.RECIPE.batch_size  # the paper's ("large enough to find challenging negatives")
+    learning_rate: float = declared.RECIPE.lr  # Adam; the paper gives no rate: PyTorch's default
+    pairs_per_set: int = declared.Settings.pairs_per_set
+    dimension: int = declared.Settings.dimension
     held_out: float = 0.05  # share of the sets kept for the held-out loss and accuracy
     seed: int = 42
 

@@ -31,12 +31,13 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
 from ..models.salience import SIF_A, SalienceTable, first_component, isf, sif_weights, unseen_score
 from ..models.word_vectors import Coverage, WordVectors
+from .methods import nws as declared  # the defaults, once, with the `train --method nws` options
 
 log = logging.getLogger(__name__)
 
 INITS = ("isf", "random", "ones")
 NEGATIVES = 2  # K in the paper
-LEARNING_RATE = 0.01
+LEARNING_RATE = declared.RECIPE.lr
 EPOCH_DIR = "epochs"  # --save-epochs: DIR/epochs/N, a salience table after epoch N (0: the initial scores)
 
 
@@ -166,13 +167,13 @@ class PairBatches:
 
 @dataclass
 class Settings:
-    epochs: int = 5
-    batch_size: int = 128
+    epochs: int = declared.RECIPE.epochs
+    batch_size: int = declared.RECIPE.batch_size
     learning_rate: float = LEARNING_RATE
-    init: str = "isf"
+    init: str = declared.Settings.init
     negatives: int = NEGATIVES
     seed: int = 42
-    save_epochs: bool = False
+    save_epochs: bool = declared.Settings.save_epochs
 
     def as_dict(self) -> dict:
         return {"epochs": self.epochs, "batch_size": self.batch_size, "learning_rate": self.learning_rate,

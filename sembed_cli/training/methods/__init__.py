@@ -1,0 +1,26 @@
+"""The training methods of `sembed train --method`, by name: one module each, one line here.
+
+    sbert   SBERT's Siamese cosine fine-tuning            training/siamese.py
+    cf      CF-BERT, component focusing                   training/siamese.py
+    ta      TA-SBERT, Token Attention                     training/ta_sbert.py
+    nws     Neural Word Saliency scores                   training/word_saliency.py
+    mlm     masked-LM: an encoder adapted, or POI stage 1  training/mlm_adaptation.py, masked_lm.py
+    poi     POI stage 2, triplets + masked-LM             training/poi_triplet.py
+    syntax  the syntax-distillation map                   training/syntax.py
+
+A method module declares its recipe, its settings (a frozen dataclass whose
+fields are its options, with their defaults) and `run(job, settings)`, which
+imports its trainer; see `method.py`. `sembed train` builds its --method
+choices, its options, the "only for --method" rule and its help from here.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+from .method import Job, Method, OptionError, Recipe
+
+__all__ = ["METHODS", "Job", "Method", "OptionError", "Recipe"]
+
+NAMES = ("sbert", "cf", "ta", "nws", "mlm", "poi", "syntax")  # each the module of that name here; --help's order
+METHODS: dict[str, Method] = {name: import_module(f"{__name__}.{name}").METHOD for name in NAMES}
