@@ -12,10 +12,11 @@ import typer
 from .. import console
 from ..models import model_identity, sentence_models
 from ..text import spacy_pipeline
-from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
+from ..io import StreamOptions, TextFields, check_text, derived_key
 from ..errors import SembedError
 from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Output, Precision, Quantize, Quiet,
-                       SentenceModel, ShardOption, SkipErrors, TextKeys, Threads, Verbose, check_backend, finite)
+                       SentenceModel, ShardOption, SkipErrors, TextKeys, Threads, Verbose, check_backend,
+                       counted_text_keys, finite)
 from ..text.dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
@@ -267,13 +268,12 @@ def embed_command(
     refuse_other_modes(ctx, mode)
     fields = TextFields(text_keys)
     explain = explain or plain
-    source = RecordSource(input, skip_errors=skip_errors, shard=shard, lines=lines)
+    stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
     if mode is WORDS:
-        return _embed_words(ctx, source, output, text_keys, model, syntax_map, npy, force, batch_size,
-                            encode_batch_size, device, precision, shard)
+        return _embed_words(ctx, stream, text_keys, model, syntax_map, npy, batch_size, encode_batch_size, device,
+                            precision)
     if mode is WORD_VECTORS:
-        return _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component,
-                                   batch_size)
+        return _embed_word_vectors(stream, fields, method, vectors, salience, sif_component, batch_size)
     check_backend(backend, quantize, device, precision)  # the other modes leave a SEMBED_BACKEND of this one be
     if backend == "onnx" and explain:
         raise typer.BadParameter("only for the sentence vectors of --method model (not --words, --explain, --plain)",
@@ -302,8 +302,8 @@ def embed_command(
 
     try:
         with matrix_file if matrix_file is not None else nullcontext():
-            run_stream(source, check_record(fields, keep_parts or bool(weight), stamp, long_texts), transform,
-                       output, batch_size, "embedding", force=force)
+            stream.run(check_record(fields, keep_parts or bool(weight), stamp, long_texts), transform, batch_size,
+                       "embedding")
     finally:
         long_texts.report()
     if matrix_file is not None:
@@ -331,7 +331,7 @@ def show_weights(records, fields: TextFields):
         yield record
 
 
-def _embed_word_vectors(source, output, force, fields, method, vectors, salience, sif_component, batch_size) -> None:
+def _embed_word_vectors(stream: StreamOptions, fields, method, vectors, salience, sif_component, batch_size) -> None:
     """--method avg|isf|sif|nws: word-vector sentence embeddings (sembed_cli/models/salience.py)."""
     from ..models import word_vectors
     from ..models.salience import SalienceTable, SentenceEmbedder, embed_records as embed_word_records
@@ -346,28 +346,24 @@ def _embed_word_vectors(source, output, force, fields, method, vectors, salience
     embedder = SentenceEmbedder(method, word_vectors.load(spec), table, sif_component)
     stamp = model_identity.Stamp(model_identity.of_word_vector_method(word_vectors.identity(embedder.vectors), method,
                                                                       salience, sif_component))
-    run_stream(source, lambda record: stamp.check(record, fields.of(record)),
-               lambda records: stamp.label(embed_word_records(records, embedder, fields, batch_size)),
-               output, batch_size, "embedding", force=force)
+    stream.run(lambda record: stamp.check(record, fields.of(record)),
+               lambda records: stamp.label(embed_word_records(records, embedder, fields, batch_size)), batch_size,
+               "embedding")
     embedder.report()
 
 
-def _embed_words(ctx, source, output, text_keys, model, syntax_map, npy, force, batch_size, encode_batch_size, device,
-                 precision, shard) -> None:
+def _embed_words(ctx, stream: StreamOptions, text_keys, model, syntax_map, npy, batch_size, encode_batch_size, device,
+                 precision) -> None:
     """--words [--syntax-map DIR]: one record per word (sembed_cli/models/word_records.py)."""
     from ..models.contextual_words import WordEncoder
-    from ..io import RecordSink
     from ..models.sentence_embedding import VectorFile
     from ..models.syntax_map import SyntaxMap
     from ..models.word_records import check_record as check_words, word_batches
 
     if precision not in ("auto", "fp32"):
         raise typer.BadParameter(WORDS.refusal, param_hint="'--precision'")
-    if text_keys and len(text_keys) != 1:
-        raise typer.BadParameter(f"--words reads one text: give --text-key once, got {len(text_keys)}",
-                                 param_hint="'--text-key'")
-    text_key = text_keys[0] if text_keys else "text"
-    matrix_file = VectorFile(npy, force) if npy else None  # refuses an existing file before the model loads
+    (text_key,) = counted_text_keys(text_keys, ("text",), "--words reads one text: give --text-key once, got {given}")
+    matrix_file = VectorFile(npy, stream.force) if npy else None  # refuses an existing file before the model loads
     transformation = None
     if syntax_map is not None:
         transformation = SyntaxMap.load(syntax_map)
@@ -391,13 +387,14 @@ def _embed_words(ctx, source, output, text_keys, model, syntax_map, npy, force, 
         check_parse(record)
         stamp.check(record, ["text"])  # a word record's vector is embedding (embedding_row), whatever the text key
 
+    source = stream.source()
     records = source.checked(check)
     with matrix_file if matrix_file is not None else nullcontext(), \
             console.StreamProgress("embedding words", source.position) as progress, \
-            RecordSink(output, flush_every=1 << 30, force=force, inputs=[source.path], progress=progress) as sink:
+            stream.sink(1 << 30, progress) as sink:
         for batch in word_batches(records, encoder, text_key=text_key, batch_size=batch_size,
                                   encode_batch_size=encode_batch, syntax_map=transformation, matrix_file=matrix_file,
-                                  shard=shard):
+                                  shard=stream.shard):
             sink.write_all(stamp.label(batch))
             sink.flush()
     summary = source.summary()

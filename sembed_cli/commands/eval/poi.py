@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ...options import Force, Input, Output, Quiet, SkipErrors, Threads, Verbose
+from ...options import Force, Input, Output, Quiet, SkipErrors, Threads, Verbose, finite
 from .options import write_report
 
 PoiGoldKey = Annotated[Optional[str], typer.Option(
@@ -15,7 +15,8 @@ PoiGoldKey = Annotated[Optional[str], typer.Option(
          "is_poi) when the record has it, else is_poi.")]
 ScoreKey = Annotated[str, typer.Option("--score-key", metavar="KEY", help="The score field (a POI when >= the "
                                                                          "threshold).")]
-PoiThreshold = Annotated[float, typer.Option("--threshold", metavar="T", help="The threshold (the paper: 0.5).")]
+PoiThreshold = Annotated[float, typer.Option("--threshold", metavar="T", callback=finite,
+                                             help="The threshold (the paper: 0.5).")]
 TuneSplit = Annotated[Optional[str], typer.Option(
     "--tune-split", metavar="NAME", show_default=False,
     help="Also pick the threshold with the highest F0.5 on the records whose split is NAME (e.g. dev) and report "
