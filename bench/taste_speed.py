@@ -83,7 +83,7 @@ def main() -> None:
 
     def model_in(precision: str):
         if args.model:
-            from sembed_cli.training.masked_lm import load_masked_lm
+            from sembed_cli.models.masked_lm import load_masked_lm
 
             return load_masked_lm(args.model, "cpu", precision)
         model, tokenizer = untrained_model(names)

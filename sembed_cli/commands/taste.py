@@ -114,7 +114,7 @@ def taste_command(
     from ..errors import SembedError
     from ..models.precision import resolve
     from ..models.taste import Taster
-    from ..training.masked_lm import load_masked_lm
+    from ..models.masked_lm import load_masked_lm
 
     if model is None:
         raise SembedError("taste needs a masked-LM", "pass --model DIR, e.g. from sembed train --method mlm "

@@ -215,7 +215,7 @@ class MaskedLM:
 
     @classmethod
     def load(cls, path: Path, device: str = "cpu", precision: str = "fp32") -> MaskedLM:
-        from ..training.masked_lm import load_masked_lm
+        from ..models.masked_lm import load_masked_lm
 
         model, tokenizer = load_masked_lm(str(path), device, precision)
         return cls(model, tokenizer, device)

@@ -33,8 +33,9 @@ from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import SembedError
 from ..io import RecordSource
 from . import checkpoints
-from .masked_lm import (COMMAND, MLM_IGNORE, LoopSchedule, encode_names, finish, length_batches, load_masked_lm,
-                        mask_one, read_train_split, run_loop)
+from ..models.masked_lm import load_masked_lm
+from .masked_lm import (COMMAND, MLM_IGNORE, LoopSchedule, encode_names, finish, length_batches, mask_one,
+                        read_train_split, run_loop)
 
 DISTANCES = ("euclidean", "cosine", "manhattan")
 DEFAULT_MARGIN = 0.5  # on unit-length embeddings (Euclidean distances lie in [0, 2])
