@@ -281,7 +281,8 @@ def sts_command(
     """
     import numpy as np
 
-    from ..evaluation import fields, sts
+    from .. import io
+    from ..evaluation import sts
     from ..models.model_identity import FIELD, OneModel
 
     if versus is not None or versus_key is not None:
@@ -320,7 +321,7 @@ def sts_command(
     def keep(record: dict) -> tuple | None:
         nonlocal unscored
         value = reader(record)
-        group = fields.group(record, group_by) if group_by else None
+        group = io.group(record, group_by) if group_by else None
         gold = None if record.get(gold_key) is None else check_number(record, gold_key, "the gold similarity score")
         if sink is not None:
             sink.write({**{k: v for k, v in record.items() if not k.startswith("embedding") or k == FIELD},

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import io
 from ..errors import SembedError
-from . import fields
 
 DEFAULT_FOLDS = 10
 DEFAULT_C = 1.0
@@ -64,17 +64,17 @@ class LabelledVector:
 
     def __init__(self, key: str = "embedding", label_key: str = "label"):
         self.key, self.label_key = key, label_key
-        self.dimension = fields.Dimension()
+        self.dimension = io.Dimension()
 
     @property
     def name(self) -> str:
         return self.key
 
     def __call__(self, record: dict) -> tuple[np.ndarray, str]:
-        vector = fields.vector(record, self.key)
+        vector = io.vector(record, self.key)
         self.dimension.check({self.key: vector})
         with np.errstate(over="ignore"):  # past float32's range: cross_validate refuses the features, clearly
-            return vector.astype(np.float32), fields.label(record, self.label_key)
+            return vector.astype(np.float32), io.label(record, self.label_key)
 
 
 def check_labels(labels: Sequence[str], folds: int) -> tuple[dict[str, int], list[str], int]:

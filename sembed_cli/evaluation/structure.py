@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import io
 from ..errors import BadRecord, SembedError
 from ..io import json_type
-from . import fields
 
 # Universal POS tags of function words (closed classes, numbers, punctuation, symbols, whitespace, other).
 FUNCTION_POS = frozenset({"DET", "ADP", "PRON", "AUX", "CCONJ", "SCONJ", "PART", "PUNCT", "SYM", "NUM", "SPACE",
@@ -60,11 +60,11 @@ class StructureWords:
     head_deps: list = field(default_factory=list)
     depths: list = field(default_factory=list)
     sentences: list = field(default_factory=list)
-    dimension: fields.Dimension = field(default_factory=fields.Dimension)
+    dimension: io.Dimension = field(default_factory=io.Dimension)
     _sentence_codes: dict = field(default_factory=dict)
 
     def __call__(self, record: dict) -> None:
-        vector = fields.vector(record, self.embedding_key, "run sembed embed --words first, or give its matrix with --npy")
+        vector = io.vector(record, self.embedding_key, "run sembed embed --words first, or give its matrix with --npy")
         self.dimension.check({self.embedding_key: vector})
         word = _string(record, "word")
         pos, tag, dep, head_dep = (_string(record, key) for key in ("pos", "tag", "dep", "head_dep"))

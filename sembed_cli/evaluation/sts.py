@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import io
 from ..errors import SembedError
 from ..io import check_number
-from . import fields
 
 FISHER_Z95 = 1.96  # the two-sided 95% normal quantile of NWS eq. 12
 
@@ -33,7 +33,7 @@ class UndefinedCorrelation(SembedError):
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
     """NWS eq. 10: sum((x - mean x)(y - mean y)) / (sqrt(sum (x - mean x)^2) sqrt(sum (y - mean y)^2))."""
     dx, dy = x - x.mean(), y - y.mean()
-    dx, dy = fields.unit_scaled(dx), fields.unit_scaled(dy)  # the same r, without overflow in the sums of squares
+    dx, dy = io.unit_scaled(dx), io.unit_scaled(dy)  # the same r, without overflow in the sums of squares
     r = float(dx @ dy / math.sqrt(float(dx @ dx) * float(dy @ dy)))
     return max(-1.0, min(1.0, r))  # rounding can step past +-1, where eq. 11 is undefined
 
@@ -218,10 +218,10 @@ def undefined_groups(result: dict) -> list[str]:
 def cosine(a: np.ndarray, b: np.ndarray, key_a: str, key_b: str) -> float:
     """The cosine of two finite vectors, each scaled by its largest absolute value first, so vectors of any
     magnitude (1e200, 1e-200) give the cosine their directions have."""
-    a, b = fields.unit_scaled(a), fields.unit_scaled(b)
+    a, b = io.unit_scaled(a), io.unit_scaled(b)
     norm_a, norm_b = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    fields.nonzero(key_a, norm_a)
-    fields.nonzero(key_b, norm_b)
+    io.nonzero(key_a, norm_a)
+    io.nonzero(key_b, norm_b)
     return max(-1.0, min(1.0, float(a @ b) / (norm_a * norm_b)))
 
 
@@ -237,7 +237,7 @@ class PairSimilarity:
     def __init__(self, key_a: str = "embedding_a", key_b: str = "embedding_b", similarity_key: str | None = None):
         self.key_a, self.key_b, self.similarity_key = key_a, key_b, similarity_key
         self.decided = similarity_key is not None
-        self.dimension = fields.Dimension()
+        self.dimension = io.Dimension()
 
     @property
     def name(self) -> str:
@@ -250,7 +250,7 @@ class PairSimilarity:
                 self.similarity_key = self.SIMILARITY_FIELD
         if self.similarity_key is not None:
             return check_number(record, self.similarity_key, "the predicted similarity")
-        a, b = fields.vector(record, self.key_a), fields.vector(record, self.key_b)
+        a, b = io.vector(record, self.key_a), io.vector(record, self.key_b)
         self.dimension.check({self.key_a: a, self.key_b: b})
         return cosine(a, b, self.key_a, self.key_b)
 
@@ -266,7 +266,7 @@ class CfParts:
     def __init__(self, keys_a: tuple[str, str] = ("embedding_basic_a", "embedding_cf_a"),
                  keys_b: tuple[str, str] = ("embedding_basic_b", "embedding_cf_b")):
         self.keys = (*keys_a, *keys_b)
-        self.dimension = fields.Dimension()
+        self.dimension = io.Dimension()
 
     @property
     def name(self) -> str:
@@ -275,15 +275,15 @@ class CfParts:
 
     def __call__(self, record: dict) -> np.ndarray:
         hint = "run sembed embed --keep-parts first"
-        vectors = {key: fields.vector(record, key, hint) for key in self.keys}
+        vectors = {key: io.vector(record, key, hint) for key in self.keys}
         self.dimension.check(vectors)
         for key, v in vectors.items():
-            fields.nonzero(key, float(np.max(np.abs(v))))
+            io.nonzero(key, float(np.max(np.abs(v))))
         a, c, b, d = vectors.values()
         # the cosine of a + W c and b + W d is the same with each side's parts scaled by one factor: scale them so
         # that the dot products cannot overflow
         peak_a, peak_b = max(np.max(np.abs(a)), np.max(np.abs(c))), max(np.max(np.abs(b)), np.max(np.abs(d)))
-        low, high = fields.SAFE_MAGNITUDES
+        low, high = io.SAFE_MAGNITUDES
         if not (low <= peak_a <= high and low <= peak_b <= high):
             a, c, b, d = a / peak_a, c / peak_a, b / peak_b, d / peak_b
         return np.array([a @ a, a @ c, c @ c, b @ b, b @ d, d @ d, a @ b, a @ d, c @ b, c @ d])

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from .. import console
 from ..artifacts import ContentHash
 from ..errors import BadRecord
-from ..io import RecordSource, TextFields, batched, check_number, check_text, derived_key, text_jobs
+from ..io import (RecordSource, TextFields, batched, check_number, check_text, derived_key, label,
+                  text_jobs)
 
 LABEL_COLUMN = "label"  # the column name the sentence-transformers trainer takes as the target
 
@@ -72,8 +73,6 @@ class LabelSet:
     names: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 
     def index(self, record: dict, key: str) -> int:
-        from ..evaluation.fields import label
-
         value = label(record, key).strip().lower()
         if value not in self.names:
             raise BadRecord(f"'{key}' {value!r} is not one of {', '.join(self.names)}")
