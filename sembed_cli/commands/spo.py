@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..text import spacy_pipeline
 from ..text.component_focus import spo_records
-from ..text.dependency import check_tokens
-from ..io import RecordSource, TextFields, check_text, derived_key, run_stream
+from ..text.dependency import check_parse_source
+from ..io import RecordSource, TextFields, run_stream
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
                        Threads, Verbose)
 
@@ -16,11 +16,7 @@ def check_record(fields: TextFields):
 
     def check(record: dict) -> None:
         for key in fields.of(record):
-            name = derived_key(key, "tokens")
-            if name in record:
-                check_tokens(name, record[name])
-            else:
-                check_text(record, key, spacy_pipeline.LIMIT)
+            check_parse_source(record, key)
 
     return check
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from ..errors import BadRecord
-from ..io import TextFields, derived_key, json_type, map_texts
+from ..io import TextFields, check_text, derived_key, json_type, map_texts
 from . import spacy_pipeline
 
 TOKEN_FIELDS = {"i": int, "text": str, "dep": str, "head": int}  # what S_cf and the word records read
@@ -55,6 +55,16 @@ def parse_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(
 
     return map_texts(records, fields, batch_size,
                      lambda texts: nlp.pipe(texts, batch_size=spacy_pipeline.BATCH, n_process=n_process), store)
+
+
+def check_parse_source(record: dict, key: str) -> None:
+    """What `parse_missing` will read for the text `key`: its tokens field when the record has one, else a text
+    spaCy can parse."""
+    name = derived_key(key, "tokens")
+    if name in record:
+        check_tokens(name, record[name])
+    else:
+        check_text(record, key, spacy_pipeline.LIMIT)
 
 
 def parse_missing(parses: list[list[dict] | None], texts: Sequence[str], nlp=None,
