@@ -145,7 +145,7 @@ def main() -> None:
 
     import torch
 
-    from sembed_cli.training.masked_lm import load_masked_lm
+    from sembed_cli.models.masked_lm import load_masked_lm
 
     torch.set_num_threads(args.threads)
     meta = json.loads((Path(args.model) / "sembed.json").read_text())

@@ -20,14 +20,14 @@ from pathlib import Path
 
 from common import ROOT, log, save, stsb_test_sentences, write_jsonl
 
-from sembed_cli.commands.parse import SPACY_BATCH, parse_records
+from sembed_cli.text.dependency import parse_records
 from sembed_cli.io import RecordSink, RecordSource, TextFields
 from sembed_cli.text import spacy_pipeline
 
 
 def time_spacy(nlp, texts: list[str]) -> float:
     start = time.perf_counter()
-    for _ in nlp.pipe(texts, batch_size=SPACY_BATCH):
+    for _ in nlp.pipe(texts, batch_size=spacy_pipeline.BATCH):
         pass
     return time.perf_counter() - start
 

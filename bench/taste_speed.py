@@ -24,9 +24,8 @@ from pathlib import Path
 
 from common import log, save
 
-from sembed_cli.commands.taste import taste_records
 from sembed_cli.io import RecordSink, RecordSource, TextFields
-from sembed_cli.models.taste import Taster
+from sembed_cli.models.taste import Taster, taste_records
 from sembed_cli.readers import FORMATS, ReadSettings
 
 
@@ -83,7 +82,7 @@ def main() -> None:
 
     def model_in(precision: str):
         if args.model:
-            from sembed_cli.training.masked_lm import load_masked_lm
+            from sembed_cli.models.masked_lm import load_masked_lm
 
             return load_masked_lm(args.model, "cpu", precision)
         model, tokenizer = untrained_model(names)

@@ -308,7 +308,7 @@ def test_a_full_disk_keeps_the_whole_batches_before_it(tmp_path, monkeypatch):
 
 
 def test_an_interrupted_run_keeps_its_finished_batches_in_the_output(tmp_path, monkeypatch):
-    import sembed_cli.commands.parse as parse
+    import sembed_cli.text.dependency as parse
 
     interrupt_at_call(monkeypatch, parse, "doc_tokens", 3)
     out = tmp_path / "out.jsonl.gz"

@@ -369,11 +369,10 @@ def test_nan_and_infinite_values_are_rejected_at_their_line(value):
 
 def test_nan_is_named_by_the_field_reader():
     from sembed_cli.errors import BadRecord
-    from sembed_cli.evaluation import fields
-    from sembed_cli.io import check_number
+    from sembed_cli.io import check_number, vector
 
     with pytest.raises(BadRecord, match=r"^'embedding' has a NaN or infinite value at index 1$"):
-        fields.vector({"embedding": [1.0, float("nan")]}, "embedding")
+        vector({"embedding": [1.0, float("nan")]}, "embedding")
     with pytest.raises(BadRecord, match=r"^'score' must be a finite number, got inf$"):
         check_number({"score": float("inf")}, "score", "the gold similarity score")
 

@@ -19,7 +19,8 @@ torch = pytest.importorskip("torch")
 
 from sembed_cli.text import char_tokenizer  # noqa: E402
 from sembed_cli.models.taste import Taster  # noqa: E402
-from sembed_cli.training.masked_lm import MLM_IGNORE, load_masked_lm, mask_one  # noqa: E402
+from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
+from sembed_cli.training.masked_lm import MLM_IGNORE, mask_one  # noqa: E402
 from sembed_cli.training.poi_triplet import batch_all_triplet_loss  # noqa: E402
 
 PLACES = ["Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Bristol", "Clinton", "Salem",

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import jsonl, sembed
 from sembed_cli.text import spacy_pipeline
-from sembed_cli.commands.spo import spo_records
+from sembed_cli.text.component_focus import spo_records
 from sembed_cli.text.component_focus import component_words, s_cf
 from sembed_cli.text.dependency import doc_tokens
 from sembed_cli.io import TextFields

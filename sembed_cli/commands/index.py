@@ -276,7 +276,7 @@ class IndexRecords:
 
     def __init__(self, text_key: str, embedding_key: str, id_key: str, needs_ids: bool = False,
                  npy: Path | None = None):
-        from ..evaluation.fields import Dimension
+        from ..io import Dimension
         from ..models.model_identity import OneModel
         from ..vector_rows import RowVectors
 
@@ -298,7 +298,7 @@ class IndexRecords:
         import numpy as np
 
         from ..errors import BadRecord
-        from ..evaluation.fields import vector
+        from ..io import vector
         from ..io import check_text
 
         if self.rows is not None:

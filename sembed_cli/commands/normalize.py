@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-
 from ..text import spacy_pipeline
-from ..text.base_form import base_forms
-from ..io import StreamOptions, TextFields, derived_key, map_texts
+from ..text.base_form import normalize_records
+from ..io import StreamOptions, TextFields
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
                        Threads, Verbose)
-
-
-def normalize_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(),
-                      batch_size: int = 1000) -> Iterator[dict]:
-    """Replace every text field by its base form; the original goes to `text_raw` (suffixed like the field).
-
-    A `text_raw` already there is kept, so normalizing twice still leaves the
-    original text in it.
-    """
-
-    def store(record: dict, key: str, normalized: str) -> None:
-        record.setdefault(derived_key(key, "text_raw"), record[key])
-        record[key] = normalized
-
-    return map_texts(records, fields, batch_size, lambda texts: base_forms(texts, nlp), store)
 
 
 def normalize_command(

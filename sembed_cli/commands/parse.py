@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-
 from ..text import spacy_pipeline
-from ..text.dependency import doc_tokens, doc_triples
-from ..io import StreamOptions, TextFields, derived_key, map_texts
+from ..text.dependency import parse_records
+from ..io import StreamOptions, TextFields
 from ..options import (BatchSize, Force, Input, Lines, NProcess, Output, Quiet, ShardOption, SkipErrors, SpacyModel,
                        TextKeys, Threads, Verbose)
-
-SPACY_BATCH = 256
-
-
-def parse_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(), batch_size: int = 1000,
-                  n_process: int = 1) -> Iterator[dict]:
-    """Add `tokens` and `triples` (suffixed like the text field) to every record."""
-
-    def store(record: dict, key: str, doc) -> None:
-        record[derived_key(key, "tokens")] = doc_tokens(doc)
-        record[derived_key(key, "triples")] = doc_triples(doc)
-
-    return map_texts(records, fields, batch_size,
-                     lambda texts: nlp.pipe(texts, batch_size=SPACY_BATCH, n_process=n_process), store)
 
 
 def parse_command(

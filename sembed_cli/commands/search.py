@@ -44,7 +44,7 @@ Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour th
 class QueryVectors:
     """Checks query embeddings as they are read and keeps each as a float32 array for its batch.
 
-    numpy checks the common case (a list of numbers) in C; anything else gets `fields.vector`'s exact
+    numpy checks the common case (a list of numbers) in C; anything else gets `io.vector`'s exact
     message. Search is cheap per query, so the checking must be too (bench/search_speed.py).
     """
 
@@ -77,7 +77,7 @@ class QueryVectors:
     def check(self, record: dict) -> None:
         import numpy as np
 
-        from ..evaluation.fields import vector
+        from ..io import vector
 
         self.check_model(record)
         value = record[self.key]

@@ -2,38 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-
 from ..text import spacy_pipeline
-from ..text.component_focus import s_cf
-from ..text.dependency import check_tokens, doc_tokens
-from ..io import StreamOptions, TextFields, batched, check_text, derived_key, text_jobs
+from ..text.component_focus import spo_records
+from ..text.dependency import check_parse_source
+from ..io import StreamOptions, TextFields
 from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
                        Threads, Verbose)
-from .parse import SPACY_BATCH
-
-
-def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFields(), batch_size: int = 1000,
-                model: str = spacy_pipeline.DEFAULT_MODEL) -> Iterator[dict]:
-    """Add `s_cf` (suffixed like the text field) to every record.
-
-    A text's parse is its `tokens` field (`tokens_a` for `text_a`...) when the
-    record has one; otherwise the text is parsed with `nlp`, or, when that is
-    None, with the spaCy pipeline `model`, loaded only once a text needs it.
-    """
-    for batch in batched(records, batch_size):
-        jobs = text_jobs(batch, fields)
-        parses = [record.get(derived_key(key, "tokens")) for record, key in jobs]
-        unparsed = [n for n, tokens in enumerate(parses) if tokens is None]
-        if unparsed:
-            if nlp is None:
-                nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
-            texts = (jobs[n][0][jobs[n][1]] for n in unparsed)
-            for n, doc in zip(unparsed, nlp.pipe(texts, batch_size=SPACY_BATCH)):
-                parses[n] = doc_tokens(doc)  # used here only: spo adds no tokens field
-        for (record, key), tokens in zip(jobs, parses):
-            record[derived_key(key, "s_cf")] = s_cf(tokens, record[key])
-        yield from batch
 
 
 def check_record(fields: TextFields):
@@ -42,11 +16,7 @@ def check_record(fields: TextFields):
 
     def check(record: dict) -> None:
         for key in fields.of(record):
-            name = derived_key(key, "tokens")
-            if name in record:
-                check_tokens(name, record[name])
-            else:
-                check_text(record, key, spacy_pipeline.LIMIT)
+            check_parse_source(record, key)
 
     return check
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..models import sentence_models
-from ..io import StreamOptions, TextFields, derived_key, map_texts
+from ..io import StreamOptions, TextFields
 from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLM, MaskedLMPrecision, Output, Quiet, SkipErrors,
                        TextKeys, Threads, Verbose, finite)
 
@@ -25,30 +25,6 @@ Neighbours = Annotated[Optional[Path], typer.Option(
          "alone cannot tell a city from a word when ~40 letters make almost any character a top-10 guess.")]
 VoteK = Annotated[int, typer.Option("--vote-k", min=1, metavar="K", help="Labelled neighbours of a --neighbours "
                                                                          "vote.")]
-
-
-def taste_records(records, taster, fields: TextFields, batch_size: int, threshold: float, voter=None):
-    """Each record with taste_score, taste_hits, taste_length, (poi_vote,) and is_poi for each text field (lazy)."""
-
-    def judge(texts: list[str]) -> list[tuple]:
-        votes = voter.vote(texts) if voter is not None else [None] * len(texts)
-        return list(zip(taster.taste(texts), votes))
-
-    def store(record: dict, key: str, judged) -> None:
-        taste, vote = judged
-        prediction = derived_key(key, "is_poi")
-        if prediction in record:
-            record[prediction + "_gold"] = record.pop(prediction)
-        record[derived_key(key, "taste_score")] = round(taste.score, 6)
-        record[derived_key(key, "taste_hits")] = taste.hits
-        record[derived_key(key, "taste_length")] = taste.length
-        if vote is None:
-            record[prediction] = taste.length > 0 and taste.score >= threshold
-        else:
-            record[derived_key(key, "poi_vote")] = vote
-            record[prediction] = taste.length > 0 and vote >= threshold
-
-    return map_texts(records, fields, batch_size, judge, store)
 
 
 def taste_command(
@@ -109,8 +85,8 @@ def taste_command(
     """
     from ..errors import SembedError
     from ..models.precision import resolve
-    from ..models.taste import Taster
-    from ..training.masked_lm import load_masked_lm
+    from ..models.taste import Taster, taste_records
+    from ..models.masked_lm import load_masked_lm
 
     if model is None:
         raise SembedError("taste needs a masked-LM", "pass --model DIR, e.g. from sembed train --method mlm "

@@ -29,7 +29,8 @@ import numpy as np
 from ..errors import SembedError
 from ..io import RecordSource, derived_key
 from ..models.model_identity import OneModel
-from . import fields, tables
+from .. import io
+from . import tables
 from .records import read_all
 
 log = logging.getLogger(__name__)
@@ -71,17 +72,17 @@ class LabelledVector:
 
     def __init__(self, key: str = "embedding", label_key: str = "label"):
         self.key, self.label_key = key, label_key
-        self.dimension = fields.Dimension()
+        self.dimension = io.Dimension()
 
     @property
     def name(self) -> str:
         return self.key
 
     def __call__(self, record: dict) -> tuple[np.ndarray, str]:
-        vector = fields.vector(record, self.key)
+        vector = io.vector(record, self.key)
         self.dimension.check({self.key: vector})
         with np.errstate(over="ignore"):  # past float32's range: cross_validate refuses the features, clearly
-            return vector.astype(np.float32), fields.label(record, self.label_key)
+            return vector.astype(np.float32), io.label(record, self.label_key)
 
 
 def check_labels(labels: Sequence[str], folds: int) -> tuple[dict[str, int], list[str], int]:

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..io import RecordSource
 from ..models.model_identity import OneModel
-from . import classify, fields
+from .. import io
+from . import classify
 from .records import pair_keys, read_all
 
 FEATURES = {
@@ -41,16 +42,16 @@ class PairFeatures:
         if kind not in FEATURES:
             raise ValueError(f"unknown features '{kind}': {', '.join(FEATURES)}")
         self.key_a, self.key_b, self.label_key, self.kind = key_a, key_b, label_key, kind
-        self.dimension = fields.Dimension()
+        self.dimension = io.Dimension()
 
     @property
     def name(self) -> str:
         return FEATURES[self.kind].format(u=self.key_a, v=self.key_b)
 
     def __call__(self, record: dict) -> tuple[np.ndarray, str]:
-        u, v = fields.vector(record, self.key_a), fields.vector(record, self.key_b)
+        u, v = io.vector(record, self.key_a), io.vector(record, self.key_b)
         self.dimension.check({self.key_a: u, self.key_b: v})
-        return pair_features(u, v, self.kind), fields.label(record, self.label_key)
+        return pair_features(u, v, self.kind), io.label(record, self.label_key)
 
 
 def evaluate(input: str, text_keys: tuple[str, str] = ("text_a", "text_b"), kind: str = "abs-diff",

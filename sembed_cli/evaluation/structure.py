@@ -39,7 +39,8 @@ import numpy as np
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
 from ..models.model_identity import OneModel
-from . import fields, tables
+from .. import io
+from . import tables
 from .records import read_all
 
 log = logging.getLogger(__name__)
@@ -66,11 +67,11 @@ class StructureWords:
     head_deps: list = field(default_factory=list)
     depths: list = field(default_factory=list)
     sentences: list = field(default_factory=list)
-    dimension: fields.Dimension = field(default_factory=fields.Dimension)
+    dimension: io.Dimension = field(default_factory=io.Dimension)
     _sentence_codes: dict = field(default_factory=dict)
 
     def __call__(self, record: dict) -> None:
-        vector = fields.vector(record, self.embedding_key, "run sembed embed --words first, or give its matrix with --npy")
+        vector = io.vector(record, self.embedding_key, "run sembed embed --words first, or give its matrix with --npy")
         self.dimension.check({self.embedding_key: vector})
         word = _string(record, "word")
         pos, tag, dep, head_dep = (_string(record, key) for key in ("pos", "tag", "dep", "head_dep"))

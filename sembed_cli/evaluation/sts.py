@@ -25,7 +25,8 @@ import numpy as np
 from ..errors import SembedError
 from ..io import RecordSink, RecordSource, check_number, display_name
 from ..models.model_identity import FIELD, OneModel
-from . import fields, tables
+from .. import io
+from . import tables
 from .records import pair_keys, read_all
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class UndefinedCorrelation(SembedError):
 def pearson(x: np.ndarray, y: np.ndarray) -> float:
     """NWS eq. 10: sum((x - mean x)(y - mean y)) / (sqrt(sum (x - mean x)^2) sqrt(sum (y - mean y)^2))."""
     dx, dy = x - x.mean(), y - y.mean()
-    dx, dy = fields.unit_scaled(dx), fields.unit_scaled(dy)  # the same r, without overflow in the sums of squares
+    dx, dy = io.unit_scaled(dx), io.unit_scaled(dy)  # the same r, without overflow in the sums of squares
     r = float(dx @ dy / math.sqrt(float(dx @ dx) * float(dy @ dy)))
     return max(-1.0, min(1.0, r))  # rounding can step past +-1, where eq. 11 is undefined
 
@@ -225,10 +226,10 @@ def undefined_groups(result: dict) -> list[str]:
 def cosine(a: np.ndarray, b: np.ndarray, key_a: str, key_b: str) -> float:
     """The cosine of two finite vectors, each scaled by its largest absolute value first, so vectors of any
     magnitude (1e200, 1e-200) give the cosine their directions have."""
-    a, b = fields.unit_scaled(a), fields.unit_scaled(b)
+    a, b = io.unit_scaled(a), io.unit_scaled(b)
     norm_a, norm_b = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    fields.nonzero(key_a, norm_a)
-    fields.nonzero(key_b, norm_b)
+    io.nonzero(key_a, norm_a)
+    io.nonzero(key_b, norm_b)
     return max(-1.0, min(1.0, float(a @ b) / (norm_a * norm_b)))
 
 
@@ -244,7 +245,7 @@ class PairSimilarity:
     def __init__(self, key_a: str = "embedding_a", key_b: str = "embedding_b", similarity_key: str | None = None):
         self.key_a, self.key_b, self.similarity_key = key_a, key_b, similarity_key
         self.decided = similarity_key is not None
-        self.dimension = fields.Dimension()
+        self.dimension = io.Dimension()
 
     @property
     def name(self) -> str:
@@ -257,7 +258,7 @@ class PairSimilarity:
                 self.similarity_key = self.SIMILARITY_FIELD
         if self.similarity_key is not None:
             return check_number(record, self.similarity_key, "the predicted similarity")
-        a, b = fields.vector(record, self.key_a), fields.vector(record, self.key_b)
+        a, b = io.vector(record, self.key_a), io.vector(record, self.key_b)
         self.dimension.check({self.key_a: a, self.key_b: b})
         return cosine(a, b, self.key_a, self.key_b)
 
@@ -273,7 +274,7 @@ class CfParts:
     def __init__(self, keys_a: tuple[str, str] = ("embedding_basic_a", "embedding_cf_a"),
                  keys_b: tuple[str, str] = ("embedding_basic_b", "embedding_cf_b")):
         self.keys = (*keys_a, *keys_b)
-        self.dimension = fields.Dimension()
+        self.dimension = io.Dimension()
 
     @property
     def name(self) -> str:
@@ -282,15 +283,15 @@ class CfParts:
 
     def __call__(self, record: dict) -> np.ndarray:
         hint = "run sembed embed --keep-parts first"
-        vectors = {key: fields.vector(record, key, hint) for key in self.keys}
+        vectors = {key: io.vector(record, key, hint) for key in self.keys}
         self.dimension.check(vectors)
         for key, v in vectors.items():
-            fields.nonzero(key, float(np.max(np.abs(v))))
+            io.nonzero(key, float(np.max(np.abs(v))))
         a, c, b, d = vectors.values()
         # the cosine of a + W c and b + W d is the same with each side's parts scaled by one factor: scale them so
         # that the dot products cannot overflow
         peak_a, peak_b = max(np.max(np.abs(a)), np.max(np.abs(c))), max(np.max(np.abs(b)), np.max(np.abs(d)))
-        low, high = fields.SAFE_MAGNITUDES
+        low, high = io.SAFE_MAGNITUDES
         if not (low <= peak_a <= high and low <= peak_b <= high):
             a, c, b, d = a / peak_a, c / peak_a, b / peak_b, d / peak_b
         return np.array([a @ a, a @ c, c @ c, b @ b, b @ d, d @ d, a @ b, a @ d, c @ b, c @ d])
@@ -372,7 +373,7 @@ def evaluate(input: str, text_keys: tuple[str, str] = PAIR_TEXT_KEYS, similarity
     def keep(record: dict) -> tuple | None:
         nonlocal unscored
         value = reader(record)
-        group = fields.group(record, group_by) if group_by else None
+        group = io.group(record, group_by) if group_by else None
         gold = gold_score(record, gold_key)
         if sink is not None:
             sink.write({**{k: v for k, v in record.items() if not k.startswith("embedding") or k == FIELD},

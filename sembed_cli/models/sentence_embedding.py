@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..commands.spo import spo_records
 from ..errors import BadRecord, SembedError
 from ..io import TextFields, batched, derived_key, temporary_sibling, text_jobs, write_json_atomic
+from ..text.component_focus import S_CF, add_missing_s_cf
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,6 @@ EMBEDDING = "embedding"
 BASIC = "embedding_basic"
 CF = "embedding_cf"
 ROW = "_row"  # with a VectorFile, field F holds the row number under F_row (embedding_row, embedding_row_a, ...)
-S_CF = "s_cf"
 TOKEN_WEIGHTS = "token_weights"
 
 
@@ -210,17 +209,6 @@ def word_weights(model, text: str, output: dict) -> list[list]:
     return [[word, round(weight, 6)] for word, weight, _ in merged]
 
 
-def add_missing_s_cf(jobs: list[tuple[dict, str]], batch_size: int) -> None:
-    """Give every (record, text key) its S_cf through `sembed spo`'s own code, where the record lacks it."""
-    missing: dict[str, list[dict]] = {}
-    for record, key in jobs:
-        if derived_key(key, S_CF) not in record:
-            missing.setdefault(key, []).append(record)
-    for key, records in missing.items():  # one key at a time, so an S_cf the record already has is kept
-        for _ in spo_records(records, None, TextFields([key]), batch_size):
-            pass
-
-
 def embed_records(records: Iterable[dict], model, fields: TextFields = TextFields(), batch_size: int = 1000,
                   cf_weight: float | None = None, keep_parts: bool = False, encode_batch_size: int = 32,
                   vectors: VectorFile | None = None, explain: bool = False,
@@ -243,7 +231,7 @@ def embed_records(records: Iterable[dict], model, fields: TextFields = TextField
         jobs = text_jobs(batch, fields)
         texts = [record[key] for record, key in jobs]
         if focus:
-            add_missing_s_cf(jobs, batch_size)
+            add_missing_s_cf(jobs)
             texts += [record[derived_key(key, S_CF)] for record, key in jobs]
         if explain:
             if long_texts is not None:

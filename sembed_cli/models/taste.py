@@ -19,9 +19,12 @@ its output, so that near-tied predictions are not left to bf16's rounding.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
+
+from ..io import TextFields, derived_key, map_texts
 
 DEFAULT_TOP_K = 10
 DEFAULT_THRESHOLD = 0.5
@@ -160,3 +163,29 @@ class NeighbourVote:
         weights = np.where(rows >= 0, np.clip(scores, 0.0, None), 0.0) + 1e-9
         votes = (weights * self.labels[np.maximum(rows, 0)]).sum(1) / weights.sum(1)
         return [round(float(v), 6) for v in votes]
+
+
+def taste_records(records: Iterable[dict], taster: Taster, fields: TextFields, batch_size: int, threshold: float,
+                  voter: NeighbourVote | None = None) -> Iterator[dict]:
+    """`sembed taste`: each record with taste_score, taste_hits, taste_length, (poi_vote,) and is_poi for each text
+    field (lazy)."""
+
+    def judge(texts: list[str]) -> list[tuple]:
+        votes = voter.vote(texts) if voter is not None else [None] * len(texts)
+        return list(zip(taster.taste(texts), votes))
+
+    def store(record: dict, key: str, judged) -> None:
+        taste, vote = judged
+        prediction = derived_key(key, "is_poi")
+        if prediction in record:
+            record[prediction + "_gold"] = record.pop(prediction)
+        record[derived_key(key, "taste_score")] = round(taste.score, 6)
+        record[derived_key(key, "taste_hits")] = taste.hits
+        record[derived_key(key, "taste_length")] = taste.length
+        if vote is None:
+            record[prediction] = taste.length > 0 and taste.score >= threshold
+        else:
+            record[derived_key(key, "poi_vote")] = vote
+            record[prediction] = taste.length > 0 and vote >= threshold
+
+    return map_texts(records, fields, batch_size, judge, store)

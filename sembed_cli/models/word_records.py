@@ -13,8 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from ..errors import BadRecord
 from ..io import batched, check_text, derived_key, json_type
-from ..text import spacy_pipeline
-from ..text.dependency import check_tokens
+from ..text.dependency import check_tokens, parse_missing
 
 WORD_FIELDS = ("word_index", "word", "lemma", "pos", "tag", "dep", "head_index", "head_dep", "depth",
                "sentence_index")
@@ -105,17 +104,7 @@ def word_batches(records: Iterable[dict], encoder, text_key: str = "text", batch
     tokens_key = derived_key(text_key, "tokens")
     position = 0
     for batch in batched(records, batch_size):
-        parses = [record.get(tokens_key) for record in batch]
-        unparsed = [n for n, tokens in enumerate(parses) if tokens is None]
-        if unparsed:
-            if nlp is None:
-                nlp = spacy_pipeline.load(spacy_pipeline.DEFAULT_MODEL, spacy_pipeline.PARSE)
-            from ..commands.parse import SPACY_BATCH
-            from ..text.dependency import doc_tokens
-
-            texts = (batch[n][text_key] for n in unparsed)
-            for n, doc in zip(unparsed, nlp.pipe(texts, batch_size=SPACY_BATCH)):
-                parses[n] = doc_tokens(doc)
+        parses = parse_missing([record.get(tokens_key) for record in batch], [record[text_key] for record in batch], nlp)
         vectors = encoder.encode([[t["text"] for t in tokens] for tokens in parses], batch_size=encode_batch_size)
         if syntax_map is not None:
             lengths = [len(v) for v in vectors]

@@ -21,7 +21,6 @@ from .inputs import InputFile, ReadSettings, lines
 
 BLANK = "blank"  # a blank line ends a document
 FILE = "file"  # a file is one document
-SPACY_BATCH = 256
 
 
 def doc_id(file: InputFile, number: int, doc_break: str) -> str:
@@ -76,7 +75,7 @@ def read_prose(files: Sequence[InputFile], settings: ReadSettings) -> Iterator[d
     nlp = spacy_pipeline.load(settings.model, spacy_pipeline.SENTENCES)
     current, sent_id = None, 0
     for batch in batched(paragraphs(files, settings, nlp.max_length), settings.batch_size):
-        docs = nlp.pipe((p.text for p in batch), batch_size=SPACY_BATCH, n_process=settings.n_process)
+        docs = nlp.pipe((p.text for p in batch), batch_size=spacy_pipeline.BATCH, n_process=settings.n_process)
         for paragraph, doc in zip(batch, docs):
             if paragraph.doc_id != current:
                 current, sent_id = paragraph.doc_id, 0

@@ -1,4 +1,6 @@
 """Text processing: the spaCy pipeline, dependency triples and S_cf, base forms, structural sets, name variants.
 
+The record functions of `parse`, `spo` and `normalize` live here, beside what they compute
+(`dependency.parse_records`, `component_focus.spo_records`, `base_form.normalize_records`).
 Importable without typer; nothing here loads a neural sentence encoder.
 """

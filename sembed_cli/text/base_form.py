@@ -18,16 +18,17 @@ exactly as it went in (and skips spaCy altogether).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+
+from ..io import TextFields, derived_key, map_texts
+from .spacy_pipeline import BATCH
 
 # Curly right and left single quotes and the modifier-letter apostrophe all serve as apostrophes in real text.
 APOSTROPHES = "\u2019\u2018\u02bc"
 _STRAIGHTEN = str.maketrans({c: "'" for c in APOSTROPHES})
 _ANY_APOSTROPHE = re.compile(f"['{APOSTROPHES}]")
 _WORD = re.compile(r"\S+")
-
-SPACY_BATCH = 256
 
 # Clitics whose expansion does not depend on context (spaCy leaves "'ve" after a modal un-normed).
 CLITICS = {"n't": "not", "'m": "am", "'re": "are", "'ve": "have", "'ll": "will"}
@@ -105,11 +106,27 @@ def base_form(doc, original: str) -> str:
     return "".join(out)
 
 
-def base_forms(texts: Sequence[str], nlp, batch_size: int = SPACY_BATCH) -> Iterator[str]:
+def base_forms(texts: Sequence[str], nlp, batch_size: int = BATCH) -> Iterator[str]:
     """`base_form` of each text, in order; texts without an apostrophe are returned as they are."""
     docs = nlp.pipe((analysis_text(text) for text in texts if has_apostrophe(text)), batch_size=batch_size)
     for text in texts:
         yield base_form(next(docs), text) if has_apostrophe(text) else text
+
+
+def normalize_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(),
+                      batch_size: int = 1000) -> Iterator[dict]:
+    """`sembed normalize`: replace every text field by its base form; the original goes to `text_raw` (suffixed
+    like the field).
+
+    A `text_raw` already there is kept, so normalizing twice still leaves the
+    original text in it.
+    """
+
+    def store(record: dict, key: str, normalized: str) -> None:
+        record.setdefault(derived_key(key, "text_raw"), record[key])
+        record[key] = normalized
+
+    return map_texts(records, fields, batch_size, lambda texts: base_forms(texts, nlp), store)
 
 
 def _rewrite(token) -> Rewrite | None:

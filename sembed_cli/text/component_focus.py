@@ -53,10 +53,15 @@ Table 1: "An Asian woman in a crowd is not carrying a black bag" ->
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..io import TextFields, batched, derived_key, text_jobs
+from . import spacy_pipeline
+from .dependency import parse_missing
+
 Token = Mapping[str, object]
+S_CF = "s_cf"  # the field, suffixed like its text's (s_cf_a for text_a)
 
 NEGATIONS = frozenset({"not", "no", "n't", "n’t", "never"})
 CONTRACTED_NOT = frozenset({"n't", "n’t"})
@@ -70,6 +75,36 @@ BE_FORMS = frozenset({"be", "is", "are", "was", "were", "am", "been", "being",
 def s_cf(tokens: Sequence[Token], text: str) -> str:
     """S_cf for one text from its parse; the text itself when the parse yields no word."""
     return " ".join(component_words(tokens)) or text
+
+
+def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFields(), batch_size: int = 1000,
+                model: str = spacy_pipeline.DEFAULT_MODEL) -> Iterator[dict]:
+    """`sembed spo`: add `s_cf` (suffixed like the text field) to every record.
+
+    A text's parse is its `tokens` field (`tokens_a` for `text_a`...) when the
+    record has one; otherwise the text is parsed with `nlp`, or, when that is
+    None, with the spaCy pipeline `model`, loaded only once a text needs it.
+    """
+    for batch in batched(records, batch_size):
+        write_s_cf(text_jobs(batch, fields), nlp, model)
+        yield from batch
+
+
+def add_missing_s_cf(jobs: Sequence[tuple[dict, str]], nlp=None, model: str = spacy_pipeline.DEFAULT_MODEL) -> int:
+    """S_cf, as `spo_records` builds it, for each (record, text key) of `jobs` whose record lacks it; an S_cf
+    the record has is kept. Returns how many were built."""
+    missing = [(record, key) for record, key in jobs if derived_key(key, S_CF) not in record]
+    write_s_cf(missing, nlp, model)
+    return len(missing)
+
+
+def write_s_cf(jobs: Sequence[tuple[dict, str]], nlp=None, model: str = spacy_pipeline.DEFAULT_MODEL) -> None:
+    """Store S_cf of each (record, text key), from the record's tokens field where it has one, else parsing the
+    text (`dependency.parse_missing`: spo adds no tokens field)."""
+    parses = parse_missing([record.get(derived_key(key, "tokens")) for record, key in jobs],
+                           [record[key] for record, key in jobs], nlp, model)
+    for (record, key), tokens in zip(jobs, parses):
+        record[derived_key(key, S_CF)] = s_cf(tokens, record[key])
 
 
 def component_words(tokens: Sequence[Token]) -> list[str]:

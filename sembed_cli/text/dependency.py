@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
+
 from ..errors import BadRecord
-from ..io import json_type
+from ..io import TextFields, check_text, derived_key, json_type, map_texts
+from . import spacy_pipeline
 
 TOKEN_FIELDS = {"i": int, "text": str, "dep": str, "head": int}  # what S_cf and the word records read
 
@@ -40,3 +43,38 @@ def check_tokens(name: str, tokens: object, dep_hint: str = "") -> None:
 def doc_triples(doc) -> list[list]:
     """CF-BERT Table 3 triples [[head, head_tag], dep, [child, child_tag]], one per non-root token."""
     return [[[t.head.text, t.head.tag_], t.dep_, [t.text, t.tag_]] for t in doc if t.head.i != t.i]
+
+
+def parse_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(), batch_size: int = 1000,
+                  n_process: int = 1) -> Iterator[dict]:
+    """`sembed parse`: add `tokens` and `triples` (suffixed like the text field) to every record."""
+
+    def store(record: dict, key: str, doc) -> None:
+        record[derived_key(key, "tokens")] = doc_tokens(doc)
+        record[derived_key(key, "triples")] = doc_triples(doc)
+
+    return map_texts(records, fields, batch_size,
+                     lambda texts: nlp.pipe(texts, batch_size=spacy_pipeline.BATCH, n_process=n_process), store)
+
+
+def check_parse_source(record: dict, key: str) -> None:
+    """What `parse_missing` will read for the text `key`: its tokens field when the record has one, else a text
+    spaCy can parse."""
+    name = derived_key(key, "tokens")
+    if name in record:
+        check_tokens(name, record[name])
+    else:
+        check_text(record, key, spacy_pipeline.LIMIT)
+
+
+def parse_missing(parses: list[list[dict] | None], texts: Sequence[str], nlp=None,
+                  model: str = spacy_pipeline.DEFAULT_MODEL) -> list[list[dict]]:
+    """`parses` (in place) with each None replaced by the tokens of the text at its position, parsed with `nlp`
+    or, when that is None, with the spaCy pipeline `model`, loaded only when a parse is missing."""
+    missing = [n for n, tokens in enumerate(parses) if tokens is None]
+    if missing:
+        if nlp is None:
+            nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
+        for n, doc in zip(missing, nlp.pipe((texts[n] for n in missing), batch_size=spacy_pipeline.BATCH)):
+            parses[n] = doc_tokens(doc)
+    return parses

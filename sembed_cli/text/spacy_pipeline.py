@@ -23,6 +23,7 @@ EMBEDDING_LAYERS = ("tok2vec", "transformer")
 # spaCy's nlp.max_length: the parser needs about 1 GB of memory per 100,000 characters, so it refuses longer texts.
 MAX_LENGTH = 1_000_000
 LIMIT = (MAX_LENGTH, "spaCy's limit")  # for io.TextFields and io.check_text
+BATCH = 256  # texts per `nlp.pipe` batch, wherever sembed runs spaCy
 
 log = logging.getLogger(__name__)
 

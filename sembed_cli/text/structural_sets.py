@@ -52,6 +52,7 @@ from pathlib import Path
 
 from ..errors import BadRecord
 from ..io import Shard, batched, check_text, derived_key, json_type
+from . import spacy_pipeline
 
 K = 6  # the paper's variants per set
 TOP = 30  # the paper's top-30 predictions
@@ -214,7 +215,7 @@ class MaskedLM:
 
     @classmethod
     def load(cls, path: Path, device: str = "cpu", precision: str = "fp32") -> MaskedLM:
-        from ..training.masked_lm import load_masked_lm
+        from ..models.masked_lm import load_masked_lm
 
         model, tokenizer = load_masked_lm(str(path), device, precision)
         return cls(model, tokenizer, device)
@@ -299,7 +300,7 @@ def max_length(model, tokenizer) -> int:
 class Tagger:
     """spaCy's fine-grained tags (`tag_`) of words in context, many sentences per `nlp.pipe` call."""
 
-    def __init__(self, nlp, batch_size: int = 256):
+    def __init__(self, nlp, batch_size: int = spacy_pipeline.BATCH):
         self.nlp = nlp
         self.batch_size = batch_size
         self.context = tagger_context(nlp)

@@ -34,7 +34,7 @@ from ..models import precision as precisions, sentence_models
 from ..artifacts import ContentHash, building, describe, write_metadata
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, json_type, write_json_atomic
-from ..models.precision import autocast, cast
+from ..models.precision import autocast
 from . import checkpoints
 from .methods.mlm import FROM_SCRATCH, Settings as MlmSettings  # the defaults, once, with the train options
 
@@ -352,40 +352,6 @@ def save_model_directory(directory: Path, model, tokenizer, max_length: int) -> 
                        "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
                        "pooling_mode_mean_sqrt_len_tokens": False})
     (directory / "2_Normalize").mkdir()
-
-
-def load_masked_lm(model: str, device: str = "cpu", precision: str = "fp32"):
-    """(model, tokenizer) of a Hugging Face masked-LM directory, on `device` in `precision` (fp32, bf16, fp16; see
-    sembed_cli.models.precision); never downloaded."""
-    path = Path(model).expanduser()
-    if not (path / "config.json").exists():
-        raise SembedError(f"no masked-LM directory at '{model}'",
-                          "pass --model with a directory `sembed train --method mlm` wrote (or any Hugging Face "
-                          "masked-LM directory)")
-    sentence_models.offline()
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-    from transformers.utils import logging as transformers_logging
-
-    from safetensors import SafetensorError
-
-    transformers_logging.disable_progress_bar()
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # its load report would say on stderr what is refused below
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-        lm, loading = AutoModelForMaskedLM.from_pretrained(str(path), output_loading_info=True)
-    except (OSError, ValueError, SafetensorError) as e:
-        raise SembedError(f"cannot load the masked-LM at '{path}': {e}") from None
-    finally:
-        transformers_logging.set_verbosity(verbosity)
-    missing = sorted(loading["missing_keys"])
-    if missing:  # transformers fills them with random weights: the guesses would be noise
-        raise SembedError(f"the model at '{path}' has no masked-LM head (missing {', '.join(missing[:3])}"
-                          f"{', ...' if len(missing) > 3 else ''})",
-                          "pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote")
-    if tokenizer.mask_token_id is None:
-        raise SembedError(f"the tokenizer at '{path}' has no mask token")
-    return cast(lm.to(device), precision).eval(), tokenizer
 
 
 def finish(output: Path, model, tokenizer, max_length: int, metadata: dict, force: bool, checkpoint_dir: Path,

@@ -33,9 +33,10 @@ from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import SembedError
 from ..io import RecordSource
 from . import checkpoints
+from ..models.masked_lm import load_masked_lm
+from .masked_lm import (COMMAND, MLM_IGNORE, LoopSchedule, encode_names, finish, length_batches, mask_one,
+                        read_train_split, run_loop)
 from .methods.poi import Settings as PoiSettings
-from .masked_lm import (COMMAND, MLM_IGNORE, LoopSchedule, encode_names, finish, length_batches, load_masked_lm,
-                        mask_one, read_train_split, run_loop)
 
 log = logging.getLogger(__name__)
 

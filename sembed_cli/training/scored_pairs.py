@@ -9,13 +9,13 @@ keeping only the fields training uses.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .. import console
 from ..artifacts import ContentHash
 from ..errors import BadRecord
-from ..io import RecordSource, TextFields, check_number, check_text, derived_key
+from ..io import (RecordSource, TextFields, batched, check_number, check_text, derived_key, label,
+                  text_jobs)
 
 LABEL_COLUMN = "label"  # the column name the sentence-transformers trainer takes as the target
 
@@ -73,8 +73,6 @@ class LabelSet:
     names: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 
     def index(self, record: dict, key: str) -> int:
-        from ..evaluation.fields import label
-
         value = label(record, key).strip().lower()
         if value not in self.names:
             raise BadRecord(f"'{key}' {value!r} is not one of {', '.join(self.names)}")
@@ -176,15 +174,12 @@ def _fill(pairs: TrainingPairs, records: list[dict], fields: PairFields, target:
 
 
 def _add_missing_s_cf(records: list[dict], fields: PairFields, batch_size: int) -> int:
-    """S_cf through `spo_records` for the records that lack it; S_cf the input gave is kept. Returns how many."""
-    from ..commands.spo import spo_records
+    """S_cf (`component_focus.add_missing_s_cf`) for the records that lack it; S_cf the input gave is kept.
+    Returns how many records lacked it."""
+    from ..text.component_focus import add_missing_s_cf
 
     missing = [record for record in records if any(key not in record for key in fields.s_cf)]
-    if not missing:
-        return 0
-    given = [{key: record[key] for key in fields.s_cf if key in record} for record in missing]
-    built: Iterator[dict] = spo_records(console.progress(iter(missing), "building S_cf", total=len(missing)),
-                                        fields=TextFields(fields.texts), batch_size=batch_size)
-    for record, kept in zip(built, given):
-        record.update(kept)
+    texts = TextFields(fields.texts)
+    for batch in batched(console.progress(iter(missing), "building S_cf", total=len(missing)), batch_size):
+        add_missing_s_cf(text_jobs(batch, texts))
     return len(missing)

@@ -1,0 +1,150 @@
+"""The layers of sembed_cli: `commands/` is a leaf, library code loads no CLI, and the README's paper table is true.
+
+spaCy's library never imports its `cli/`; sembed's library modules (text/,
+models/, training/, evaluation/, readers/ and the root's stream) never import
+`sembed_cli.commands` either: only the commands themselves and `main.py` do.
+The check reads the source with `ast`, so an import inside a function counts.
+
+Run as a script, this file prints the import graph between sembed modules
+(one line per module: the sembed modules it imports), for any checkout:
+
+    python tests/test_layers.py [--root CHECKOUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "sembed_cli"
+CLI = "sembed_cli.commands"
+CLI_SHELL = {"sembed_cli.main"}  # the root command registers the subcommands
+PAPER_TABLE = re.compile(r"<!-- BEGIN PAPER FILES -->\n(.*?)<!-- END PAPER FILES -->", re.S)
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Every module of the package under `root`, by dotted name (a package by its `__init__.py`)."""
+    found = {}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imported(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The sembed modules that module `name` (at `path`) imports anywhere in its source: at the top, inside
+    functions, under `if TYPE_CHECKING`. `from PACKAGE import NAME` counts as the module PACKAGE.NAME where that
+    is a module, else as PACKAGE."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                targets.add(submodule if submodule in known else source)
+    return {module for module in (nearest(target, known) for target in targets) if module and module != name}
+
+
+def nearest(target: str, known: dict[str, Path]) -> str | None:
+    """`target` or the closest package above it that is a sembed module; None outside sembed."""
+    parts = target.split(".")
+    while parts:
+        if ".".join(parts) in known:
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """module -> the sembed modules it imports, for every module of the checkout at `root`."""
+    known = modules(root)
+    return {name: imported(name, path, known) for name, path in known.items()}
+
+
+def is_cli(module: str) -> bool:
+    return module == CLI or module.startswith(CLI + ".")
+
+
+def imports_of_the_cli(graph: dict[str, set[str]]) -> list[str]:
+    """"module -> command module" for every import of `commands/` from outside it and the root command."""
+    return [f"{module} -> {target}" for module, targets in sorted(graph.items())
+            if not is_cli(module) and module not in CLI_SHELL
+            for target in sorted(targets) if is_cli(target)]
+
+
+def paper_table_paths(readme: Path) -> list[list[list[Path]]]:
+    """The README's paper table: for each paper, the files (backticked) of each column after the paper's name,
+    as paths; library, trainer and command paths are relative to `sembed_cli/`, the examples' to the checkout."""
+    match = PAPER_TABLE.search(readme.read_text(encoding="utf-8"))
+    assert match, f"no paper table (<!-- BEGIN PAPER FILES --> ... <!-- END PAPER FILES -->) in {readme}"
+    rows = [line for line in match.group(1).splitlines() if line.startswith("|")][2:]  # past header and rule
+    bases = (readme.parent / PACKAGE,) * 3 + (readme.parent,)
+    return [[[base / path for path in re.findall(r"`([^`\s]+)`", cell)] for base, cell in
+             zip(bases, row.strip("|").split("|")[1:], strict=True)] for row in rows]
+
+
+# --- tests ---------------------------------------------------------------------------------------------
+
+def test_no_module_outside_commands_and_main_imports_the_commands():
+    assert imports_of_the_cli(import_graph()) == []
+
+
+def test_the_graph_sees_imports_inside_functions(tmp_path):
+    package = tmp_path / PACKAGE
+    (package / "commands").mkdir(parents=True)
+    for name in ("__init__.py", "io.py", "commands/__init__.py", "commands/spo.py"):
+        (package / name).write_text("")
+    (package / "lib.py").write_text("def late():\n    from .commands.spo import x\n    from . import io\n")
+    assert import_graph(tmp_path)["sembed_cli.lib"] == {"sembed_cli.commands.spo", "sembed_cli.io"}
+
+
+def test_sentence_embedding_loads_no_typer():
+    probe = "import sys, sembed_cli.models.sentence_embedding; print(sorted(m for m in sys.modules if m == 'typer' " \
+            "or m.startswith(('typer.', 'sembed_cli.commands'))))"
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.stdout == "[]\n"
+
+
+def test_every_path_in_the_readme_paper_table_exists():
+    rows = paper_table_paths(ROOT / "README.md")
+    assert len(rows) == 5  # the five papers of /work/shared/papers
+    for row in rows:
+        assert len(row) == 4 and all(row), row  # library, trainer, command and example paths in every row
+    missing = sorted({str(path.relative_to(ROOT)) for row in rows for cell in row for path in cell
+                      if not path.is_file()})
+    assert missing == []
+
+
+# --- the script ----------------------------------------------------------------------------------------
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Print the import graph between sembed modules.")
+    parser.add_argument("--root", type=Path, default=ROOT, help="checkout to read (default: this one)")
+    root = parser.parse_args().root.resolve()
+    graph = import_graph(root)
+    for module, targets in sorted(graph.items()):
+        print(f"{module} -> {', '.join(sorted(targets))}")
+    edges = sum(len(targets) for targets in graph.values())
+    offenders = imports_of_the_cli(graph)
+    shell = ", ".join(sorted(CLI_SHELL))
+    print(f"{len(graph)} modules, {edges} edges, {len(offenders)} into {CLI} from outside it and {shell}")
+    for line in offenders:
+        print(f"  {line}")
+
+
+if __name__ == "__main__":
+    main()
