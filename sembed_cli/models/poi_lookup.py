@@ -175,12 +175,14 @@ class SpellingReranker:
         self.text_of, self.size = text_of, size  # row -> the indexed record's text; the number of rows
         self._keys: list[str] | None = None
         self._words: NameWords | None = None
+        self._lengths: np.ndarray | None = None
 
     def words(self) -> tuple[list[str], NameWords]:
         if self._words is None:
             from ..readers.gazetteer import name_key
 
             self._keys = [name_key(self.text_of(row) or "") for row in range(self.size)]
+            self._lengths = np.fromiter(map(len, self._keys), np.int64, self.size)
             self._words = NameWords(self._keys)
         return self._keys, self._words
 
@@ -206,9 +208,11 @@ class SpellingReranker:
             held = np.minimum(held, len(holders) - 1)
             holds = holders[held] == rows
             bonus[holds] = WORDS_BONUS - LEFT_OUT_WEIGHT * left_out[held[holds]]
-        distances = process.cdist([query_key], [keys[row] for row in rows.tolist()], scorer=OSA.distance,
+        near = np.flatnonzero(np.abs(self._lengths[rows] - len(query_key)) <= 1)  # the others are 2 edits away
+        distances = process.cdist([query_key], [keys[row] for row in rows[near].tolist()], scorer=OSA.distance,
                                   score_cutoff=1, dtype=np.int32, workers=1)[0]
-        scores = (similarities + ONE_EDIT_BONUS * (distances <= 1) + bonus).astype(np.float32)
+        bonus[near] += ONE_EDIT_BONUS * (distances <= 1)
+        scores = (similarities + bonus).astype(np.float32)
         order = np.argsort(-scores, kind="stable")
         return scores[order], rows[order]
 
