@@ -197,15 +197,14 @@ class SpellingReranker:
         keys, words = self.words()
         query_key = name_key(query)
         holders, left_out = words.holding(query_key.split())
+        if len(holders):  # those that leave out least join FAISS's candidates, at the lowest cosine it found
+            best = holders[np.argsort(left_out, kind="stable")[:len(rows)]]
+            joining = best[~np.isin(best, rows)]
+            rows = np.concatenate([rows, joining])
+            similarities = np.concatenate([similarities, np.full(len(joining), similarities.min())])
         bonus = np.zeros(len(rows))
         if len(holders):
-            best = np.argsort(left_out, kind="stable")[:len(rows)]
-            new = ~np.isin(holders[best], rows)
-            rows = np.concatenate([rows, holders[best][new]])
-            similarities = np.concatenate([similarities, np.full(int(new.sum()), similarities.min())])
-            bonus = np.zeros(len(rows))
-            held = np.searchsorted(holders, rows)  # holders are in row order
-            held = np.minimum(held, len(holders) - 1)
+            held = np.minimum(np.searchsorted(holders, rows), len(holders) - 1)  # holders are in row order
             holds = holders[held] == rows
             bonus[holds] = WORDS_BONUS - LEFT_OUT_WEIGHT * left_out[held[holds]]
         near = np.flatnonzero(np.abs(self._lengths[rows] - len(query_key)) <= 1)  # the others are 2 edits away
