@@ -289,12 +289,29 @@ def test_spelling_reranker_moves_one_edit_and_all_words_up():
     from sembed_cli.models.poi_lookup import SpellingReranker
 
     names = ["Springdale", "Springfield", "Palm Springs", "Springs"]
-    reranker = SpellingReranker(names.__getitem__)
+    reranker = SpellingReranker(names.__getitem__, len(names))
     scores, rows = reranker.rerank(["Springfeild", "Palm", None],
                                    np.array([[0.9, 0.8, 0.1, 0.0], [0.5, 0.45, 0.4, 0.0], [0.9, 0.8, 0.1, 0.0]]),
                                    np.array([[0, 1, 2, -1]] * 3), 2)
     assert rows.tolist() == [[1, 0], [2, 0], [0, 1]]  # a query given as a vector keeps the FAISS order
     assert scores[0, 0] == np.float32(0.8 + 0.3)
+
+
+def test_spelling_reranker_finds_a_name_by_its_words_and_prefers_the_common_word_left_out():
+    import numpy as np
+
+    from sembed_cli.models.poi_lookup import LEFT_OUT_WEIGHT, WORDS_BONUS, NameWords, SpellingReranker
+
+    names = ["Jackson County", "Jacksonville", "Jackson Hole", "Polk County", "Lee County", "Jacksons"]
+    words = NameWords([name.lower() for name in names])  # the names' keys
+    rows, left_out = words.holding(["jackson"])
+    assert rows.tolist() == [0, 2] and left_out[0] < left_out[1]  # "county" is in three names, "hole" in one
+    assert words.holding(["jackson", "nowhere"])[0].tolist() == [] and words.holding([])[0].tolist() == []
+    reranker = SpellingReranker(names.__getitem__, len(names))
+    # FAISS found neither name that holds "jackson": they join at its lowest cosine, 0.5, the common word first
+    scores, rows = reranker.rerank(["Jackson"], np.array([[0.9, 0.6, 0.5]]), np.array([[1, 5, 3]]), 2)
+    assert rows.tolist() == [[0, 2]]
+    assert scores[0, 0] == np.float32(0.5 + WORDS_BONUS - LEFT_OUT_WEIGHT * left_out[0])
 
 
 @pytest.fixture(scope="module")

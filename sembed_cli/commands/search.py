@@ -35,8 +35,10 @@ QueryQuantize = Annotated[Optional[Quantization], typer.Option(
     "--quantize", envvar="SEMBED_QUANTIZE", metavar="none|int8", show_default=False,
     help=QUANTIZE_HELP + " Default: the index's.")]
 Spelling = Annotated[bool, typer.Option(
-    "--spelling", help="Re-rank the 10 K nearest by spelling: a name one edit from the query text, or holding all "
-                       "its words, moves up (place-name lookup, sembed_cli/models/poi_lookup.py; scores stay comparable).")]
+    "--spelling", help="Re-rank the 10 K nearest by spelling, with the indexed names that hold all the query's "
+                       "words: a name one edit from the query text, or holding all its words (those whose other "
+                       "words are common first: 'Jackson' finds 'Jackson County'), moves up (place-name lookup, "
+                       "sembed_cli/models/poi_lookup.py).")]
 Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour the whole indexed record (payload), "
                                                          "not only its id, text and score.")]
 
@@ -138,7 +140,7 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
                                        for score, row in zip(row_scores, row_ids) if row >= 0]
         return batch
 
-    reranker = SpellingReranker(lambda row: payloads[row].get(text_key)) if spelling else None
+    reranker = SpellingReranker(lambda row: payloads[row].get(text_key), len(payloads)) if spelling else None
     asked = k * SPELLING_CANDIDATES if spelling else k
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss-search") as worker:
         pending = None
@@ -337,10 +339,12 @@ def search_command(
     indexed record. Queries go to FAISS a batch at a time (--batch-size);
     output is flushed after each batch. --backend and --quantize
     default to those that embedded the index's texts. --spelling
-    (place-name lookup) asks FAISS for 10 K candidates and keeps the K best
-    after adding 0.3 to the score of a name one edit from the query text
-    and 0.3 to one that holds all the query's words (see
-    sembed_cli/models/poi_lookup.py).
+    (place-name lookup) asks FAISS for 10 K candidates, adds the 10 K
+    indexed names that hold all the query's words and leave out the least
+    (by the IDF of their other words, at the lowest cosine FAISS found), and
+    keeps the K best after adding 0.3 to the score of a name one edit from
+    the query text and 1 - 0.02 x (that IDF) to one that holds all the
+    query's words (see sembed_cli/models/poi_lookup.py).
 
     \b
     Example:
