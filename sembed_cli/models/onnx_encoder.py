@@ -231,8 +231,9 @@ def int8_config(isa: str) -> Int8Config:
     (VPMADDUBSW, pairs of u8 x s8 products summed in int16) cannot saturate. Unsigned weights would take its slower
     u8u8 kernel. Measured with all-MiniLM-L6-v2 through `sembed embed` on this AVX2 CPU (Spearman x100, STS-B test /
     SICK-R test, fp32 82.03 / 77.15; CPU seconds at one thread against torch fp32, interleaved): per-channel 7-bit
-    QInt8 82.24 / 77.09 (1.7x); per-channel 7-bit QUInt8 82.02 / 77.03 (1.4x); per-channel QInt8 {S8}; per-channel QUInt8
-    81.85 / 77.03; per-tensor QUInt8 81.64 / 76.90; per-tensor QInt8 81.64 / 76.36 (encoded otherwise)."""
+    QInt8 82.24 / 77.09 (1.7x); per-channel 7-bit QUInt8 82.02 / 77.03 (1.4x); per-channel QInt8 81.65 / 76.94
+    (saturated); per-channel QUInt8 81.85 / 77.03; per-tensor QUInt8 81.64 / 76.90; per-tensor QInt8 81.64 / 76.36
+    (encoded otherwise)."""
     if isa == "avx2":
         return Int8Config("QInt8", per_channel=True, reduce_range=True)
     return Int8Config("QInt8", per_channel=True, reduce_range=False)
