@@ -121,6 +121,15 @@ def test_the_int8_config_follows_the_instruction_set(flags, machine, isa, weight
     assert onnx_encoder.file_name("int8", isa) == f"model_qint8_{isa}.onnx"
 
 
+def test_sessions_run_all_graph_optimisations_with_threads_that_do_not_spin():
+    import onnxruntime
+
+    options = onnx_encoder.session_options(2)
+    assert options.intra_op_num_threads == 2 and options.inter_op_num_threads == 1
+    assert options.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_backend_identity_names_what_changes_the_vectors(model):
     assert sentence_models.backend_identity(object()) == {"backend": "torch"}
     assert sentence_models.backend_identity(onnx_encoder.load(model)) == {"backend": "onnx"}
