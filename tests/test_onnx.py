@@ -110,8 +110,8 @@ def test_int8_is_close_to_fp32_and_named_for_the_cpu(model, monkeypatch, one_tor
     ({"avx2", "avx512f", "avx512_vnni"}, "x86_64", "avx512_vnni", "QInt8"),
     ({"avx2", "avx512f", "avx512vnni"}, "x86_64", "avx512_vnni", "QInt8"),
     ({"avx2", "avx512f"}, "x86_64", "avx512", "QInt8"),
-    ({"avx2", "fma"}, "x86_64", "avx2", "QUInt8"),
-    (set(), "x86_64", "avx2", "QUInt8"),
+    ({"avx2", "fma"}, "x86_64", "avx2", "QInt8"),
+    (set(), "x86_64", "avx2", "QInt8"),
     (set(), "aarch64", "arm64", "QInt8"),
 ])
 def test_the_int8_config_follows_the_instruction_set(flags, machine, isa, weights):
@@ -119,6 +119,15 @@ def test_the_int8_config_follows_the_instruction_set(flags, machine, isa, weight
     assert onnx_encoder.int8_config(isa) == onnx_encoder.Int8Config(weights, per_channel=True,
                                                                     reduce_range=isa == "avx2")
     assert onnx_encoder.file_name("int8", isa) == f"model_qint8_{isa}.onnx"
+
+
+def test_sessions_run_all_graph_optimisations_with_threads_that_do_not_spin():
+    import onnxruntime
+
+    options = onnx_encoder.session_options(2)
+    assert options.intra_op_num_threads == 2 and options.inter_op_num_threads == 1
+    assert options.graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
 def test_backend_identity_names_what_changes_the_vectors(model):
@@ -148,6 +157,28 @@ def test_a_model_that_changed_is_exported_again(model, monkeypatch, caplog):
     onnx_encoder.load(model)
     assert made == [model / "onnx" / "model.onnx"]
     assert "is stale (made from another version of the model, or with other settings)" in caplog.text
+
+
+def quantized_weight_types(path: Path) -> set[str]:
+    import onnx
+
+    return {onnx.TensorProto.DataType.Name(t.data_type) for t in onnx.load(str(path)).graph.initializer
+            if t.name.endswith("_quantized")}
+
+
+def test_an_int8_export_made_with_an_earlier_config_is_rebuilt(model, monkeypatch, caplog):
+    """sembed before 7-bit signed AVX2 weights wrote 7-bit unsigned ones: such an export is stale, the fp32 one is not."""
+    monkeypatch.setattr(onnx_encoder, "cpu_instruction_set", lambda: "avx2")
+    current = onnx_encoder.int8_config
+    monkeypatch.setattr(onnx_encoder, "int8_config", lambda isa: onnx_encoder.Int8Config("QUInt8", True, True))
+    earlier = onnx_encoder.load(model, "int8").path
+    assert quantized_weight_types(earlier) == {"UINT8"}
+    monkeypatch.setattr(onnx_encoder, "int8_config", current)
+    made = exports_counted(monkeypatch)
+    rebuilt = onnx_encoder.load(model, "int8")
+    assert rebuilt.path == earlier == model / "onnx" / "model_qint8_avx2.onnx" and made == []
+    assert "model_qint8_avx2.onnx: it is stale" in caplog.text
+    assert quantized_weight_types(rebuilt.path) == {"INT8"}
 
 
 def test_a_corrupt_export_is_rebuilt(model, monkeypatch, caplog):
@@ -295,7 +326,7 @@ def test_usage_errors(args, message):
 STSB_TEST_SPEARMAN = 82.03  # torch fp32, all-MiniLM-L6-v2 (bench/embed_speed.py, README)
 # int8 (ONNX Runtime dynamic quantisation, avx2 config) as measured here; the issue's bar: within 0.3 of fp32.
 # int8 vectors depend a little on the batches (activation ranges are per batch): these are `sembed embed`'s.
-INT8_SPEARMAN = {"stsb": 82.02, "sick": 77.03}
+INT8_SPEARMAN = {"stsb": 82.24, "sick": 77.09}
 FP32_SPEARMAN = {"stsb": 82.03, "sick": 77.15}
 
 
@@ -327,7 +358,7 @@ def test_int8_stays_within_0_3_of_fp32(kind, path, monkeypatch, data_dir):
         pytest.skip("pinned on an AVX2 CPU; other instruction sets quantise otherwise")
     int8 = sts_pipeline(kind, data_dir / path, "--backend", "onnx", "--quantize", "int8")
     assert int8 == pytest.approx(INT8_SPEARMAN[kind], abs=0.01)
-    assert FP32_SPEARMAN[kind] - int8 <= 0.3
+    assert abs(FP32_SPEARMAN[kind] - int8) <= 0.3
 
 
 def test_long_texts_with_onnx_are_counted_and_windowed_as_with_torch(model, one_torch_thread):
