@@ -37,7 +37,13 @@ def start(*args: str, stdout=subprocess.PIPE, code: str | None = None) -> subpro
     command = [sys.executable, "-c", f"{code or ''}\nimport sys\nfrom sembed_cli.main import run\n"
                                      f"sys.argv = ['sembed', *{list(args)!r}]\nrun()"]
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.PIPE,
-                            env=environment(), cwd=ROOT)
+                            env=environment(), cwd=ROOT, preexec_fn=hangup_default)
+
+
+def hangup_default() -> None:
+    """The child gets SIGHUP's default disposition even when pytest runs under `nohup`, which ignores it (and
+    sembed rightly leaves an ignored SIGHUP ignored)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def wait_for(condition, what: str) -> None:
