@@ -374,6 +374,14 @@ class TextFields:
         return keys
 
 
+def counted_keys(given: Sequence[str] | None, default: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The text fields of something that reads exactly len(`default`) of them: `default` when none are given, the
+    given ones when there are that many, None when there are not (the caller says why, as a usage error)."""
+    if not given:
+        return default
+    return tuple(given) if len(given) == len(default) else None
+
+
 def check_text(record: dict, key: str, limit: tuple[int, str] | None = None) -> str:
     """The text in `record[key]`: a string that is not blank (nor past `limit`), or a BadRecord saying what it is."""
     value = record[key]

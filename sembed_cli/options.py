@@ -14,7 +14,7 @@ from typing import Annotated, Literal, Optional
 import typer
 
 from . import console, threads
-from .io import Shard
+from .io import Shard, counted_keys
 from .models.precision import PRECISIONS, TRAINING_PRECISIONS
 from .models.sentence_models import DEFAULT_MODEL
 
@@ -45,11 +45,10 @@ def counted_text_keys(given: Optional[list[str]], default: tuple[str, ...], why:
         (text_key,) = counted_text_keys(text_keys, ("text",), "nws reads one text field")
         key_a, key_b = counted_text_keys(text_keys, ("text_a", "text_b"), "a pair needs two, got {given}")
     """
-    if not given:
-        return default
-    if len(given) != len(default):
-        raise typer.BadParameter(why.format(given=len(given)), param_hint="'--text-key'")
-    return tuple(given)
+    keys = counted_keys(given, default)
+    if keys is None:
+        raise typer.BadParameter(why.format(given=len(given or ())), param_hint="'--text-key'")
+    return keys
 
 
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, metavar="N", envvar="SEMBED_BATCH_SIZE",

@@ -15,6 +15,7 @@ from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from ...io import counted_keys
 from ...models.precision import TRAINING_PRECISIONS
 from ...models.sentence_models import DEFAULT_MODEL
 
@@ -126,7 +127,7 @@ class Method:
 
     def check_usage(self, settings, text_keys: tuple[str, ...] | None, given: frozenset[str]) -> None:
         """The method's usage errors, before anything is read or loaded."""
-        if text_keys is not None and len(text_keys) != self.text_fields:
+        if text_keys is not None and counted_keys(text_keys, ("text",) * self.text_fields) is None:
             raise OptionError("text_keys", self.text_key_error or (
                 "give it twice, for the two texts of a pair" if self.text_fields == 2
                 else f"{self.name} reads one text field"))
