@@ -27,9 +27,11 @@ start_model() {
 }
 
 # Build the masked-LM start ($MLM, $MLM_STEPS steps with build_mlm.sh) when START is mlm and it is not there yet.
+# build_mlm.sh gets its own work directory: the caller's WORK (exported when the user set it) is the reproduction's,
+# which build_mlm.sh would use and remove at its end.
 build_start() {
   if [ "$1" = mlm ] && [ ! -d "$MLM" ]; then
-    stage "build the masked-LM ($MLM_STEPS steps)" env STEPS="$MLM_STEPS" bash examples/build_mlm.sh "$MLM"
+    stage "build the masked-LM ($MLM_STEPS steps)" env -u WORK STEPS="$MLM_STEPS" bash examples/build_mlm.sh "$MLM"
   fi
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -194,3 +195,17 @@ def test_a_masked_lm_directory_is_a_start_for_sbert_cf_and_ta(tiny_model, tmp_pa
     run = sembed("embed", "-q", "-m", str(mlm), "--device", "cpu", input=jsonl(*pairs[:2]))
     assert run.exit_code == 0, run.stderr
     assert len(run.records[0]["embedding_a"]) == 32
+
+
+def test_build_start_gives_build_mlm_its_own_work_directory(tmp_path):
+    """A user's exported WORK is the reproduction's: build_mlm.sh, which removes its work directory at its end, must
+    not get it (it once removed runs/cf_bert/mlm that way)."""
+    stub = tmp_path / "examples" / "build_mlm.sh"
+    stub.parent.mkdir()
+    stub.write_text('echo "WORK=${WORK:-unset} STEPS=$STEPS OUT=$1" > seen.txt\n')
+    stages = Path(__file__).parent.parent / "examples" / "stages.sh"
+    script = (f'source "{stages}"; export WORK="$PWD/reproduction"; mkdir -p "$WORK"; MLM="$PWD/mlm"; MLM_STEPS=7; '
+              "build_start minilm; build_start mlm")
+    subprocess.run(["bash", "-c", script], cwd=tmp_path, check=True, capture_output=True)
+    assert (tmp_path / "seen.txt").read_text() == f"WORK=unset STEPS=7 OUT={tmp_path / 'mlm'}\n"
+    assert (tmp_path / "reproduction" / "times.tsv").read_text().startswith("build the masked-LM (7 steps)\t")
