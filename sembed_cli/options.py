@@ -51,6 +51,18 @@ def counted_text_keys(given: Optional[list[str]], default: tuple[str, ...], why:
     return keys
 
 
+def given_on_command_line(ctx: typer.Context) -> frozenset[str]:
+    """The names of the command's parameters the user typed (not their defaults, not the environment's)."""
+    sources = {name: ctx.get_parameter_source(name) for name in ctx.params}
+    # typer carries its own click: compare the source by name
+    return frozenset(name for name, source in sources.items() if source is not None and source.name == "COMMANDLINE")
+
+
+def flag(ctx: typer.Context, name: str) -> str:
+    """A parameter's longest flag, quoted as click's usage errors quote it: '--text-key'."""
+    return f"'{max(next(p.opts for p in ctx.command.params if p.name == name), key=len)}'"
+
+
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, metavar="N", envvar="SEMBED_BATCH_SIZE",
                                         help="Records per batch; output is flushed after each batch.")]
 SkipErrors = Annotated[bool, typer.Option("--skip-errors", help="Skip bad records, report how many (and where) on stderr.")]

@@ -16,7 +16,7 @@ from ..io import StreamOptions, TextFields, check_text, derived_key
 from ..errors import SembedError
 from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Output, Precision, Quantize, Quiet,
                        SentenceModel, ShardOption, SkipErrors, TextKeys, Threads, Verbose, check_backend,
-                       counted_text_keys, finite)
+                       counted_text_keys, finite, flag, given_on_command_line)
 from ..text.dependency import check_tokens
 
 CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
@@ -99,13 +99,13 @@ def mode_of(method: str, words: bool) -> Mode:
 
 def refuse_other_modes(ctx: typer.Context, mode: Mode) -> None:
     """A usage error for an option of another mode given on the command line (the environment's are left be)."""
-    for param in ctx.command.params:
-        source = ctx.get_parameter_source(param.name)  # typer carries its own click: compare the source by name
-        if param.name in COMMON | mode.options or source is None or source.name != "COMMANDLINE":
+    given = given_on_command_line(ctx)
+    for param in ctx.command.params:  # in the order of the command's options
+        if param.name in COMMON | mode.options or param.name not in given:
             continue
         homes = [other.chosen for other in MODES if param.name in other.options]
         message = mode.refusals.get(param.name, mode.refusal) or "only " + " or ".join(homes)
-        raise typer.BadParameter(message, param_hint=f"'{max(param.opts, key=len)}'")
+        raise typer.BadParameter(message, param_hint=flag(ctx, param.name))
 
 
 def check_record(fields: TextFields, component_focus: bool, stamp: model_identity.Stamp | None = None,

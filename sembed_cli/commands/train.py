@@ -21,7 +21,8 @@ import typer
 from .. import console, distributed
 from ..artifacts import exclusive
 from ..io import RecordSource
-from ..options import Device, Force, Input, Quiet, Seed, SkipErrors, StartModel, TextKeys, Threads, Verbose, finite
+from ..options import (Device, Force, Input, Quiet, Seed, SkipErrors, StartModel, TextKeys, Threads, Verbose, finite,
+                       flag, given_on_command_line)
 from ..training.methods import METHODS, Job, Method, OptionError
 from ..training.methods.method import option_of
 
@@ -53,10 +54,10 @@ def command_for(methods: dict[str, Method]) -> Callable[..., None]:
 
     def train_command(ctx: typer.Context, **values: Any) -> None:
         method = methods[values.pop("method").value]
-        given = frozenset(name for name in ctx.params if _source(ctx, name) == "COMMANDLINE")
+        given = given_on_command_line(ctx)
         for name in sorted(given & takers.keys(), key=list(ctx.params).index):
             if name not in method.option_names():
-                raise typer.BadParameter(f"only for --method {'|'.join(takers[name])}", param_hint=_flag(ctx, name))
+                raise typer.BadParameter(f"only for --method {'|'.join(takers[name])}", param_hint=flag(ctx, name))
         if not method.distributed:
             distributed.refuse(f"train --method {method.name}")
         settings = method.settings(**{f.name: values[f.name] for f in fields(method.settings)})
@@ -64,7 +65,7 @@ def command_for(methods: dict[str, Method]) -> Callable[..., None]:
         try:
             method.check_usage(settings, text_keys, given)
         except OptionError as e:
-            raise typer.BadParameter(str(e), param_hint=_flag(ctx, e.name)) from None
+            raise typer.BadParameter(str(e), param_hint=flag(ctx, e.name)) from None
         recipe = replace(method.recipe_for(settings),
                          **{name: values[name] for name in RECIPE_OPTIONS if values[name] is not None})
         _train(ctx, method, settings, recipe, text_keys, values)
@@ -149,15 +150,6 @@ def _train(ctx: typer.Context, method: Method, settings, recipe, text_keys, valu
     source = RecordSource(values["input"], skip_errors=values["skip_errors"])
     method.run(Job(source, output, recipe, text_keys, values["seed"], values["device"], values["resume"],
                    values["force"]), settings)
-
-
-def _source(ctx: typer.Context, name: str) -> str | None:
-    source = ctx.get_parameter_source(name)  # typer carries its own click: compare the source by name
-    return source.name if source is not None else None
-
-
-def _flag(ctx: typer.Context, name: str) -> str:
-    return f"'{max(next(p.opts for p in ctx.command.params if p.name == name), key=len)}'"
 
 
 def _section(title: str, entries: list[tuple[str, str]]) -> str:
