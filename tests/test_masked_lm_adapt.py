@@ -271,3 +271,26 @@ def test_options_of_the_other_use_are_usage_errors(args, message, tmp_path):
     run = sembed("train", "--method", "mlm", *args, "-o", str(tmp_path / "m"), input=records())
     assert run.exit_code == 2
     assert message in " ".join(run.stderr.split())
+
+
+def test_sentence_training_from_the_masked_lm_start_resumes_after_an_interruption(adapted, tmp_path, monkeypatch):
+    """The masked-LM start has no pooler; its checkpoints must still load into the model being trained (they did
+    not: 'Unexpected key(s) in state_dict: 0.model.pooler.dense.weight', issue 17's verdict run)."""
+    from sembed_cli.training import sentence_trainer
+
+    pairs = jsonl(*({"text_a": a, "text_b": b, "score": s} for a, b, s in
+                    zip(SENTENCES, SENTENCES[1:] + SENTENCES[:1], [0.1 * i for i in range(12)])))
+    args = ("train", "-q", "--method", "sbert", "-m", str(adapted), "--batch-size", "4", "--epochs", "2",
+            "--checkpoint-steps", "1", "--device", "cpu", "-o", str(tmp_path / "m"))
+
+    def stop_at_step_2(self, args, state, control, **kwargs):
+        if state.global_step == 2:
+            raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sentence_trainer.ConsoleProgress, "on_step_end", stop_at_step_2)
+        assert sembed(*args, input=pairs).exit_code == 130
+    run = sembed(*args, "--resume", input=pairs)
+    assert run.exit_code == 0, run.stderr
+    # interrupted in step 2, before its checkpoint: resumed from step 1's
+    assert json.loads((tmp_path / "m" / "sembed.json").read_text())["training"]["resumed_from_step"] == 1

@@ -102,6 +102,26 @@ class Trainer(SentenceTransformerTrainer):
     def add_model_card_callback(self, default_args_dict: dict) -> None:
         pass
 
+    def _load_from_checkpoint(self, checkpoint_path: str, *args, **kwargs) -> None:
+        """sentence-transformers' resume, which rebuilds the model from the checkpoint and loads its whole state
+        dict. An encoder that came from a masked-LM (BertForMaskedLM has no pooler; the `mlm` start of
+        examples/build_mlm.sh) is rebuilt there as a BertModel with a pooler initialised afresh, which the model
+        being trained does not have and which mean pooling never uses: those keys are left out, any other
+        mismatch still fails."""
+        model = self.model
+        load = model.load_state_dict
+
+        def without_new_pooler(state_dict, *load_args, **load_kwargs):
+            own = model.state_dict().keys()
+            state_dict = {k: v for k, v in state_dict.items() if k in own or ".pooler." not in k}
+            return load(state_dict, *load_args, **load_kwargs)
+
+        model.load_state_dict = without_new_pooler
+        try:
+            super()._load_from_checkpoint(checkpoint_path, *args, **kwargs)
+        finally:
+            del model.load_state_dict
+
 
 class ConsoleProgress(TrainerCallback):
     """Training progress through the sembed console: a bar on a terminal, one line per epoch in any case."""
