@@ -178,7 +178,10 @@ def table(args) -> None:
               "| model | score | threshold | precision | recall | F0.5 | paper F0.5 (dev/test) |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     rows = (("lm (stage 1)", "taste: top-10 hits / characters", "stage1.poi", PAPER["lm"]["dev/test"]),
+            ("lm (stage 1)", "taste_prob: geometric mean p(true character)", "stage1-prob.poi", PAPER["lm"]["dev/test"]),
             ("lm+tri (stage 2)", "taste: top-10 hits / characters", "stage2.poi", PAPER["lm+tri"]["dev/test"]),
+            ("lm+tri (stage 2)", "taste_prob: geometric mean p(true character)", "stage2-prob.poi",
+             PAPER["lm+tri"]["dev/test"]),
             ("lm+tri (stage 2)", "k-NN vote over labelled train names", "stage2-vote.poi", PAPER["lm+tri"]["dev/test"]),
             ("baseline", "char n-gram TF-IDF + logistic regression", "baseline.poi", None))
     for model, score, key, paper in rows:
@@ -205,6 +208,8 @@ def table(args) -> None:
     text = "\n".join(lines) + "\n"
     sys.stderr.write(text)
     summary = {"test_f0_5": metrics["stage2-vote.poi"]["at_tuned_threshold"]["f0_5"],
+               "test_f0_5_by_score": {key.removesuffix(".poi"): metrics[key]["at_tuned_threshold"]["f0_5"]
+                                      for _, _, key, _ in rows if key in metrics},
                "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["recall"].items()},
                "queries_per_s": best,
                "baseline": {"test_f0_5": metrics["baseline.poi"]["at_tuned_threshold"]["f0_5"],

@@ -11,7 +11,7 @@
 #    generated variants of each POI name as its positives, + character n-grams at NGRAM_WEIGHT for the lookup) on
 #    STAGE2 train records (half POI, half non-POI).
 # 4. (in parallel with 5) Identification on DEV records of the dev split and the whole test split (DEV, TEST: 0 = all): sembed taste with both models (the
-#    paper's top-10 hit ratio) and, with the stage-2 model, the k-NN vote over an index of VOTE_RECORDS labelled
+#    paper's top-10 hit ratio, and taste_prob, the geometric mean probability of the true characters) and, with the stage-2 model, the k-NN vote over an index of VOTE_RECORDS labelled
 #    train records (taste --neighbours); sembed eval poi with the threshold tuned on dev.
 # 5. Lookup: sembed index over every POI name with the stage-2 model; sembed search --spelling with N_QUERIES
 #    perturbed real names (typo, missing word, dropped suffix; poi_report.py perturb) and, when QUERIES=FILE is
@@ -71,9 +71,10 @@ if [ -n "${MODELS:-}" ]; then  # stage1 and stage2 trained before with these set
     reused=$((reused + seconds))
   done
 else
-  stage "train mlm --from-scratch" sembed train "$WORK/stage1.jsonl" --method mlm --from-scratch --seed "$SEED" \
+  # training runs alone: sembed's default threads (the cores free now), not the parallel section's 1
+  stage "train mlm --from-scratch" env -u OMP_NUM_THREADS sembed train "$WORK/stage1.jsonl" --method mlm --from-scratch --seed "$SEED" \
     --device cpu -o "$models/stage1" --resume --force
-  stage "train poi" sembed train "$WORK/stage2.jsonl" --method poi --model "$models/stage1" --seed "$SEED" \
+  stage "train poi" env -u OMP_NUM_THREADS sembed train "$WORK/stage2.jsonl" --method poi --model "$models/stage1" --seed "$SEED" \
     --variants "$VARIANTS" --ngram-weight "$NGRAM_WEIGHT" --device cpu -o "$models/stage2" --resume --force
 fi
 
@@ -84,6 +85,7 @@ identify_stage1() {
   stage "taste stage1" sembed taste -q -m "$models/stage1" --device cpu "$WORK/eval.jsonl" \
     -o "$WORK/stage1.tasted.jsonl"
   evaluate stage1 taste_score "$WORK/stage1.tasted.jsonl"
+  evaluate stage1-prob taste_prob "$WORK/stage1.tasted.jsonl"
 }
 identify_stage2() {
   stage "index labelled records" sembed index -q "$WORK/labelled.jsonl" -m "$models/stage2" --device cpu \
@@ -91,6 +93,7 @@ identify_stage2() {
   stage "taste + vote stage2" sembed taste -q -m "$models/stage2" --neighbours "$WORK/labelled-index" \
     --device cpu "$WORK/eval.jsonl" -o "$WORK/stage2.tasted.jsonl"
   evaluate stage2 taste_score "$WORK/stage2.tasted.jsonl"
+  evaluate stage2-prob taste_prob "$WORK/stage2.tasted.jsonl"
   evaluate stage2-vote poi_vote "$WORK/stage2.tasted.jsonl"
 }
 # three single-threaded chains at once (2 cores): identification with each model, and the lookup below

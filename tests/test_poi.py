@@ -181,7 +181,26 @@ def test_batched_taste_equals_one_masked_copy_at_a_time(stage2):
     model, tokenizer = load_masked_lm(str(stage2))
     taster = Taster(model, tokenizer, top_k=3, max_tokens=64)  # small chunks: copies of one name cross a chunk
     names = PLACES[:6] + WORDS[:4] + ["x"]
-    assert taster.taste(names) == [taster.taste_one_copy_at_a_time(n) for n in names]
+    batched, alone = taster.taste(names), [taster.taste_one_copy_at_a_time(n) for n in names]
+    assert [(t.hits, t.length) for t in batched] == [(t.hits, t.length) for t in alone]
+    assert [t.probability for t in batched] == pytest.approx([t.probability for t in alone], rel=1e-4)
+
+
+def test_taste_prob_is_the_geometric_mean_probability_of_the_true_characters(stage2):
+    model, tokenizer = load_masked_lm(str(stage2))
+    name = "Salem"
+    ids = tokenizer(name, return_tensors="pt")["input_ids"]
+    log_probabilities = []
+    with torch.no_grad():
+        for position in range(1, ids.shape[1] - 1):  # the characters, between [CLS] and [SEP]
+            masked = ids.clone()
+            masked[0, position] = tokenizer.mask_token_id
+            logits = model(input_ids=masked).logits[0, position]
+            log_probabilities.append(float(logits.log_softmax(-1)[ids[0, position]]))
+    expected = float(torch.tensor(log_probabilities).mean().exp())
+    taste, = Taster(model, tokenizer).taste([name])
+    assert taste.length == 5 and taste.probability == pytest.approx(expected, rel=1e-5)
+    assert 0.0 < taste.probability < 1.0
 
 
 def test_bf16_taste_runs_the_head_in_fp32(stage2):
@@ -193,7 +212,8 @@ def test_bf16_taste_runs_the_head_in_fp32(stage2):
     assert next(taster.head.parameters()).dtype == torch.float32
     names = PLACES[:6] + WORDS[:4]
     exact = Taster(*load_masked_lm(str(stage2)), top_k=3).taste(names)
-    assert sum(a == b for a, b in zip(taster.taste(names), exact)) >= 8  # bf16's rounding may flip a near tie
+    hits = [(t.hits, t.length) for t in taster.taste(names)]
+    assert sum(a == (b.hits, b.length) for a, b in zip(hits, exact)) >= 8  # bf16's rounding may flip a near tie
     run = sembed("taste", "-q", "-m", str(stage2), "--device", "cpu", "--precision", "fp16",
                  input=jsonl({"text": "Oslo"}))
     assert run.exit_code == 1 and "--precision fp16 needs CUDA" in run.stderr
@@ -204,8 +224,10 @@ def test_taste_writes_its_fields_and_keeps_the_gold_label(stage2):
                  input=jsonl({"id": 1, "text": "Springfield", "is_poi": True}, {"id": 2, "text": "Paris"}))
     assert run.exit_code == 0, run.stderr
     first, second = run.records
-    assert list(first) == ["id", "text", "is_poi_gold", "taste_score", "taste_hits", "taste_length", "is_poi"]
+    assert list(first) == ["id", "text", "is_poi_gold", "taste_score", "taste_prob", "taste_hits", "taste_length",
+                           "is_poi"]
     assert first["taste_length"] == 11 and first["taste_score"] == round(first["taste_hits"] / 11, 6)
+    assert 0.0 < first["taste_prob"] < 1.0
     assert first["is_poi"] == (first["taste_score"] >= 0.5)
     assert "is_poi_gold" not in second and second["taste_length"] == 5
 
@@ -351,7 +373,7 @@ def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp
                  "--device", "cpu", input=jsonl({"text": "Springfield Township"}, {"text": "quixotically"}))
     assert run.exit_code == 0, run.stderr
     city, word = run.records
-    assert list(city) == ["text", "taste_score", "taste_hits", "taste_length", "poi_vote", "is_poi"]
+    assert list(city) == ["text", "taste_score", "taste_prob", "taste_hits", "taste_length", "poi_vote", "is_poi"]
     assert city["is_poi"] and city["poi_vote"] > 0.5 and not word["is_poi"] and word["poi_vote"] < 0.5
 
 

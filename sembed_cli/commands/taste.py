@@ -55,7 +55,10 @@ def taste_command(
     predictions at the masked position. Reads text (or --text-key). Writes
     taste_hits, taste_length (tokens tasted), taste_score = hits / length
     and is_poi = taste_score >= --threshold (false for a text with no
-    token). An is_poi already in the record (the gold label of `sembed
+    token). Also taste_prob, the geometric mean of the probabilities the
+    model gives each true token at its masked position (0 to 1): how sure
+    the guesses are, which still separates names where the hit ratio
+    cannot (`sembed eval poi --score-key taste_prob` tunes its threshold). An is_poi already in the record (the gold label of `sembed
     convert --from gazetteer`) is kept as is_poi_gold, for `sembed eval poi`.
     For another key K the fields are taste_score_K ... (text_a: taste_score_a).
 

@@ -7,6 +7,13 @@ when the true character is among them; score = hits / n, and the name is a
 POI when the score reaches a threshold (0.5, section 5). A model trained only
 on POI names "has a good taste only for POIs".
 
+Beside the paper's hit ratio, the probability the model gives the true
+token at its masked position: taste_prob = exp(mean_i log p(t_i | name with
+t_i masked)), the geometric mean over the n tokens, in [0, 1]. With ~40
+letters nearly every true character is a top-10 guess, so the hit ratio
+hardly separates a city from a word (examples/results/poi.md); how sure the
+guess is still can (issue 15).
+
 Batched: every masked copy of every name of a batch (one copy per token: a
 character for a character model, a word-piece for a word-piece model) goes
 through the model together, in chunks of about `max_tokens` tokens (names
@@ -19,6 +26,7 @@ its output, so that near-tied predictions are not left to bf16's rounding.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -34,10 +42,17 @@ DEFAULT_THRESHOLD = 0.5
 class Taste:
     hits: int
     length: int
+    log_probability: float = 0.0  # sum over the tokens of log p(true token | its masked copy)
 
     @property
     def score(self) -> float:
+        """The paper's taste: hits / length."""
         return self.hits / self.length if self.length else 0.0
+
+    @property
+    def probability(self) -> float:
+        """The geometric mean probability of the true tokens, exp(log_probability / length); 0 for no token."""
+        return math.exp(self.log_probability / self.length) if self.length else 0.0
 
 
 class Taster:
@@ -75,19 +90,22 @@ class Taster:
         encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
         special = set(self.special.tolist())
         hits = torch.zeros(len(texts), dtype=torch.long)
+        log_probabilities = torch.zeros(len(texts), dtype=torch.float64)
         lengths = [sum(token not in special for token in ids) for ids in encoded]
         chunk: list[int] = []
         for i in sorted(range(len(texts)), key=lambda i: len(encoded[i])):
             if chunk and (sum(lengths[j] for j in chunk) + lengths[i]) * len(encoded[i]) > self.max_tokens:
-                self._taste_chunk([encoded[j] for j in chunk], chunk, hits)
+                self._taste_chunk([encoded[j] for j in chunk], chunk, hits, log_probabilities)
                 chunk = []
             chunk.append(i)
         if chunk:
-            self._taste_chunk([encoded[j] for j in chunk], chunk, hits)
-        return [Taste(int(h), n) for h, n in zip(hits, lengths)]
+            self._taste_chunk([encoded[j] for j in chunk], chunk, hits, log_probabilities)
+        return [Taste(int(h), n, float(p)) for h, n, p in zip(hits, lengths, log_probabilities)]
 
-    def _taste_chunk(self, encoded: list[list[int]], owners: list[int], hits: torch.Tensor) -> None:
-        """Every masked copy of the `encoded` texts in one forward pass; hits added to `hits` at `owners`."""
+    def _taste_chunk(self, encoded: list[list[int]], owners: list[int], hits: torch.Tensor,
+                     log_probabilities: torch.Tensor) -> None:
+        """Every masked copy of the `encoded` texts in one forward pass; hits and log-probabilities added to
+        `hits` and `log_probabilities` at `owners`."""
         width = max(len(ids) for ids in encoded)
         ids = torch.full((len(encoded), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
         attention = torch.zeros((len(encoded), width), dtype=torch.long)
@@ -101,11 +119,14 @@ class Taster:
         copies = ids[rows]
         truth = copies[torch.arange(len(rows)), positions]
         copies[torch.arange(len(rows)), positions] = self.tokenizer.mask_token_id
-        found = self._hits(copies, attention[rows], positions, truth).long()
-        hits.index_add_(0, torch.tensor(owners)[rows], found)
+        found, log_probability = self._guesses(copies, attention[rows], positions, truth)
+        owner = torch.tensor(owners)[rows]
+        hits.index_add_(0, owner, found.long())
+        log_probabilities.index_add_(0, owner, log_probability.double())
 
-    def _hits(self, copies: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor,
-              truth: torch.Tensor) -> torch.Tensor:
+    def _guesses(self, copies: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor,
+                 truth: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """For each masked copy: is the true token among the top k, and its log-probability."""
         rows = torch.arange(len(copies), device=self.device)
         if self.head is not None:  # only the masked positions through the prediction head
             hidden = self.encoder(input_ids=copies.to(self.device), attention_mask=attention.to(self.device))[0]
@@ -113,20 +134,23 @@ class Taster:
         else:
             logits = self.model(input_ids=copies.to(self.device), attention_mask=attention.to(self.device)).logits
             masked = logits[rows, positions.to(self.device)].float()
+        truth = truth.to(self.device)
         top = masked.topk(min(self.top_k, masked.shape[-1]), dim=-1).indices
-        return (top == truth.to(self.device).unsqueeze(1)).any(1).cpu()
+        log_probability = masked.log_softmax(-1).gather(1, truth.unsqueeze(1)).squeeze(1)
+        return (top == truth.unsqueeze(1)).any(1).cpu(), log_probability.cpu()
 
     @torch.inference_mode()
     def taste_one_copy_at_a_time(self, text: str) -> Taste:
         """The unbatched reference: one forward pass per masked copy (what the benchmark compares against)."""
         ids, attention, maskable = self._encode([text])
-        hits = 0
+        hits, log_probability = 0, 0.0
         for position in maskable[0].nonzero(as_tuple=True)[0]:
             copy = ids.clone()
             truth = copy[0, position].clone()
             copy[0, position] = self.tokenizer.mask_token_id
-            hits += int(self._hits(copy, attention, position.view(1), truth.view(1))[0])
-        return Taste(hits, int(maskable.sum()))
+            found, logp = self._guesses(copy, attention, position.view(1), truth.view(1))
+            hits, log_probability = hits + int(found[0]), log_probability + float(logp[0])
+        return Taste(hits, int(maskable.sum()), log_probability)
 
 
 DEFAULT_VOTE_K = 10
@@ -167,8 +191,8 @@ class NeighbourVote:
 
 def taste_records(records: Iterable[dict], taster: Taster, fields: TextFields, batch_size: int, threshold: float,
                   voter: NeighbourVote | None = None) -> Iterator[dict]:
-    """`sembed taste`: each record with taste_score, taste_hits, taste_length, (poi_vote,) and is_poi for each text
-    field (lazy)."""
+    """`sembed taste`: each record with taste_score, taste_prob, taste_hits, taste_length, (poi_vote,) and is_poi
+    for each text field (lazy)."""
 
     def judge(texts: list[str]) -> list[tuple]:
         votes = voter.vote(texts) if voter is not None else [None] * len(texts)
@@ -180,6 +204,7 @@ def taste_records(records: Iterable[dict], taster: Taster, fields: TextFields, b
         if prediction in record:
             record[prediction + "_gold"] = record.pop(prediction)
         record[derived_key(key, "taste_score")] = round(taste.score, 6)
+        record[derived_key(key, "taste_prob")] = round(taste.probability, 6)
         record[derived_key(key, "taste_hits")] = taste.hits
         record[derived_key(key, "taste_length")] = taste.length
         if vote is None:
