@@ -358,7 +358,8 @@ def search_command(
     from ..models.vector_index import VectorIndex
 
     if query and "input" in given_on_command_line(ctx):
-        raise typer.BadParameter("either query records (INPUT) or --query texts, not both", param_hint=flag(ctx, "query"))
+        raise typer.BadParameter("either query records (INPUT) or --query texts, not both",
+                                 param_hint=flag(ctx, "query"))
     loaded = VectorIndex.load(index)
     built = loaded.metadata.get("settings", {})
     backend = backend or built.get("backend", "torch")
