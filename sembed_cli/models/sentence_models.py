@@ -119,8 +119,10 @@ def load_encoder(model: str = DEFAULT_MODEL, device: str = "auto", precision: st
 def load_onnx(model: str = DEFAULT_MODEL, quantize: str = "none"):
     """The ONNX Runtime encoder of `model` (fp32, or int8 with quantize="int8"); cached per process."""
     from . import onnx_encoder
+    from .poi_lookup import wrap
 
-    return onnx_encoder.load(resolve_path(model), quantize)
+    path = resolve_path(model)
+    return wrap(path, onnx_encoder.load(path, quantize))
 
 
 def backend_identity(encoder) -> dict:
