@@ -407,3 +407,10 @@ def test_lookup_model_embeds_long_names_by_windows_and_with_onnx(lookup_model, t
     assert int8.shape == (2, 16 + 512) and np.allclose(int8[:, 16:], np.sqrt(0.7) * ngrams, atol=1e-6)
     assert np.allclose((int8[:, :16] ** 2).sum(1), 0.3, atol=1e-4)
     sentence_models.load_onnx.cache_clear()
+
+
+def test_lookup_model_has_no_token_attention_to_explain(lookup_model):
+    run = sembed("embed", "--explain", "--model", str(lookup_model), "--device", "cpu", input=jsonl({"text": "Salem"}))
+    assert run.exit_code == 1 and run.stderr == (
+        f"error: the model at '{lookup_model}' has no Token Attention pooling (hint: --explain and --plain need a "
+        "model that `sembed train --method ta` wrote)\n")

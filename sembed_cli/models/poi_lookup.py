@@ -96,6 +96,9 @@ class LookupEncoder:
             raise AttributeError(name)
         return getattr(self.encoder, name)
 
+    def __iter__(self):  # its modules are the stage-2 encoder's (no Token Attention: --explain says so)
+        return iter(self.encoder)
+
     def to(self, *args, **kwargs) -> LookupEncoder:
         self.encoder.to(*args, **kwargs)
         return self
