@@ -296,4 +296,5 @@ def test_query_texts_on_the_command_line(index_dir):
     assert run.exit_code == 1 and len(run.records) == 1
     assert run.stderr.splitlines()[-1] == "error: --query:2: empty text in 'text'"
     run = sembed("search", "--index", str(index_dir), "--query", "Salem", "queries.jsonl")
-    assert run.exit_code == 2 and "either query records (INPUT) or --query texts, not both" in run.stderr
+    assert run.exit_code == 2
+    assert "Invalid value for '--query': either query records (INPUT) or --query texts, not both" in run.stderr

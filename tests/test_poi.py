@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -392,3 +393,46 @@ def test_lookup_bad_input_keeps_the_record_stream_errors(lookup_model, tmp_path)
     run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(places), "--device", "cpu",
                  input=jsonl({"text": "Salem"}))
     assert run.exit_code == 1 and "is not of labelled names" in run.stderr
+
+
+def test_lookup_model_embeds_long_names_by_windows_and_with_onnx(lookup_model, tmp_path, monkeypatch):
+    """The stage-2 part of a long name under --long-text window is its windows' mean, the n-grams those of the whole
+    name; ONNX Runtime gives the same [e_bert, e_ngram] as torch (before: a crash, and e_bert alone)."""
+    import numpy as np
+
+    from sembed_cli.models import sentence_models
+    from sembed_cli.models.poi_lookup import NGRAM_FILE, LookupEncoder
+
+    monkeypatch.setenv("SEMBED_CACHE", str(tmp_path / "cache"))
+    sentence_models.load_onnx.cache_clear()
+    model = Path(shutil.copytree(lookup_model, tmp_path / "lookup"))  # the ONNX export may be written beside it
+    stage2_only = Path(shutil.copytree(lookup_model, tmp_path / "stage2-only"))
+    (stage2_only / NGRAM_FILE).unlink()
+    names = jsonl({"text": "Salem " * 20}, {"text": "Salem"})  # 120 characters: past the 48-token window
+
+    def vectors(directory, *options):
+        run = sembed("embed", "-q", "--model", str(directory), "--device", "cpu", *options, input=names)
+        assert run.exit_code == 0, run.stderr
+        return np.array([r["embedding"] for r in run.records], dtype=np.float32)
+
+    windowed = vectors(model, "--long-text", "window")
+    stage2 = vectors(stage2_only, "--long-text", "window")
+    ngrams = LookupEncoder.open(model, None).ngrams.transform(["Salem " * 20, "Salem"])
+    assert windowed.shape == (2, 16 + 512)
+    assert np.allclose(windowed, np.hstack([np.sqrt(0.3) * stage2, np.sqrt(0.7) * ngrams]), atol=1e-5)
+    truncated = vectors(model)  # a long name's first window alone
+    assert not np.allclose(windowed[0], truncated[0], atol=1e-3) and np.allclose(windowed[1], truncated[1], atol=1e-6)
+
+    onnx = vectors(model, "--backend", "onnx", "--long-text", "window")
+    assert np.allclose(onnx, windowed, atol=1e-4)
+    int8 = vectors(model, "--backend", "onnx", "--quantize", "int8")
+    assert int8.shape == (2, 16 + 512) and np.allclose(int8[:, 16:], np.sqrt(0.7) * ngrams, atol=1e-6)
+    assert np.allclose((int8[:, :16] ** 2).sum(1), 0.3, atol=1e-4)
+    sentence_models.load_onnx.cache_clear()
+
+
+def test_lookup_model_has_no_token_attention_to_explain(lookup_model):
+    run = sembed("embed", "--explain", "--model", str(lookup_model), "--device", "cpu", input=jsonl({"text": "Salem"}))
+    assert run.exit_code == 1 and run.stderr == (
+        f"error: the model at '{lookup_model}' has no Token Attention pooling (hint: --explain and --plain need a "
+        "model that `sembed train --method ta` wrote)\n")

@@ -206,7 +206,7 @@ def test_embed_words_feeds_eval_structure(tiny_model, one_torch_thread):
                                      "lexical_match": 1.0}
 
 
-def test_embed_words_applies_a_syntax_map(tiny_model, tmp_path, one_torch_thread):
+def test_embed_words_applies_a_syntax_map(tiny_model, tmp_path, one_torch_thread, monkeypatch):
     from sembed_cli.models.contextual_words import WordEncoder
     from sembed_cli.models.syntax_map import SyntaxMap
 
@@ -224,7 +224,13 @@ def test_embed_words_applies_a_syntax_map(tiny_model, tmp_path, one_torch_thread
     same = sembed("embed", "--words", "--syntax-map", str(directory), "-m", tiny_model, input=jsonl(*RECORDS))
     assert same.exit_code == 0, same.stderr
     other = sembed("embed", "--words", "--syntax-map", str(directory), "-m", "all-MiniLM-L6-v2", input=jsonl(*RECORDS))
-    assert other.exit_code == 2 and "leave --model out with --syntax-map" in other.stderr
+    assert other.exit_code == 2 and "Invalid value for '--model': the syntax map was trained on" in other.stderr
+    assert "leave --model out with --syntax-map" in other.stderr
+    monkeypatch.setenv("SEMBED_MODEL", "all-MiniLM-L6-v2")  # only a --model typed on the command line must match
+    from_environment = sembed("embed", "--words", "--syntax-map", str(directory), "--device", "cpu",
+                              input=jsonl(*RECORDS))
+    assert from_environment.exit_code == 0, from_environment.stderr
+    assert from_environment.records == run.records
 
 
 def test_embed_words_to_npy_and_shards(tiny_model, tmp_path, one_torch_thread):

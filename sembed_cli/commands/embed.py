@@ -367,10 +367,10 @@ def _embed_words(ctx, stream: StreamOptions, text_keys, model, syntax_map, npy, 
     transformation = None
     if syntax_map is not None:
         transformation = SyntaxMap.load(syntax_map)
-        if ctx.get_parameter_source("model").name == "COMMANDLINE" and not _same_model(model, transformation.encoder):
+        if "model" in given_on_command_line(ctx) and not _same_model(model, transformation.encoder):
             raise typer.BadParameter(
                 f"the syntax map was trained on the word encoder of '{transformation.encoder.get('model_name')}'; "
-                "leave --model out with --syntax-map", param_hint="'--model'")
+                "leave --model out with --syntax-map", param_hint=flag(ctx, "model"))
         encoder = WordEncoder.from_description(transformation.encoder, device=device)
     else:
         encoder = WordEncoder.open(model, device=device)

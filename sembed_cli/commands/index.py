@@ -11,7 +11,7 @@ from .. import console
 from ..models import sentence_models
 from ..errors import SembedError
 from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Quantize, Quiet, Seed, SentenceModel,
-                       SkipErrors, Threads, Verbose, check_backend)
+                       SkipErrors, Threads, Verbose, check_backend, given_on_command_line)
 
 IndexDir = Annotated[Optional[Path], typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                                   help="The index directory to write (this or --update).")]
@@ -120,8 +120,7 @@ def index_command(
     if index_type not in ("auto", "flat", "hnsw", "ivf"):
         raise typer.BadParameter(f"'{index_type}' is not one of auto, flat, ivf, hnsw", param_hint="'--type'")
     # what the command line says overrides what the records or the index to update say (SEMBED_MODEL does not)
-    given = {name for name in ("model", "index_type", "text_key", "embedding_key", "id_key", "backend", "quantize")
-             if ctx.get_parameter_source(name).name == "COMMANDLINE"}
+    given = given_on_command_line(ctx)
     target = output if output is not None else update
     ctx.with_resource(exclusive(target))  # one run at a time: an update must not lose another's records
     old = None

@@ -11,7 +11,8 @@ from ..models import sentence_models
 from ..errors import BadRecord, SembedError
 from ..io import StreamOptions, batched, check_text
 from ..options import (BACKEND_HELP, QUANTIZE_HELP, BackendName, BatchSize, Device, Force, Input, Lines, LongText,
-                       Output, Quantization, Quiet, SkipErrors, Threads, Verbose, check_backend)
+                       Output, Quantization, Quiet, SkipErrors, Threads, Verbose, check_backend, flag,
+                       given_on_command_line)
 
 IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_default=False,
                                          help="The index directory `sembed index` wrote (required).")]
@@ -356,8 +357,9 @@ def search_command(
     from .. import console
     from ..models.vector_index import VectorIndex
 
-    if query and ctx.get_parameter_source("input").name == "COMMANDLINE":
-        raise typer.BadParameter("either query records (INPUT) or --query texts, not both", param_hint="'--query'")
+    if query and "input" in given_on_command_line(ctx):
+        raise typer.BadParameter("either query records (INPUT) or --query texts, not both",
+                                 param_hint=flag(ctx, "query"))
     loaded = VectorIndex.load(index)
     built = loaded.metadata.get("settings", {})
     backend = backend or built.get("backend", "torch")

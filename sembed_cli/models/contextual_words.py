@@ -104,7 +104,8 @@ class WordEncoder:
                     torch.manual_seed(seed)
                     encoder = AutoModel.from_config(config)
             else:
-                encoder = AutoModel.from_pretrained(str(path))
+                with sentence_models.masked_lm_report_left_out():
+                    encoder = AutoModel.from_pretrained(str(path))
         except (OSError, ValueError) as e:
             raise SembedError(f"cannot load the word encoder at '{path}': {e}", sentence_models.MODEL_HINT) from None
         if not getattr(tokenizer, "is_fast", False):

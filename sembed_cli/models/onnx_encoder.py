@@ -354,7 +354,7 @@ def build(pipeline: Pipeline, folder: Path, key: str, quantize: str, isa: str, t
 def export_fp32(pipeline: Pipeline, path: Path, key: str) -> None:
     """torch.onnx.export of the Transformer: input_ids, attention_mask (token_type_ids) -> last_hidden_state."""
     log.debug("exporting %s to ONNX at %s (once)", pipeline.transformer, path)
-    from .sentence_models import offline
+    from .sentence_models import masked_lm_report_left_out, offline
 
     offline()
     import torch
@@ -363,7 +363,8 @@ def export_fp32(pipeline: Pipeline, path: Path, key: str) -> None:
 
     transformers_logging.disable_progress_bar()  # its weight-loading bar is noise on our stderr
     tokenizer = AutoTokenizer.from_pretrained(str(pipeline.transformer))
-    model = AutoModel.from_pretrained(str(pipeline.transformer), dtype=torch.float32).eval()
+    with masked_lm_report_left_out():
+        model = AutoModel.from_pretrained(str(pipeline.transformer), dtype=torch.float32).eval()
     sample = tokenizer(["an export needs a sample", "of two texts"], padding=True, return_tensors="pt")
     names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in sample]
 

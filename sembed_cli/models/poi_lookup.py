@@ -16,7 +16,10 @@ unit-length TF-IDF vector of the name's character 1- to 3-grams within words
 NGRAM_DIMENSION signed buckets (the hashing trick), with IDF from the
 training names. The inner product of two such vectors, which the FAISS index
 ranks by, is (1 - W) cos(e_bert) + W cos(e_ngram). `SentenceTransformer(DIR)`
-still loads the directory and gives e_bert alone.
+still loads the directory and gives e_bert alone. Either backend (torch, or
+ONNX Runtime fp32 or int8) gives e_bert; under `--long-text window` a long
+name's e_bert is the mean of its windows' and its e_ngram that of the whole
+text (n-grams have no window).
 """
 
 from __future__ import annotations
@@ -93,18 +96,26 @@ class LookupEncoder:
             raise AttributeError(name)
         return getattr(self.encoder, name)
 
+    def __iter__(self):  # its modules are the stage-2 encoder's (no Token Attention: --explain says so)
+        return iter(self.encoder)
+
     def to(self, *args, **kwargs) -> LookupEncoder:
         self.encoder.to(*args, **kwargs)
         return self
 
     def encode(self, texts, **kwargs) -> np.ndarray:
         kwargs["convert_to_numpy"] = True
-        kwargs["normalize_embeddings"] = True
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
-        dense = np.asarray(self.encoder.encode(texts, **kwargs), dtype=np.float32).reshape(len(texts), -1)
-        vectors = np.hstack([math.sqrt(1 - self.weight) * dense, math.sqrt(self.weight) * self.ngrams.transform(texts)])
+        vectors = self.combine(np.asarray(self.encoder.encode(texts, **kwargs), dtype=np.float32), texts)
         return vectors[0] if single else vectors
+
+    def combine(self, dense: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        """v of each of `texts`, given their stage-2 vectors `dense` (made unit length here, whichever backend
+        gave them; a long text's may be the mean of its windows', sentence_embedding.LongTexts)."""
+        dense = dense.reshape(len(texts), -1)
+        dense = dense / np.maximum(np.linalg.norm(dense, axis=1, keepdims=True), 1e-12)
+        return np.hstack([math.sqrt(1 - self.weight) * dense, math.sqrt(self.weight) * self.ngrams.transform(texts)])
 
 
 def wrap(directory: Path, encoder):

@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import BadRecord, SembedError
 from ..io import TextFields, batched, derived_key, temporary_sibling, text_jobs, write_json_atomic
 from ..text.component_focus import S_CF, add_missing_s_cf
+from .poi_lookup import LookupEncoder
 
 log = logging.getLogger(__name__)
 
@@ -121,28 +122,28 @@ class LongTexts:
         self.count += len(long)
         if self.policy != "window" or not long:
             return encode(self.model, texts, batch_size)
+        if isinstance(self.model, LookupEncoder):  # the windows make its stage-2 part; its n-grams see the whole text
+            return self.model.combine(self.windowed(self.model.encoder, texts, long, batch_size), texts)
+        return self.windowed(self.model, texts, long, batch_size)
+
+    def windowed(self, model, texts: Sequence[str], long: dict[int, int], batch_size: int) -> np.ndarray:
+        """`model`'s vectors of `texts`, those at the positions in `long` the token-weighted mean of their windows'."""
         pieces = {n: self.windows(texts[n]) for n in long}
         units = [text for n, text in enumerate(texts) if n not in long]
         units += [piece for n in long for piece, _ in pieces[n]]
-        matrix = encode(self.model, units, batch_size)
+        matrix = encode(model, units, batch_size)
         out = np.empty((len(texts), matrix.shape[1]), dtype=np.float32)
         out[[n for n in range(len(texts)) if n not in long]] = matrix[:len(texts) - len(long)]
         at = len(texts) - len(long)
+        unit_length = normalises(model)
         for n in long:
             weights = np.asarray([count for _, count in pieces[n]], dtype=np.float32)
             vector = weights @ matrix[at:at + len(weights)] / weights.sum()
-            if self.normalises:
+            if unit_length:
                 vector /= max(float(np.linalg.norm(vector)), 1e-12)
             out[n] = vector
             at += len(weights)
         return out
-
-    @property
-    def normalises(self) -> bool:
-        pipeline = getattr(self.model, "pipeline", None)  # the ONNX Runtime encoder says so itself
-        if pipeline is not None:
-            return bool(pipeline.normalize)
-        return any(type(module).__name__ == "Normalize" for module in self.model)
 
     def windows(self, text: str) -> list[tuple[str, int]]:
         """(piece of `text`, its token count) for consecutive windows of at most `room` tokens, cut between words
@@ -171,6 +172,14 @@ class LongTexts:
             log.info(f"{what}: embedded whole, as the mean of their windows")
         else:
             log.warning(f"{what} were truncated to it (--long-text window embeds them whole, error refuses them)")
+
+
+def normalises(model) -> bool:
+    """Whether a sentence encoder's vectors are unit length (its last module is sentence-transformers' Normalize)."""
+    pipeline = getattr(model, "pipeline", None)  # the ONNX Runtime encoder says so itself
+    if pipeline is not None:
+        return bool(pipeline.normalize)
+    return any(type(module).__name__ == "Normalize" for module in model)
 
 
 def has_token_attention(model) -> bool:

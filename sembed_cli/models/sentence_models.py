@@ -14,6 +14,9 @@ import json
 import logging
 import math
 import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import SembedError
@@ -63,6 +66,38 @@ def offline() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+# transformers' load report rows that say nothing wrong with an encoder made of a masked-LM checkpoint (the CF-BERT
+# masked-LM start, a POI stage-1 model): its MLM head is left out, and BertModel's pooler, which it never had, is
+# new; no vector sembed makes reads either (they pool the token vectors).
+MASKED_LM_ROWS = (("cls.", "UNEXPECTED"), ("pooler.", "MISSING"))
+STYLE = re.compile(r"\x1b\[[0-9;]*m")  # the report's terminal colours
+
+
+class _MaskedLmReport(logging.Filter):
+    """Drops transformers' load report ("BertModel LOAD REPORT ... pooler.dense.bias | MISSING ...") when each of its
+    rows is one of MASKED_LM_ROWS; any other report (a weight of the encoder missing, a shape mismatch) shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = STYLE.sub("", record.getMessage())
+        if "LOAD REPORT" not in message:
+            return True
+        rows = [[cell.strip() for cell in line.split("|")] for line in message.splitlines() if "|" in line][1:]
+        return not rows or not all(any(key.startswith(prefix) and status == expected
+                                       for prefix, expected in MASKED_LM_ROWS) for key, status, *_ in rows)
+
+
+@contextmanager
+def masked_lm_report_left_out() -> Iterator[None]:
+    """Around an encoder's from_pretrained: no load report on stderr when all it says is that the checkpoint was a
+    masked-LM's (see _MaskedLmReport); sembed's own messages and transformers' other warnings are untouched."""
+    logger, report = logging.getLogger("transformers.modeling_utils"), _MaskedLmReport()  # where transformers 5 logs it
+    logger.addFilter(report)
+    try:
+        yield
+    finally:
+        logger.removeFilter(report)
+
+
 SEMBED_MODULES = "sembed_cli."  # module classes sembed itself defines (TA-SBERT's Token Attention)
 
 
@@ -90,7 +125,9 @@ def open_model(model: str, device: str):
     from .poi_lookup import wrap  # a POI model with its character n-grams (issue 15)
 
     try:
-        return wrap(path, SentenceTransformer(str(path), device=device, trust_remote_code=own_modules_only(path)))
+        with masked_lm_report_left_out():
+            encoder = SentenceTransformer(str(path), device=device, trust_remote_code=own_modules_only(path))
+        return wrap(path, encoder)
     except (OSError, ValueError, SafetensorError) as e:  # SafetensorError: a weights file cut short
         raise SembedError(f"cannot load the sentence-transformers model at '{path}': {e}", MODEL_HINT) from None
 
@@ -119,8 +156,10 @@ def load_encoder(model: str = DEFAULT_MODEL, device: str = "auto", precision: st
 def load_onnx(model: str = DEFAULT_MODEL, quantize: str = "none"):
     """The ONNX Runtime encoder of `model` (fp32, or int8 with quantize="int8"); cached per process."""
     from . import onnx_encoder
+    from .poi_lookup import wrap
 
-    return onnx_encoder.load(resolve_path(model), quantize)
+    path = resolve_path(model)
+    return wrap(path, onnx_encoder.load(path, quantize))
 
 
 def backend_identity(encoder) -> dict:
