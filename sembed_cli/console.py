@@ -75,6 +75,12 @@ def _configure_logging() -> None:
     logger.setLevel(level)
     if _handler not in logger.handlers:
         logger.addHandler(_handler)
+    # A library that logs through the root logger (onnxruntime's quantizer: logging.warning) or calls
+    # logging.basicConfig installs a stderr handler on the root, and every sembed message then came out twice
+    # ("warning: ..." and "WARNING:sembed_cli...:"). A root that already has a handler is left alone by both.
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
 
 
 def say(message: str) -> None:

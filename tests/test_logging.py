@@ -99,3 +99,16 @@ def test_information_shows_on_rank_0_only(monkeypatch, capsys):
     monkeypatch.setattr(console.state, "rank", 0)
     library.info("more information")
     assert capsys.readouterr().err == "warning: a warning\nmore information\n"
+
+
+def test_a_library_logging_through_the_root_logger_does_not_double_sembeds_messages():
+    # onnxruntime's quantizer calls logging.warning, which gave the root a stderr handler (logging.basicConfig),
+    # and each sembed warning then came out a second time as "WARNING:sembed_cli...:"
+    script = ("import logging\n"
+              "from sembed_cli import console\n"
+              "console.set_quiet(False)\n"
+              "logging.warning('a library on the root logger')\n"
+              "logging.getLogger('sembed_cli.x').warning('once')\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == "warning: once\n"
