@@ -436,3 +436,21 @@ def test_lookup_model_has_no_token_attention_to_explain(lookup_model):
     assert run.exit_code == 1 and run.stderr == (
         f"error: the model at '{lookup_model}' has no Token Attention pooling (hint: --explain and --plain need a "
         "model that `sembed train --method ta` wrote)\n")
+
+
+def test_wordpiece_stage1_learns_pieces_of_the_names_and_tastes_them(tmp_path):
+    out = tmp_path / "wordpiece"
+    run = sembed("train", "--method", "mlm", "--from-scratch", "--vocab", "wordpiece", "--vocab-size", "120", *TINY,
+                 "--samples", "2", "-o", str(out), input=names_records())
+    assert run.exit_code == 0, run.stderr
+    model, tokenizer = load_masked_lm(str(out))
+    assert 40 < len(tokenizer) <= 120 and tokenizer.convert_ids_to_tokens([0, 1, 2, 3, 4]) == [
+        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    pieces = tokenizer.tokenize("Springfield")
+    assert "".join(p.removeprefix("##") for p in pieces) == "springfield" and len(pieces) < len("springfield")
+    taste, = Taster(model, tokenizer).taste(["Springfield"])
+    assert taste.length == len(pieces)
+    assert json.loads((out / "sembed.json").read_text())["settings"]["tokenizer"].startswith("wordpiece, at most 120")
+    run = sembed("train", "--method", "mlm", "--from-scratch", "--vocab-size", "120", *TINY, "-o",
+                 str(tmp_path / "x"), input=names_records())
+    assert run.exit_code == 2 and "only with --vocab wordpiece" in run.stderr

@@ -371,7 +371,7 @@ def finish(output: Path, model, tokenizer, max_length: int, metadata: dict, forc
 
 def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertShape = CharBertShape(),
                        schedule: LoopSchedule = LoopSchedule(), samples: int = MlmSettings.samples,
-                       text_key: str = "text", device: str = "auto", precision: str = "fp32", resume: bool = False,
+                       vocab: str = MlmSettings.vocab, vocab_size: int = MlmSettings.vocab_size, text_key: str = "text", device: str = "auto", precision: str = "fp32", resume: bool = False,
                        force: bool = False) -> dict:
     """POI paper stage 1: a character BERT trained from scratch on the POI training names of `source`."""
     from transformers import BertForMaskedLM
@@ -384,17 +384,20 @@ def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertSha
     resolved = sentence_models.resolve_device(device)
     precision = precisions.resolve_training(precision, resolved)
     names, data = read_poi_names(source, text_key)
-    settings = {"from_scratch": True, "tokenizer": "characters (NFD, accents stripped, lower case, no blanks)",
-                "samples_per_name": samples, "masking": "one character at random per sample",
+    tokens = ("characters (NFD, accents stripped, lower case, no blanks)" if vocab == "characters" else
+              f"wordpiece, at most {vocab_size} learnt from the names (NFD, accents stripped, lower case)")
+    settings = {"from_scratch": True, "tokenizer": tokens, "samples_per_name": samples,
+                "masking": "one token at random per sample",
                 **{f"model_{k}": v for k, v in asdict(shape).items()}, **schedule.settings(), "text_key": text_key}
     run = {"method": "mlm", "data": data, "settings": settings}
     checkpoint_dir, resume_from = checkpoints.prepare(output, run, resume, force)
     torch.manual_seed(schedule.seed)
     random.seed(schedule.seed)
-    tokenizer = char_tokenizer.build(names, max_length=shape.max_length)
+    tokenizer = (char_tokenizer.build(names, max_length=shape.max_length) if vocab == "characters" else
+                 char_tokenizer.build_wordpiece(names, vocab_size, max_length=shape.max_length))
     model = BertForMaskedLM(shape.config(tokenizer))
     dataset = MaskedNames(tokenizer, names, samples, schedule.batch_size, shape.max_length, schedule.seed)
-    log.info(f"mlm --from-scratch: {len(names)} names x {samples} samples, {len(tokenizer)} characters, "
+    log.info(f"mlm --from-scratch: {len(names)} names x {samples} samples, {len(tokenizer)} {vocab}, "
              f"{shape.layers} layers x {shape.hidden}, {dataset.steps_per_epoch} steps an epoch on {resolved} ({precision})")
     summary = run_loop(model, dataset.epoch, dataset.steps_per_epoch, mlm_loss, schedule, resolved, checkpoint_dir,
                        resume_from, precision=precision)
