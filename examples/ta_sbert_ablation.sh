@@ -4,7 +4,7 @@
 #   bash examples/ta_sbert_ablation.sh [DATA]     (DATA: SEMBED_DATA, else ../shared/data)
 #
 # Six models per seed, each trained with `sembed train --method ta` on the same NLI pairs (SICK train with its
-# entailment labels + the SNLI part in DATA/nli: 5,773 pairs, 361 steps of 16) for one full epoch, with that
+# entailment labels + every SNLI file in DATA/nli: 7,027 pairs, 440 steps of 16) for one full epoch, with that
 # seed (the same initialisation and data order for every row), from the start model START:
 #   mean                  --pooling mean --no-recon          (SBERT-NLI)
 #   form                  the same on base-form text (`sembed normalize`)
@@ -26,9 +26,9 @@
 # RESULTS/ta_sbert.md from that file: the mean over seeds of each row, the mean paired difference of each TA row
 # minus mean pooling (same seed) with its 95% t interval over seeds, and a verdict per claim against Table 3.
 #
-# Time: about 0.65 s a step with mean pooling and 1.0 s with the reconstruction head on 2 free cores (the
-# 150-step run: 39 minutes for 18 models), so one seed of the six rows at 361 steps takes about 35 minutes and
-# 3 seeds x 2 starts about 3.5 hours (TRANSFER=1 adds embedding 24k more sentences per model).
+# Time, measured (2026-11-24, 1 thread, beside another job): one seed of the six rows at 440 steps took 57 CPU
+# minutes (1.3 h wall), so 3 seeds x 2 starts are about 5.7 CPU-hours (TRANSFER=1 adds embedding 24k more
+# sentences per model).
 # Settings (environment): SEEDS ("1 2 3"), START (minilm), MLM, MLM_STEPS (2000), STEPS (max optimiser steps per
 # model; empty: one full epoch), TRANSFER (0; 1: also MR/SUBJ/CR), DEVICE (auto), WORK (runs/ta_sbert),
 # RESULTS (examples/results). On a machine shared with other jobs, OMP_NUM_THREADS=1 avoids torch's threads
