@@ -18,6 +18,13 @@ PACKAGE = ROOT / "sembed_cli"
 CLI_SHELL = ("commands", "main.py", "options.py", "console.py", "manpage.py", "__main__.py")  # may talk to people
 
 
+def run_python(script: str) -> subprocess.CompletedProcess:
+    """`script` in a fresh interpreter (nothing this test process imported or configured), which must succeed."""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return run
+
+
 def library_modules() -> list:
     return [path for path in sorted(PACKAGE.rglob("*.py"))
             if path.relative_to(PACKAGE).parts[0] not in CLI_SHELL]
@@ -41,9 +48,7 @@ def test_importing_the_library_adds_no_logging_handler():
               "ours = [logger for name, logger in logging.Logger.manager.loggerDict.items()\n"
               "        if name.startswith('sembed_cli') and isinstance(logger, logging.Logger)]\n"
               "print([(logger.name, logger.handlers) for logger in [logging.getLogger(), *ours] if logger.handlers])\n")
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout == "[]\n"
+    assert run_python(script).stdout == "[]\n"
 
 
 def test_a_library_message_is_a_log_record(caplog, tmp_path):
@@ -109,6 +114,4 @@ def test_a_library_logging_through_the_root_logger_does_not_double_sembeds_messa
               "console.set_quiet(False)\n"
               "logging.warning('a library on the root logger')\n"
               "logging.getLogger('sembed_cli.x').warning('once')\n")
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert run.returncode == 0, run.stderr
-    assert run.stderr == "warning: once\n"
+    assert run_python(script).stderr == "warning: once\n"

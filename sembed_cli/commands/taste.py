@@ -57,9 +57,11 @@ def taste_command(
     and is_poi = taste_score >= --threshold (false for a text with no
     token). Also taste_prob, the geometric mean of the probabilities the
     model gives each true token at its masked position (0 to 1): how sure
-    the guesses are, which still separates names where the hit ratio
-    cannot (`sembed eval poi --score-key taste_prob` tunes its threshold). An is_poi already in the record (the gold label of `sembed
-    convert --from gazetteer`) is kept as is_poi_gold, for `sembed eval poi`.
+    the guesses are (`sembed eval poi --score-key taste_prob` tunes its
+    threshold; on the English gazetteer neither score tells a city from a
+    word, see --neighbours). An is_poi already in the record (the gold
+    label of `sembed convert --from gazetteer`) is kept as is_poi_gold, for
+    `sembed eval poi`.
     For another key K the fields are taste_score_K ... (text_a: taste_score_a).
 
     With --neighbours DIR (an index of labelled names, built with the

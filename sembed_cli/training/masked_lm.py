@@ -371,9 +371,11 @@ def finish(output: Path, model, tokenizer, max_length: int, metadata: dict, forc
 
 def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertShape = CharBertShape(),
                        schedule: LoopSchedule = LoopSchedule(), samples: int = MlmSettings.samples,
-                       vocab: str = MlmSettings.vocab, vocab_size: int = MlmSettings.vocab_size, text_key: str = "text", device: str = "auto", precision: str = "fp32", resume: bool = False,
+                       vocab: str = MlmSettings.vocab, vocab_size: int = MlmSettings.vocab_size,
+                       text_key: str = "text", device: str = "auto", precision: str = "fp32", resume: bool = False,
                        force: bool = False) -> dict:
-    """POI paper stage 1: a character BERT trained from scratch on the POI training names of `source`."""
+    """POI paper stage 1: a BERT trained from scratch on the POI training names of `source`, on their characters
+    (the paper's) or on a word-piece vocabulary learnt from them (`vocab`)."""
     from transformers import BertForMaskedLM
 
     from ..text import char_tokenizer
