@@ -63,11 +63,31 @@ def write_jsonl(path: Path, sentences: list[str]) -> Path:
     return path
 
 
+# the flags that decide which int8 and bf16 kernels run
+CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512vnni", "avx_vnni", "avx512_bf16", "amx_int8")
+
+
+def cpu_description() -> dict:
+    """The CPU's model name and the flags that decide int8 and bf16 kernels (from /proc/cpuinfo)."""
+    info: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    flags = set(info.get("flags", "").split())
+    return {"cpu_model": info.get("model name", "unknown"), "cpu_flags": [f for f in CPU_FLAGS if f in flags],
+            "cores": os.cpu_count()}
+
+
 def save(name: str, result: dict) -> Path:
-    """Write a benchmark's figures to bench/results/NAME.json with the machine they came from."""
+    """Write a benchmark's figures to bench/results/NAME.json with the machine they came from: its CPU model and
+    flags, and the load average when the figures were saved (other jobs slow wall-clock figures down)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": name, "date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0],
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores", **result}
+              "machine": f"{platform.machine()}, {os.cpu_count()} cores", **cpu_description(),
+              "load_average_at_save": [round(x, 2) for x in os.getloadavg()], **result}
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path

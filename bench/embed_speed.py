@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import DATA, ROOT, log, save, write_jsonl
+from common import DATA, ROOT, cpu_description, log, save, write_jsonl
 
 from sembed_cli.commands.embed import CPU_ENCODE_BATCH
 from sembed_cli.io import RecordSink, RecordSource, TextFields
@@ -114,23 +114,6 @@ for start in range(0, len(texts), 1000):
 """
 CONTENDERS = {"sentence_transformers_encode": None, "sembed_torch": ["--backend", "torch"],
               "sembed_onnx": ["--backend", "onnx"], "sembed_onnx_int8": ["--backend", "onnx", "--quantize", "int8"]}
-CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512vnni", "avx_vnni", "avx512_bf16", "amx_int8")
-
-
-def cpu_description() -> dict:
-    """The CPU's model name and the flags that decide int8 and bf16 kernels (from /proc/cpuinfo)."""
-    info: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            info.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    flags = set(info.get("flags", "").split())
-    return {"cpu_model": info.get("model name", "unknown"), "cpu_flags": [f for f in CPU_FLAGS if f in flags],
-            "cores": os.cpu_count()}
-
-
 def run_contender(name: str, src: Path, threads: int, sentences: int) -> dict:
     """One process: start-up to its first output, steady sentences/s after it, peak RSS and CPU seconds."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "SEMBED_THREADS": str(threads), "SEMBED_DATA": str(DATA)}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 from conftest import ROOT
 
@@ -22,14 +21,11 @@ def test_every_command_has_a_man_page():
     assert {"sembed.1", "sembed-parse.1", "sembed-spo.1", "sembed-normalize.1", "sembed-convert.1"} <= names
 
 
-def test_help_is_fast_and_imports_nothing_heavy():
-    code = ("import sys, time; t = time.perf_counter(); from sembed_cli.main import app; "
-            "heavy = [m for m in ('spacy', 'torch', 'transformers', 'faiss', 'sentence_transformers') if m in sys.modules]; "
-            "print(heavy, time.perf_counter() - t)")
+def test_help_imports_nothing_heavy():
+    """--help stays fast because the command tree imports no model library; its time is bench/startup.py's."""
+    code = ("import sys; from sembed_cli.main import app; "
+            "print([m for m in ('spacy', 'torch', 'transformers', 'faiss', 'sentence_transformers') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    heavy, seconds = out.rsplit(" ", 1)
-    assert heavy == "[]"
-    start = time.perf_counter()
+    assert out.strip() == "[]"
     run = subprocess.run([sys.executable, "-m", "sembed_cli", "--help"], capture_output=True, text=True, cwd=ROOT)
     assert run.returncode == 0 and "Commands:" in run.stdout
-    assert time.perf_counter() - start < 1.0
