@@ -1,7 +1,7 @@
 """Helpers of examples/poi_reproduction.sh: seeded samples of the gazetteer records, perturbed queries, the report.
 
-    python examples/poi_report.py sample WORK --train-names N --stage2-records N --dev N --test N --seed S
-        --index-names N|0 < gaz.jsonl
+    python examples/poi_report.py sample WORK --train-names N --stage2-records N --vote-records N|0 --dev N|0
+        --test N|0 --seed S --index-names N|0 < gaz.jsonl        (0: the whole split)
     python examples/poi_report.py perturb N SEED < poi-names.jsonl > queries.jsonl
     python examples/poi_report.py recall < searched.jsonl
     python examples/poi_report.py table WORK [--markdown F] [--json F]
@@ -52,7 +52,8 @@ def sample(args) -> None:
     dev, test = ([r for r in rows if r["split"] == split] for split in ("dev", "test"))
     dev = rng.sample(dev, args.dev) if args.dev else dev  # 0: the whole split
     test = rng.sample(test, args.test) if args.test else test
-    labelled = random.Random(args.seed).sample([r for r in rows if r["split"] == "train"], args.vote_records)
+    train = [r for r in rows if r["split"] == "train"]
+    labelled = random.Random(args.seed).sample(train, args.vote_records) if args.vote_records else train  # 0: all
     work = Path(args.work)
     write(work / "stage1.jsonl", stage1)
     write(work / "stage2.jsonl", stage2)

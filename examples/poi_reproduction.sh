@@ -12,7 +12,7 @@
 #    STAGE2 train records (half POI, half non-POI).
 # 4. (in parallel with 5) Identification on DEV records of the dev split and the whole test split (DEV, TEST: 0 = all): sembed taste with both models (the
 #    paper's top-10 hit ratio, and taste_prob, the geometric mean probability of the true characters) and, with the stage-2 model, the k-NN vote over an index of VOTE_RECORDS labelled
-#    train records (taste --neighbours); sembed eval poi with the threshold tuned on dev.
+#    train records (0: all 350,205; taste --neighbours); sembed eval poi with the threshold tuned on dev.
 # 5. Lookup: sembed index over every POI name with the stage-2 model; sembed search --spelling with N_QUERIES
 #    perturbed real names (typo, missing word, dropped suffix; poi_report.py perturb) and, when QUERIES=FILE is
 #    given, also with its records (JSONL: text, the intended target name, and perturbation, by which recall@10 is
@@ -23,7 +23,7 @@
 #    the same POI names for the same queries.
 # Writes examples/results/poi.md and poi.json (its "summary": test_f0_5, recall_at_10 by kind, queries_per_s,
 # baseline). Settings (environment): TRAIN_NAMES (20000), STAGE2 (40000), VARIANTS (1), NGRAM_WEIGHT (0.7),
-# VOTE_RECORDS (40000), DEV (5000), TEST (0), N_QUERIES (2000), INDEX_NAMES (0), QUERIES (none), SEED (42), WORK (runs/poi; removed at
+# VOTE_RECORDS (0), DEV (5000), TEST (0), N_QUERIES (2000), INDEX_NAMES (0), QUERIES (none), SEED (42), WORK (runs/poi; removed at
 # the end unless KEEP=1), MODELS (none; a directory with stage1 and stage2 trained before with these settings:
 # training is skipped and its seconds, from their sembed.json, are counted in the total). The paper trained 5 hours on 8 V100s on 17M Chinese POIs; this is a scaled-down run.
 set -euo pipefail
@@ -34,7 +34,7 @@ TRAIN_NAMES=${TRAIN_NAMES:-20000}
 STAGE2=${STAGE2:-40000}
 VARIANTS=${VARIANTS:-1}
 NGRAM_WEIGHT=${NGRAM_WEIGHT:-0.7}
-VOTE_RECORDS=${VOTE_RECORDS:-40000}
+VOTE_RECORDS=${VOTE_RECORDS:-0}
 DEV=${DEV:-5000}
 TEST=${TEST:-0}
 N_QUERIES=${N_QUERIES:-2000}

@@ -26,6 +26,16 @@ def _no_user_environment(monkeypatch):
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def _console_as_a_fresh_run():
+    """Each test starts with the console a plain run of sembed has (not -q, not -v, the log handler installed), so
+    a test calling library code sees its warnings whichever test ran before (a -q run leaves quiet set)."""
+    from sembed_cli import console
+
+    console.set_verbose(False)
+    console.set_quiet(False)
+
+
 class Run:
     def __init__(self, result):
         self.result = result

@@ -19,7 +19,7 @@ from conftest import interrupt_at_call, jsonl, same_weights, sembed
 torch = pytest.importorskip("torch")
 
 from sembed_cli.text import char_tokenizer  # noqa: E402
-from sembed_cli.models.taste import Taster  # noqa: E402
+from sembed_cli.models.taste import NeighbourVote, Taster  # noqa: E402
 from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
 from sembed_cli.training.masked_lm import MLM_IGNORE, mask_one  # noqa: E402
 from sembed_cli.training.poi_triplet import batch_all_triplet_loss  # noqa: E402
@@ -335,6 +335,29 @@ def test_spelling_reranker_finds_a_name_by_its_words_and_prefers_the_common_word
     scores, rows = reranker.rerank(["Jackson"], np.array([[0.9, 0.6, 0.5]]), np.array([[1, 5, 3]]), 2)
     assert rows.tolist() == [[0, 2]]
     assert scores[0, 0] == np.float32(0.5 + WORDS_BONUS - LEFT_OUT_WEIGHT * left_out[0])
+
+
+def test_the_vote_weighs_each_neighbour_by_its_cosine_to_the_power_p():
+    """poi_vote = sum w_i y_i / sum w_i, w_i = max(cosine_i, 0)^p, over the k nearest (a missing row, -1, weighs 0)."""
+    import numpy as np
+
+    class Index:  # the nearest labelled names: cosines 0.9 (a POI), 0.6 (a word), -0.2 (a POI), then none
+        path, payloads = "labelled", [{"is_poi": True}, {"is_poi": False}, {"is_poi": True}, {"is_poi": True}]
+
+        def search(self, vectors, k):
+            return np.array([[0.9, 0.6, -0.2, 0.0]])[:, :k], np.array([[0, 1, 2, -1]])[:, :k]
+
+    class Encoder:
+        def encode(self, texts, **_):
+            return np.zeros((len(texts), 2), dtype=np.float32)
+
+    def vote(k, power):
+        return NeighbourVote(Index(), Encoder(), k, power).vote(["Salem"])[0]
+
+    assert vote(4, 1.0) == pytest.approx(0.9 / 1.5, abs=1e-6)
+    assert vote(4, 4.0) == pytest.approx(0.9 ** 4 / (0.9 ** 4 + 0.6 ** 4), abs=1e-6)
+    assert vote(4, 0.0) == pytest.approx(2 / 3, abs=1e-6)  # a plain count of the three found, the negative included
+    assert vote(1, 4.0) == pytest.approx(1.0, abs=1e-6)
 
 
 @pytest.fixture(scope="module")

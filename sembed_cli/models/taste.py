@@ -154,19 +154,17 @@ class Taster:
         return Taste(hits, int(maskable.sum()), log_probability)
 
 
-DEFAULT_VOTE_K = 10
-
-
 class NeighbourVote:
     """Is a name a POI by its nearest labelled names: the POI paper's own route for English names.
 
     Zhang et al. (section 5) on their English data set: "compare the embedding of this string with those POI
     embeddings". Here the labelled names are a `sembed index` (built with the stage-2 model) whose records carry
-    is_poi; a text's vote is the similarity-weighted share of POI names among its k nearest indexed names,
-    sum_i max(s_i, 0) y_i / sum_i max(s_i, 0) (s_i: cosine, y_i: 1 for a POI), in [0, 1].
+    is_poi; a text's vote is the weighted share of POI names among its k nearest indexed names,
+    sum_i w_i y_i / sum_i w_i with w_i = max(s_i, 0)^p (s_i: cosine, y_i: 1 for a POI), in [0, 1]: p = 1 weighs
+    by similarity, a larger p lets the closest names decide.
     """
 
-    def __init__(self, index, encoder, k: int = DEFAULT_VOTE_K, label_key: str = "is_poi"):
+    def __init__(self, index, encoder, k: int, power: float, label_key: str = "is_poi"):
         import numpy as np
 
         from ..errors import SembedError
@@ -175,7 +173,7 @@ class NeighbourVote:
         if not labels or not all(isinstance(label, bool) for label in labels):
             raise SembedError(f"the index at '{index.path}' is not of labelled names: every record needs "
                               f"{label_key} true or false", "index records of sembed convert --from gazetteer")
-        self.index, self.encoder, self.k = index, encoder, min(k, len(labels))
+        self.index, self.encoder, self.k, self.power = index, encoder, min(k, len(labels)), power
         self.labels = np.asarray(labels, dtype=np.float64)
 
     def vote(self, texts: list[str]) -> list[float]:
@@ -185,7 +183,7 @@ class NeighbourVote:
             return []
         vectors = self.encoder.encode(texts, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
         scores, rows = self.index.search(np.asarray(vectors, dtype=np.float32), self.k)
-        weights = np.where(rows >= 0, np.clip(scores, 0.0, None), 0.0) + 1e-9
+        weights = np.where(rows >= 0, np.clip(scores, 0.0, None) ** self.power, 0.0) + 1e-9  # rows -1: none
         votes = (weights * self.labels[np.maximum(rows, 0)]).sum(1) / weights.sum(1)
         return [round(float(v), 6) for v in votes]
 
