@@ -80,3 +80,12 @@ def build(texts: Iterable[str], min_count: int = 1, max_length: int = 64):
     tokenizer.normalizer = normalizer
     tokenizer.pre_tokenizer = pre_tokenizer
     return _fast_tokenizer(tokenizer, max_length)
+
+
+def for_names(vocab: str, names: list[str], vocab_size: int, max_length: int) -> tuple[object, str]:
+    """Stage 1's tokenizer of `names` by `vocab` ("characters", the paper's, or "wordpiece", at most `vocab_size`
+    pieces), and the line that describes it in the model's sembed.json."""
+    if vocab == "characters":
+        return build(names, max_length=max_length), "characters (NFD, accents stripped, lower case, no blanks)"
+    return (build_wordpiece(names, vocab_size, max_length=max_length),
+            f"wordpiece, at most {vocab_size} learnt from the names (NFD, accents stripped, lower case)")

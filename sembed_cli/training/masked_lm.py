@@ -378,16 +378,14 @@ def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertSha
     (the paper's) or on a word-piece vocabulary learnt from them (`vocab`)."""
     from transformers import BertForMaskedLM
 
-    from ..text import char_tokenizer
-
     from ..artifacts import refuse_existing
+    from ..text import char_tokenizer
 
     refuse_existing(output, force)
     resolved = sentence_models.resolve_device(device)
     precision = precisions.resolve_training(precision, resolved)
     names, data = read_poi_names(source, text_key)
-    tokens = ("characters (NFD, accents stripped, lower case, no blanks)" if vocab == "characters" else
-              f"wordpiece, at most {vocab_size} learnt from the names (NFD, accents stripped, lower case)")
+    tokenizer, tokens = char_tokenizer.for_names(vocab, names, vocab_size, shape.max_length)
     settings = {"from_scratch": True, "tokenizer": tokens, "samples_per_name": samples,
                 "masking": "one token at random per sample",
                 **{f"model_{k}": v for k, v in asdict(shape).items()}, **schedule.settings(), "text_key": text_key}
@@ -395,8 +393,6 @@ def train_from_scratch(source: RecordSource, output: Path, *, shape: CharBertSha
     checkpoint_dir, resume_from = checkpoints.prepare(output, run, resume, force)
     torch.manual_seed(schedule.seed)
     random.seed(schedule.seed)
-    tokenizer = (char_tokenizer.build(names, max_length=shape.max_length) if vocab == "characters" else
-                 char_tokenizer.build_wordpiece(names, vocab_size, max_length=shape.max_length))
     model = BertForMaskedLM(shape.config(tokenizer))
     dataset = MaskedNames(tokenizer, names, samples, schedule.batch_size, shape.max_length, schedule.seed)
     log.info(f"mlm --from-scratch: {len(names)} names x {samples} samples, {len(tokenizer)} {vocab}, "
