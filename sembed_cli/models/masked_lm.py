@@ -31,15 +31,12 @@ def load_masked_lm(model: str, device: str = "cpu", precision: str = "fp32"):
     from safetensors import SafetensorError
 
     transformers_logging.disable_progress_bar()
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # its load report would say on stderr what is refused below
     try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-        lm, loading = AutoModelForMaskedLM.from_pretrained(str(path), output_loading_info=True)
+        with sentence_models.library_report_off():  # missing weights are refused below
+            tokenizer = AutoTokenizer.from_pretrained(str(path))
+            lm, loading = AutoModelForMaskedLM.from_pretrained(str(path), output_loading_info=True)
     except (OSError, ValueError, SafetensorError) as e:
         raise SembedError(f"cannot load the masked-LM at '{path}': {e}") from None
-    finally:
-        transformers_logging.set_verbosity(verbosity)
     missing = sorted(loading["missing_keys"])
     if missing:  # transformers fills them with random weights: the guesses would be noise
         raise SembedError(f"the model at '{path}' has no masked-LM head (missing {', '.join(missing[:3])}"

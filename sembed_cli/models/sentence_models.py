@@ -98,6 +98,20 @@ def masked_lm_report_left_out() -> Iterator[None]:
         logger.removeFilter(report)
 
 
+@contextmanager
+def library_report_off() -> Iterator[None]:
+    """Around a from_pretrained(output_loading_info=True) whose missing keys sembed checks and reports itself:
+    transformers' own load report would say the same on stderr, or what sembed then refuses; its errors stay."""
+    from transformers.utils import logging as transformers_logging
+
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+
+
 SEMBED_MODULES = "sembed_cli."  # module classes sembed itself defines (TA-SBERT's Token Attention)
 
 

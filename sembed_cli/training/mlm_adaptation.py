@@ -260,13 +260,9 @@ def start_model(base_model: str, seed: int, dropout: float | None = None):
     if tokenizer.mask_token_id is None:
         raise SembedError(f"the tokenizer at '{directory}' has no mask token")
     torch.manual_seed(seed)
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # its report of the new head's weights: we say it ourselves
     overrides = {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
-    try:
+    with sentence_models.library_report_off():  # its report of the new head's weights: we say it ourselves
         model, info = BertForMaskedLM.from_pretrained(str(directory), output_loading_info=True, **overrides)
-    finally:
-        transformers_logging.set_verbosity(verbosity)
     for name in overrides:  # the modules keep `dropout`; the saved config says what the encoder was trained with
         setattr(model.config, name, getattr(config, name))
     if any(not key.startswith("cls.") for key in info["missing_keys"]):
