@@ -21,8 +21,9 @@ Neighbours = Annotated[Optional[Path], typer.Option(
     "--neighbours", metavar="DIR", show_default=False,
     help="An index (sembed index, with the stage-2 model) of labelled names (records with is_poi, e.g. train "
          "records of convert --from gazetteer): adds poi_vote, the share of POI names among the text's --vote-k "
-         "nearest, each weighted by its cosine to the power --vote-power, and is_poi follows it. The paper's route for English names; the taste "
-         "alone cannot tell a city from a word when ~40 letters make almost any character a top-10 guess.")]
+         "nearest, each weighted by its cosine to the power --vote-power, and is_poi follows it. The paper's route "
+         "for English names; the taste alone cannot tell a city from a word when ~40 letters make almost any "
+         "character a top-10 guess.")]
 VoteK = Annotated[int, typer.Option("--vote-k", min=1, metavar="K", help="Labelled neighbours of a --neighbours "
                                                                          "vote.")]
 VotePower = Annotated[float, typer.Option("--vote-power", min=0.0, metavar="P", callback=finite,
@@ -77,10 +78,10 @@ def taste_command(
     With --neighbours DIR (an index of labelled names, built with the
     stage-2 model) each text also gets poi_vote, the share of POI names
     among its --vote-k nearest there, each weighted by its cosine to the
-    power --vote-power, and is_poi = poi_vote >= --threshold: the paper's route for English names, and
-    the one that tells a city from a word here (the taste alone hardly
-    can: with about 40 letters the true character is nearly always a
-    top-10 guess; examples/results/poi.md).
+    power --vote-power, and is_poi = poi_vote >= --threshold: the paper's
+    route for English names, and the one that tells a city from a word
+    here (the taste alone hardly can: with about 40 letters the true
+    character is nearly always a top-10 guess; examples/results/poi.md).
 
     All masked copies of a batch of records (--batch-size) go through the
     model together, in chunks of about 32k tokens; output is flushed after
