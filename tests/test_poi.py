@@ -241,6 +241,10 @@ def test_taste_errors(stage2, tmp_path):
     run = sembed("taste", "-q", "-m", str(stage2), "--device", "cpu", input=jsonl({"text": "Paris"}, {"text": " "}))
     assert run.exit_code == 1 and len(run.records) == 1
     assert run.stderr.strip() == "error: <stdin>:2: empty text in 'text'"
+    for option in ("--vote-k", "--vote-power"):  # a vote's settings without the vote would change nothing
+        run = sembed("taste", "-m", str(stage2), option, "3", input=jsonl({"text": "Paris"}))
+        assert run.exit_code == 2 and f"Invalid value for '{option}': only with --neighbours DIR" in run.stderr
+        assert run.stdout == ""
 
 
 # --- eval poi ------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import typer
 from ..models import sentence_models
 from ..io import StreamOptions, TextFields
 from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLM, MaskedLMPrecision, Output, Quiet, SkipErrors,
-                       TextKeys, Threads, Verbose, finite)
+                       TextKeys, Threads, Verbose, finite, flag, given_on_command_line)
 
 TopK = Annotated[int, typer.Option("--top-k", min=1, metavar="K", help="A hit: the true token among the top K "
                                                                       "predictions (the paper: 10).")]
@@ -38,6 +38,7 @@ DEFAULT_VOTE_POWER = 4.0
 
 
 def taste_command(
+    ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
     lines: Lines = False,
@@ -107,6 +108,9 @@ def taste_command(
     if model is None:
         raise SembedError("taste needs a masked-LM", "pass --model DIR, e.g. from sembed train --method mlm "
                                                        "--from-scratch")
+    for name in ("vote_k", "vote_power"):  # they shape a --neighbours vote; alone they would change nothing
+        if neighbours is None and name in given_on_command_line(ctx):
+            raise typer.BadParameter("only with --neighbours DIR", param_hint=flag(ctx, name))
     resolved = sentence_models.resolve_device(device)
     lm, tokenizer = load_masked_lm(model, resolved, resolve(precision, resolved, cpu_bf16=True))
     taster = Taster(lm, tokenizer, top_k)
