@@ -83,6 +83,30 @@ def test_approximate_types(tiny_model, tmp_path, kind):
     assert hits["Salem Franklin"]["score"] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_a_wider_hnsw_search_finds_what_the_index_own_breadth_misses():
+    """VectorIndex.search(ef_search=E) searches an HNSW graph E wide for that call only (the POI vote's 128), never
+    narrower than the index's own breadth."""
+    import numpy as np
+
+    from sembed_cli.models.vector_index import VectorIndex, build_faiss, unit_rows
+
+    vectors = unit_rows(np.random.default_rng(0).standard_normal((3000, 32)))
+    graph = build_faiss(vectors, "hnsw")
+    graph.hnsw.efSearch = 1
+    index = VectorIndex(Path("graph"), graph, list(range(3000)), [{}] * 3000, {"type": "hnsw", "dimension": 32})
+    queries = vectors[:200] + 0.5 * unit_rows(np.random.default_rng(1).standard_normal((200, 32)))
+    exact = np.argsort(-(unit_rows(queries) @ vectors.T), axis=1)[:, :10]
+
+    def recall(rows):
+        return np.mean([len(set(found) & set(true)) / 10 for found, true in zip(rows, exact)])
+
+    narrow, wide = index.search(queries, 10)[1], index.search(queries, 10, ef_search=256)[1]
+    assert recall(narrow) < 0.9 < recall(wide)
+    assert graph.hnsw.efSearch == 1  # the wider breadth was for that call only
+    graph.hnsw.efSearch = 256
+    assert (index.search(queries, 10, ef_search=1)[1] == wide).all()  # a narrower one is ignored
+
+
 def test_reloads_in_a_new_process(index_dir):
     result = subprocess.run([sys.executable, "-m", "sembed_cli", "search", "-q", "--index", str(index_dir), "--device",
                              "cpu", "--k", "1"], input=jsonl({"text": "Newport"}), capture_output=True, text=True,

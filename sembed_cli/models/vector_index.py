@@ -185,6 +185,11 @@ class VectorIndex:
                               f"but the queries are embedded with '{name}', another model",
                               "search with the index's model (leave out --model), or rebuild the index")
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, rows) of the k nearest rows of each query (unit-normalised first); row -1 where fewer exist."""
+    def search(self, queries: np.ndarray, k: int, ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows) of the k nearest rows of each query (unit-normalised first); row -1 where fewer exist.
+        ef_search: a wider HNSW search than the index's own for this call (ignored by other types or if narrower)."""
+        if ef_search is not None and self.metadata.get("type") == "hnsw" and ef_search > self.index.hnsw.efSearch:
+            import faiss
+
+            return self.index.search(unit_rows(queries), k, params=faiss.SearchParametersHNSW(efSearch=ef_search))
         return self.index.search(unit_rows(queries), k)
