@@ -86,7 +86,7 @@ def save(name: str, result: dict) -> Path:
     flags, and the load average when the figures were saved (other jobs slow wall-clock figures down)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     result = {"benchmark": name, "date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0],
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores", **cpu_description(),
+              "machine": platform.machine(), **cpu_description(),
               "load_average_at_save": [round(x, 2) for x in os.getloadavg()], **result}
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
