@@ -23,8 +23,10 @@ from pathlib import Path
 INTERVAL = "95% t interval over seeds (mean ± t(0.975, k − 1) · sd / √k, k seeds; differences paired by seed)"
 RULE = ("reproduces: the 95% interval of our paired difference lies entirely on the side of 0 the paper's "
         "difference is on; does not reproduce: entirely on the other side; inconclusive at this power: it "
-        "contains 0 (or fewer than 2 seeds).")
+        "contains 0 (or fewer than 2 seeds); \"smaller than the paper's\" is added where the interval also lies "
+        "entirely short of the paper's difference.")
 REPRODUCES, DOES_NOT, INCONCLUSIVE = "reproduces", "does not reproduce", "inconclusive at this power"
+SMALLER = "smaller than the paper's"
 
 
 def t_interval(xs: Sequence[float]) -> tuple[float, float] | None:
@@ -43,11 +45,16 @@ def paired(row: Sequence[float | None], baseline: Sequence[float | None]) -> lis
 
 
 def verdict(paper_difference: float, interval: tuple[float, float] | None) -> str:
-    """RULE: our paired difference's interval against the sign of the paper's difference."""
+    """RULE: our paired difference's interval against the sign of the paper's difference, and against its size
+    (an interval wholly short of the paper's difference, on its side or around 0: an effect smaller than the
+    paper's, if any)."""
     if interval is None or paper_difference == 0:
         return INCONCLUSIVE
     low, high = interval if paper_difference > 0 else (-interval[1], -interval[0])
-    return REPRODUCES if low > 0 else DOES_NOT if high < 0 else INCONCLUSIVE
+    if high < 0:
+        return DOES_NOT
+    word = REPRODUCES if low > 0 else INCONCLUSIVE
+    return f"{word}, {SMALLER}" if high < abs(paper_difference) else word
 
 
 def mean_cell(xs: Sequence[float | None], signed: bool = False) -> str:

@@ -42,6 +42,10 @@ def test_t_interval_over_seeds():
     (-0.14, (-0.9, -0.1), "reproduces"),  # the paper's difference below 0: ours must be below 0 too
     (-0.14, (0.1, 0.9), "does not reproduce"),
     (0.5, None, "inconclusive at this power"),  # one seed: no interval
+    (0.5, (0.1, 0.4), "reproduces, smaller than the paper's"),  # wholly short of the paper's +0.5
+    (0.5, (-0.2, 0.14), "inconclusive at this power, smaller than the paper's"),
+    (-0.14, (-0.1, -0.05), "reproduces, smaller than the paper's"),
+    (0.5, (-0.2, 0.5), "inconclusive at this power"),  # reaching the paper's difference is not short of it
 ])
 def test_verdict_rule(paper, interval, word):
     assert verdict.verdict(paper, interval) == word
@@ -96,11 +100,11 @@ def test_cf_table_means_intervals_and_verdicts(tmp_path):
             f"+0.60 [{0.6 - spread:+.2f}, {0.6 + spread:+.2f}] reproduces | "
             f"+0.00 [{-wide:+.2f}, {wide:+.2f}] inconclusive at this power | "
             f"-1.00 [{-1.0 - spread:+.2f}, {-1.0 + spread:+.2f}] does not reproduce | "
-            f"+0.30 [{0.3 - spread:+.2f}, {0.3 + spread:+.2f}] reproduces | "
+            f"+0.30 [{0.3 - spread:+.2f}, {0.3 + spread:+.2f}] reproduces, smaller than the paper's | "
             "+1.00 [+1.00, +1.00] reproduces |") in lines
     assert "| paper: CF − SBERT | +0.58 | +0.51 | +0.54 | +0.53 | +0.50 |" in lines
     assert ("- all-MiniLM-L6-v2, CF − SBERT: SICK-R r reproduces; SICK-R ρ inconclusive at this power; STS-B r does "
-            "not reproduce; STS-B ρ reproduces; SICK-E acc reproduces.") in lines
+            "not reproduce; STS-B ρ reproduces, smaller than the paper's; SICK-E acc reproduces.") in lines
     # one seed: the figure without an interval, and no verdict but inconclusive
     assert "| **ours: masked-LM MiniLM + CF fine-tuning (W_cf = 0.2)** | 71.25 | 71.25 | 71.25 | 71.25 | 71.25 |" in lines
     assert ("| **ours (masked-LM MiniLM): CF − SBERT** | +1.25 inconclusive at this power | +1.25 inconclusive at "
