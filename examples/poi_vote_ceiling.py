@@ -1,0 +1,106 @@
+"""How far a nearest-neighbour vote can go on the gazetteer's names, beside the baseline's regression (issue 15).
+
+    python examples/poi_vote_ceiling.py WORK > ceiling.json      (WORK: a KEEP=1 run of poi_reproduction.sh)
+
+On the run's labelled train records and dev / test records, test F0.5 at the dev-tuned threshold of:
+- `vote_over_baseline_features`: `taste --neighbours`' vote (weight = cosine^p over the k nearest) over the
+  baseline's own features, the exact cosine of sparse TF-IDF vectors of every character 1-4-gram, with k and p
+  chosen on the dev records only (threshold tuned on one half, F0.5 read on the other, both ways);
+- `baseline`: the baseline's logistic regression (examples/poi_baseline.py), and `baseline_accents_kept`, the
+  same with accented letters kept (scikit-learn's default; sembed and the baseline strip them);
+- `vote_and_baseline_averaged`: the mean of sembed's poi_vote (WORK/stage2.tasted.jsonl) and the baseline's
+  probability;
+- `shared_errors`: the test records both sembed's vote and the baseline get wrong, by source and gold label.
+About 10 minutes at 2 threads (the sparse k-NN of 48,946 records over 350,205).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from poi_baseline import read, vectorizer  # noqa: E402
+from sembed_cli.evaluation.poi import best_threshold, metrics  # noqa: E402
+
+GRID_K, GRID_P = (5, 10, 20, 30, 50, 100), (1, 4, 8, 16)
+
+
+def tuned_f05(scores: np.ndarray, gold: np.ndarray, dev: np.ndarray, test: np.ndarray) -> float:
+    return metrics(scores[test], gold[test], best_threshold(scores[dev], gold[dev]))["f0_5"]
+
+
+def nearest(queries, matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cosines, rows) of each query's k nearest rows of `matrix` (sparse, unit rows), best first."""
+    transposed = matrix.T.tocsr()
+    top, order = np.zeros((queries.shape[0], k), np.float32), np.zeros((queries.shape[0], k), np.int64)
+    for start in range(0, queries.shape[0], 1000):
+        scores = (queries[start:start + 1000] @ transposed).toarray()
+        rows = np.argpartition(-scores, k, axis=1)[:, :k]
+        found = np.take_along_axis(scores, rows, 1)
+        best = np.argsort(-found, 1)
+        order[start:start + 1000], top[start:start + 1000] = (np.take_along_axis(rows, best, 1),
+                                                             np.take_along_axis(found, best, 1))
+    return top, order
+
+
+def vote(top: np.ndarray, labels: np.ndarray, k: int, p: float) -> np.ndarray:
+    weights = np.clip(top[:, :k], 0, None) ** p + 1e-12
+    return (weights * labels[:, :k]).sum(1) / weights.sum(1)
+
+
+def regression(train: list[dict], rows: list[dict], **settings) -> np.ndarray:
+    from sklearn.linear_model import LogisticRegression
+
+    tfidf = vectorizer().set_params(**settings).fit([r["text"] for r in train])
+    model = LogisticRegression(C=10.0, max_iter=2000).fit(tfidf.transform([r["text"] for r in train]),
+                                                         [r["is_poi"] for r in train])
+    return model.predict_proba(tfidf.transform([r["text"] for r in rows]))[:, 1]
+
+
+def main(work: Path) -> None:
+    train, rows = read(str(work / "labelled.jsonl")), read(str(work / "stage2.tasted.jsonl"))
+    gold = np.array([r["is_poi_gold"] for r in rows])
+    split = np.array([r["split"] for r in rows])
+    dev, test = np.flatnonzero(split == "dev"), split == "test"
+    halves = np.array_split(np.random.default_rng(0).permutation(dev), 2)
+
+    tfidf = vectorizer().fit([r["text"] for r in train])
+    top, order = nearest(tfidf.transform([r["text"] for r in rows]), tfidf.transform([r["text"] for r in train]),
+                         max(GRID_K))
+    labels = np.array([r["is_poi"] for r in train], dtype=float)[order]
+    grid = {}
+    for k in GRID_K:
+        for p in GRID_P:
+            scores = vote(top, labels, k, p)
+            cv = np.mean([metrics(scores[b], gold[b], best_threshold(scores[a], gold[a]))["f0_5"]
+                          for a, b in (halves, halves[::-1])])
+            grid[(k, p)] = (cv, tuned_f05(scores, gold, dev, test))
+    k, p = max(grid, key=lambda kp: grid[kp][0])
+
+    baseline = regression(train, rows)
+    accents_kept = regression(train, rows, strip_accents=None)
+    poi_vote = np.array([r["poi_vote"] for r in rows])
+    wrong_vote = (poi_vote >= best_threshold(poi_vote[dev], gold[dev])) != gold
+    wrong_baseline = (baseline >= best_threshold(baseline[dev], gold[dev])) != gold
+    shared = Counter(f"{rows[i]['source']} ({'POI' if gold[i] else 'not POI'})"
+                     for i in np.flatnonzero(test & wrong_vote & wrong_baseline))
+    print(json.dumps({
+        "vote_over_baseline_features": {"k": k, "p": p, "dev_cv_f0_5": round(grid[(k, p)][0], 4),
+                                        "test_f0_5": round(grid[(k, p)][1], 4),
+                                        "test_f0_5_range": [round(min(v[1] for v in grid.values()), 4),
+                                                            round(max(v[1] for v in grid.values()), 4)]},
+        "baseline": round(tuned_f05(baseline, gold, dev, test), 4),
+        "baseline_accents_kept": round(tuned_f05(accents_kept, gold, dev, test), 4),
+        "sembed_vote": round(tuned_f05(poi_vote, gold, dev, test), 4),
+        "vote_and_baseline_averaged": round(tuned_f05((poi_vote + baseline) / 2, gold, dev, test), 4),
+        "shared_errors": dict(shared.most_common())}, indent=1))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
