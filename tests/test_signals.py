@@ -37,13 +37,15 @@ def start(*args: str, stdout=subprocess.PIPE, code: str | None = None) -> subpro
     command = [sys.executable, "-c", f"{code or ''}\nimport sys\nfrom sembed_cli.main import run\n"
                                      f"sys.argv = ['sembed', *{list(args)!r}]\nrun()"]
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.PIPE,
-                            env=environment(), cwd=ROOT, preexec_fn=hangup_default)
+                            env=environment(), cwd=ROOT, preexec_fn=default_dispositions)
 
 
-def hangup_default() -> None:
-    """The child gets SIGHUP's default disposition even when pytest runs under `nohup`, which ignores it (and
-    sembed rightly leaves an ignored SIGHUP ignored)."""
+def default_dispositions() -> None:
+    """The child gets SIGHUP's and SIGINT's default dispositions even when pytest runs under `nohup` (which ignores
+    SIGHUP) or as a background job of a script (`cmd &`: the shell ignores SIGINT); sembed rightly leaves an
+    ignored signal ignored."""
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for(condition, what: str) -> None:
