@@ -35,19 +35,39 @@ def read(path: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def classify(labelled: str, evaluated: str) -> None:
+def classifier(train: list[dict], **settings):
+    """The baseline's POI probability of texts: a logistic regression over vectorizer()'s TF-IDF (with `settings`
+    changed, e.g. strip_accents=None) fitted on the labelled `train` records."""
     from sklearn.linear_model import LogisticRegression
 
-    started = time.perf_counter()
-    train, rows = read(labelled), read(evaluated)
-    tfidf = vectorizer().fit([r["text"] for r in train])
+    tfidf = vectorizer().set_params(**settings).fit([r["text"] for r in train])
     model = LogisticRegression(C=10.0, max_iter=2000).fit(tfidf.transform([r["text"] for r in train]),
                                                          [r["is_poi"] for r in train])
+    return lambda texts: model.predict_proba(tfidf.transform(texts))[:, 1]
+
+
+def nearest(queries, matrix, k: int, batch: int = 500) -> tuple[np.ndarray, np.ndarray]:
+    """(cosines, rows) of each query's k nearest rows of `matrix` (sparse TF-IDF, unit rows; exact), best first."""
+    transposed = matrix.T.tocsr()
+    top, order = np.zeros((queries.shape[0], k), np.float32), np.zeros((queries.shape[0], k), np.int64)
+    for start in range(0, queries.shape[0], batch):
+        scores = (queries[start:start + batch] @ transposed).toarray()
+        rows = np.argpartition(-scores, k, axis=1)[:, :k]
+        found = np.take_along_axis(scores, rows, 1)
+        best = np.argsort(-found, axis=1, kind="stable")
+        order[start:start + batch] = np.take_along_axis(rows, best, 1)
+        top[start:start + batch] = np.take_along_axis(found, best, 1)
+    return top, order
+
+
+def classify(labelled: str, evaluated: str) -> None:
+    started = time.perf_counter()
+    train, rows = read(labelled), read(evaluated)
+    probability = classifier(train)
 
     def scored(split: str):
         chosen = [r for r in rows if r["split"] == split]
-        scores = model.predict_proba(tfidf.transform([r["text"] for r in chosen]))[:, 1]
-        return scores, np.array([r["is_poi"] for r in chosen])
+        return probability([r["text"] for r in chosen]), np.array([r["is_poi"] for r in chosen])
 
     dev_scores, dev_gold = scored("dev")
     threshold = poi.best_threshold(np.round(dev_scores, 4), dev_gold)
@@ -64,16 +84,12 @@ def lookup(names_path: str, queries_path: str, k: int = 10) -> None:
     names = [r["text"] for r in read(names_path)]
     queries = read(queries_path)
     tfidf = vectorizer()
-    matrix = tfidf.fit_transform(names).T.tocsr()
+    matrix = tfidf.fit_transform(names)
     started = time.perf_counter()
-    for start in range(0, len(queries), 500):
-        batch = queries[start:start + 500]
-        scores = (tfidf.transform([q["text"] for q in batch]) @ matrix).toarray()
-        top = np.argpartition(-scores, k, axis=1)[:, :k]
-        for query, rows, row_scores in zip(batch, top, scores):
-            best = sorted(rows, key=lambda i: -row_scores[i])
-            query["neighbors"] = [{"text": names[i], "score": round(float(row_scores[i]), 6)} for i in best]
-            print(json.dumps(query, ensure_ascii=False))
+    top, order = nearest(tfidf.transform([q["text"] for q in queries]), matrix, k)
+    for query, rows, row_scores in zip(queries, order, top):
+        query["neighbors"] = [{"text": names[i], "score": round(float(s), 6)} for i, s in zip(rows, row_scores)]
+        print(json.dumps(query, ensure_ascii=False))
     seconds = time.perf_counter() - started
     sys.stderr.write(f"baseline lookup: {len(queries)} queries in {seconds:.1f} s ({len(queries) / seconds:.0f}/s)\n")
 

@@ -364,6 +364,30 @@ def test_the_vote_weighs_each_neighbour_by_its_cosine_to_the_power_p():
     assert vote(1, 4.0) == pytest.approx(1.0, abs=1e-6)
 
 
+def test_the_baseline_finds_exact_nearest_names_best_first_and_classifies(monkeypatch):
+    """examples/poi_baseline.py (the baseline of poi_reproduction.sh and poi_vote_ceiling.py): `nearest` is the exact
+    cosine top k, best first, across its batches; `classifier` scores a place above a word it was taught."""
+    import numpy as np
+
+    from conftest import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    from poi_baseline import classifier, nearest, vectorizer
+
+    names = ["Springfield", "Springdale", "Fairfield", "Greenville", "Butterfly", "Springfield County"]
+    tfidf = vectorizer().fit(names)
+    queries, matrix = tfidf.transform(["Springfeild", "Greenvile", "butterfly"]), tfidf.transform(names)
+    top, order = nearest(queries, matrix, 3, batch=2)
+    exact = (queries @ matrix.T).toarray()
+    assert order.tolist() == np.argsort(-exact, axis=1, kind="stable")[:, :3].tolist()
+    assert np.allclose(top, np.sort(exact, axis=1)[:, ::-1][:, :3])
+    assert [names[row[0]] for row in order] == ["Springfield", "Greenville", "Butterfly"]
+    train = [{"text": t, "is_poi": True} for t in ("Springfield", "Fairfield", "Greenville", "Riverside")] + \
+            [{"text": t, "is_poi": False} for t in ("butterfly", "window", "happiness", "quickly")]
+    place, word = classifier(train)(["Springville", "flutterby"])
+    assert place > 0.5 > word
+
+
 @pytest.fixture(scope="module")
 def lookup_model(stage1) -> Path:
     out = stage1.parent / "lookup"

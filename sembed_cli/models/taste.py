@@ -189,9 +189,16 @@ class NeighbourVote:
             return []
         vectors = self.encoder.encode(texts, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
         scores, rows = self.index.search(np.asarray(vectors, dtype=np.float32), self.k, ef_search=VOTE_EF_SEARCH)
-        weights = np.where(rows >= 0, np.clip(scores, 0.0, None) ** self.power, 0.0) + 1e-9  # rows -1: none
-        votes = (weights * self.labels[np.maximum(rows, 0)]).sum(1) / weights.sum(1)
-        return [round(float(v), 6) for v in votes]
+        return [round(float(v), 6) for v in weighted_share(scores, rows, self.labels, self.power)]
+
+
+def weighted_share(scores, rows, labels, power: float):
+    """Each query's vote from its neighbours' cosines `scores` and `rows` (-1: none found) of the 0/1 `labels`:
+    sum_i w_i y_i / sum_i w_i, w_i = max(s_i, 0)^power (NeighbourVote)."""
+    import numpy as np
+
+    weights = np.where(rows >= 0, np.clip(scores, 0.0, None) ** power, 0.0) + 1e-9
+    return (weights * labels[np.maximum(rows, 0)]).sum(1) / weights.sum(1)
 
 
 def taste_records(records: Iterable[dict], taster: Taster, fields: TextFields, batch_size: int, threshold: float,
