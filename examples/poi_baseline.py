@@ -1,12 +1,13 @@
 """The character n-gram TF-IDF baseline of examples/poi_reproduction.sh (issue 15), on the same splits and queries.
 
-    python examples/poi_baseline.py classify LABELLED EVAL > baseline.poi.json
+    python examples/poi_baseline.py classify LABELLED EVAL [SCORED] > baseline.poi.json
     python examples/poi_baseline.py lookup POI_NAMES QUERIES > baseline.searched.jsonl
 
-classify: TF-IDF of character 1- to 4-grams within words (scikit-learn's char_wb), a logistic regression on the
-LABELLED train records (those sembed's k-NN vote uses), the threshold of its POI probability tuned for F0.5 on the
-dev records of EVAL, then F0.5 on its test records: the same JSON as `sembed eval poi --tune-split dev
---test-split test`. lookup: the same TF-IDF fitted on every POI name, each query's 10 nearest names by cosine
+classify: TF-IDF of character 1- to 4-grams within words (scikit-learn's char_wb; lower case, accents kept: its
+defaults), a logistic regression on the LABELLED train records (those sembed's k-NN vote uses), the threshold of
+its POI probability tuned for F0.5 on the dev records of EVAL, then F0.5 on its test records: the same JSON as
+`sembed eval poi --tune-split dev --test-split test`; SCORED, when given, gets EVAL's records with the
+probability as baseline_score (poi_report.py compares them with sembed's record by record). lookup: the same TF-IDF fitted on every POI name, each query's 10 nearest names by cosine
 (exact), written as `sembed search` writes them, for `poi_report.py recall`.
 """
 
@@ -26,8 +27,8 @@ from sembed_cli.evaluation import poi  # noqa: E402
 def vectorizer():
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    return TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), lowercase=True, strip_accents="unicode",
-                           sublinear_tf=True, dtype=np.float32)
+    return TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), lowercase=True, sublinear_tf=True,
+                           dtype=np.float32)
 
 
 def read(path: str) -> list[dict]:
@@ -37,7 +38,7 @@ def read(path: str) -> list[dict]:
 
 def classifier(train: list[dict], **settings):
     """The baseline's POI probability of texts: a logistic regression over vectorizer()'s TF-IDF (with `settings`
-    changed, e.g. strip_accents=None) fitted on the labelled `train` records."""
+    changed, e.g. strip_accents="unicode") fitted on the labelled `train` records."""
     from sklearn.linear_model import LogisticRegression
 
     tfidf = vectorizer().set_params(**settings).fit([r["text"] for r in train])
@@ -60,7 +61,7 @@ def nearest(queries, matrix, k: int, batch: int = 500) -> tuple[np.ndarray, np.n
     return top, order
 
 
-def classify(labelled: str, evaluated: str) -> None:
+def classify(labelled: str, evaluated: str, scored: str | None = None) -> None:
     started = time.perf_counter()
     train, rows = read(labelled), read(evaluated)
     probability = classifier(train)
@@ -78,6 +79,10 @@ def classify(labelled: str, evaluated: str) -> None:
               "at_tuned_threshold": poi.metrics(test_scores, test_gold, threshold),
               "seconds": round(time.perf_counter() - started, 1)}
     print(json.dumps(report))
+    if scored:
+        with open(scored, "w", encoding="utf-8") as f:
+            for record, value in zip(rows, probability([r["text"] for r in rows])):
+                f.write(json.dumps({**record, "baseline_score": round(float(value), 6)}, ensure_ascii=False) + "\n")
 
 
 def lookup(names_path: str, queries_path: str, k: int = 10) -> None:
@@ -97,7 +102,7 @@ def lookup(names_path: str, queries_path: str, k: int = 10) -> None:
 def main() -> None:
     command, *args = sys.argv[1:]
     if command == "classify":
-        classify(args[0], args[1])
+        classify(*args[:3])
     elif command == "lookup":
         lookup(args[0], args[1])
     else:

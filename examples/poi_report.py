@@ -157,6 +157,29 @@ def recall_rows(lines: list, title: str, ours: dict, plain: dict, base: dict) ->
                      f"{base[kind]['recall_at_10']:.3f} |")
 
 
+def paired_with_baseline(work: Path) -> dict:
+    """sembed's poi_score and poi_vote against the baseline's probability on the same test records, each
+    thresholded where it is best on the dev records: the F0.5 difference with a paired bootstrap interval."""
+    tasted, baseline = work / "stage2.tasted.jsonl", work / "baseline.scored.jsonl"
+    if not (tasted.is_file() and baseline.is_file()):
+        return {}
+    import numpy as np
+
+    from sembed_cli.evaluation.poi import best_threshold, paired_f_difference
+
+    ours = [json.loads(line) for line in tasted.read_text(encoding="utf-8").splitlines() if line]
+    theirs = {r["text"]: r["baseline_score"] for r in map(json.loads, baseline.read_text(encoding="utf-8").splitlines())}
+    gold = np.array([r["is_poi_gold"] for r in ours])
+    dev, test = (np.array([r["split"] == split for r in ours]) for split in ("dev", "test"))
+
+    def predicted(scores: np.ndarray) -> np.ndarray:
+        return scores[test] >= best_threshold(scores[dev], gold[dev])
+
+    base = predicted(np.array([theirs[r["text"]] for r in ours]))
+    return {name: paired_f_difference(predicted(np.array([r[key] for r in ours])), base, gold[test])
+            for name, key in (("score", "poi_score"), ("vote", "poi_vote"))}
+
+
 def table(args) -> None:
     work = Path(args.work)
     metrics = {p.name.removesuffix(".json"): json.loads(p.read_text()) for p in sorted((work / "metrics").glob("*.json"))}
@@ -184,6 +207,8 @@ def table(args) -> None:
             ("lm+tri (stage 2)", "taste_prob: geometric mean p(true character)", "stage2-prob.poi",
              PAPER["lm+tri"]["dev/test"]),
             ("lm+tri (stage 2)", "k-NN vote over labelled train names", "stage2-vote.poi", PAPER["lm+tri"]["dev/test"]),
+            ("lm+tri (stage 2) + n-grams", "poi_score: 0.2 vote + 0.8 n-gram regression", "stage2-score.poi",
+             PAPER["lm+tri"]["dev/test"]),
             ("baseline", "char n-gram TF-IDF + logistic regression", "baseline.poi", None))
     for model, score, key, paper in rows:
         m = metrics.get(key)
@@ -192,6 +217,12 @@ def table(args) -> None:
         for label, row in (("0.5", m), (f"{m['tuned_threshold']:.3g} (dev)", m["at_tuned_threshold"])):
             lines.append(f"| {model} | {score} | {label} | {row['precision']:.3f} | {row['recall']:.3f} | "
                          f"{row['f0_5']:.3f} | {'' if paper is None else f'{paper:.2f}'} |")
+    paired = paired_with_baseline(work)
+    if paired:
+        lines += ["", "Against the baseline on the same test records, each at its dev-tuned threshold (F0.5, "
+                  + paired["score"]["interval"] + ", 1,000 resamples):", ""]
+        lines += [f"- {name} - baseline: {d['f0_5']:+.4f} [{d['f0_5_ci'][0]:+.4f}, {d['f0_5_ci'][1]:+.4f}]"
+                  for name, d in (("poi_score", paired["score"]), ("poi_vote", paired["vote"]))]
     recall_rows(lines, "## Lookup: recall@10 of perturbed real names over all POI names", metrics["recall"],
                 metrics["recall-no-spelling"], metrics["baseline-recall"])
     if "recall-queries" in metrics:
@@ -208,13 +239,15 @@ def table(args) -> None:
     lines += [f"| {k} | {v} |" for k, v in times.items()]
     text = "\n".join(lines) + "\n"
     sys.stderr.write(text)
-    summary = {"test_f0_5": metrics["stage2-vote.poi"]["at_tuned_threshold"]["f0_5"],
+    summary = {"test_f0_5": metrics["stage2-score.poi"]["at_tuned_threshold"]["f0_5"],
                "test_f0_5_by_score": {key.removesuffix(".poi"): metrics[key]["at_tuned_threshold"]["f0_5"]
                                       for _, _, key, _ in rows if key in metrics},
                "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["recall"].items()},
                "queries_per_s": best,
                "baseline": {"test_f0_5": metrics["baseline.poi"]["at_tuned_threshold"]["f0_5"],
                             "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["baseline-recall"].items()}}}
+    if paired:
+        summary["minus_baseline"] = {name: {"f0_5": d["f0_5"], "ci": d["f0_5_ci"]} for name, d in paired.items()}
     if "recall-queries" in metrics:
         summary["queries_file"] = {"recall_at_10": {k: m["recall_at_10"] for k, m in metrics["recall-queries"].items()},
                                    "baseline_recall_at_10": {k: m["recall_at_10"] for k, m in

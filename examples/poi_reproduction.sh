@@ -12,7 +12,8 @@
 #    STAGE2 train records (half POI, half non-POI).
 # 4. (in parallel with 5) Identification on DEV records of the dev split and the whole test split (DEV, TEST: 0 = all): sembed taste with both models (the
 #    paper's top-10 hit ratio, and taste_prob, the geometric mean probability of the true characters) and, with the stage-2 model, the k-NN vote over an index of VOTE_RECORDS labelled
-#    train records (0: all 350,205; taste --neighbours); sembed eval poi with the threshold tuned on dev.
+#    train records (0: all 350,205; taste --neighbours) and poi_score, the vote mixed with the n-gram regression that
+#    index fits on the same records; sembed eval poi with the threshold tuned on dev.
 # 5. Lookup: sembed index over every POI name with the stage-2 model; sembed search --spelling with N_QUERIES
 #    perturbed real names (typo, missing word, dropped suffix; poi_report.py perturb) and, when QUERIES=FILE is
 #    given, also with its records (JSONL: text, the intended target name, and perturbation, by which recall@10 is
@@ -20,7 +21,8 @@
 #    process over the queries 5 times, the index and model loaded: poi_report.py speed), with 1 and 2 threads.
 # 6. The baseline (examples/poi_baseline.py, scikit-learn): TF-IDF of character 1- to 4-grams, a logistic
 #    regression on the same VOTE_RECORDS labelled records, threshold tuned on the same dev split; cosine k-NN over
-#    the same POI names for the same queries.
+#    the same POI names for the same queries. The report: sembed's poi_score and vote minus the baseline on the same
+#    test records, F0.5 with a paired bootstrap 95% interval.
 # Writes examples/results/poi.md and poi.json (its "summary": test_f0_5, recall_at_10 by kind, queries_per_s,
 # baseline). Settings (environment): TRAIN_NAMES (20000), STAGE2 (40000), VARIANTS (1), NGRAM_WEIGHT (0.7),
 # VOTE_RECORDS (0), DEV (5000), TEST (0), N_QUERIES (2000), INDEX_NAMES (0), QUERIES (none), SEED (42), WORK (runs/poi; removed at
@@ -95,6 +97,7 @@ identify_stage2() {
   evaluate stage2 taste_score "$WORK/stage2.tasted.jsonl"
   evaluate stage2-prob taste_prob "$WORK/stage2.tasted.jsonl"
   evaluate stage2-vote poi_vote "$WORK/stage2.tasted.jsonl"
+  evaluate stage2-score poi_score "$WORK/stage2.tasted.jsonl"
 }
 # three single-threaded chains at once (2 cores): identification with each model, and the lookup below
 identify_stage1 & stage1_pid=$!
@@ -113,7 +116,7 @@ wait "$stage1_pid"
 wait "$stage2_pid"
 stage "search speed" bash -c "$report speed '$WORK' > '$WORK/metrics/speed.json'"
 stage "baseline classification" bash -c "$baseline classify '$WORK/labelled.jsonl' '$WORK/eval.jsonl' \
-  > '$WORK/metrics/baseline.poi.json'"
+  '$WORK/baseline.scored.jsonl' > '$WORK/metrics/baseline.poi.json'"
 echo -e "total\t$(($(date +%s) - start + reused))" >> "$WORK/times.tsv"
 mkdir -p examples/results
 $report table "$WORK" --markdown examples/results/poi.md --json examples/results/poi.json

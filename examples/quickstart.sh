@@ -10,7 +10,7 @@
 # 4. TA-SBERT: train --method ta (a few steps) -> embed --plain (Token Attention per word)
 # 5. word saliency: train --method nws on the prose (packaged GloVe) -> embed --method nws -> eval sts
 # 6. POI: convert --from gazetteer (a sample) -> train --method mlm --from-scratch -> train --method poi
-#    (a few steps each; name variants, character n-grams) -> taste --neighbours (k-NN vote) -> eval poi;
+#    (a few steps each; name variants, character n-grams) -> taste --neighbours (k-NN vote + n-gram regression) -> eval poi;
 #    index the POI names -> search --spelling a misspelt one
 # 7. syntax: train --method mlm (MiniLM made a masked-LM, a few steps) -> gensets on the prose
 #    -> train --method syntax -> embed --words --syntax-map -> eval structure
@@ -48,7 +48,7 @@ sembed train -q "$out/gazetteer.jsonl" --method poi --model "$out/poi-stage1" --
   --max-steps 30 -o "$out/poi-model" --force
 grep '"split":"train"' "$out/gazetteer.jsonl" | sembed index -q -m "$out/poi-model" -o "$out/poi-labelled" --force
 grep '"split":"dev"' "$out/gazetteer.jsonl" | sembed taste -q -m "$out/poi-model" --neighbours "$out/poi-labelled" \
-  | sembed eval poi -q --score-key poi_vote > "$out/poi.json"
+  | sembed eval poi -q --score-key poi_score > "$out/poi.json"
 printf '{"text": "Springfield"}\n{"text": "butterfly"}\n' \
   | sembed taste -q -m "$out/poi-model" --neighbours "$out/poi-labelled" > "$out/tasted.jsonl"
 grep '"is_poi":true' "$out/gazetteer.jsonl" | sembed index -q -m "$out/poi-model" -o "$out/poi-index" --force
@@ -82,10 +82,10 @@ grid = {round(g["cf_weight"], 1): g["pearson"] for g in sts["cf_grid"]}
 print(f"\nall-MiniLM-L6-v2 on the 3 pairs: Pearson {grid[0.0]:.1f} (W_cf = 0), {grid[0.2]:.1f} (W_cf = 0.2)")
 print(f"NWS (GloVe, scores learnt on the 6 prose sentences): Pearson {nws['pearson']:.1f}")
 print(f"Token Attention of the toy TA-SBERT model: {(out / 'attention.txt').read_text().strip()}")
-print(f"POI k-NN vote of the toy POI model on {poi['n']} dev names: F0.5 {poi['f0_5']:.2f}")
+print(f"POI k-NN vote + n-gram regression of the toy POI model on {poi['n']} dev names: F0.5 {poi['f0_5']:.2f}")
 tasted = [json.loads(line) for line in open(out / "tasted.jsonl")]
-print("taste --neighbours: " + ", ".join(f"{r['text']} {'a POI' if r['is_poi'] else 'not a POI'} (vote "
-                                         f"{r['poi_vote']:.2f})" for r in tasted))
+print("taste --neighbours: " + ", ".join(f"{r['text']} {'a POI' if r['is_poi'] else 'not a POI'} (score "
+                                         f"{r['poi_score']:.2f}, vote {r['poi_vote']:.2f})" for r in tasted))
 [hit] = [json.loads(line) for line in open(out / "search.jsonl")]
 print(f"search --spelling 'Springfeild': {', '.join(n['text'] for n in hit['neighbors'])}")
 [first] = [json.loads(line) for line in open(out / "sets.jsonl")][:1]

@@ -241,13 +241,32 @@ def test_taste_errors(stage2, tmp_path):
     run = sembed("taste", "-q", "-m", str(stage2), "--device", "cpu", input=jsonl({"text": "Paris"}, {"text": " "}))
     assert run.exit_code == 1 and len(run.records) == 1
     assert run.stderr.strip() == "error: <stdin>:2: empty text in 'text'"
-    for option in ("--vote-k", "--vote-power"):  # a vote's settings without the vote would change nothing
-        run = sembed("taste", "-m", str(stage2), option, "3", input=jsonl({"text": "Paris"}))
+    for option, value in (("--vote-k", "3"), ("--vote-power", "3"), ("--vote-weight", "0.5")):  # without the vote
+        run = sembed("taste", "-m", str(stage2), option, value, input=jsonl({"text": "Paris"}))  # they change nothing
         assert run.exit_code == 2 and f"Invalid value for '{option}': only with --neighbours DIR" in run.stderr
         assert run.stdout == ""
 
 
 # --- eval poi ------------------------------------------------------------------------------------------------
+
+def test_paired_f_difference_is_the_difference_of_f05_with_an_interval_around_it():
+    import numpy as np
+
+    from sembed_cli.evaluation.poi import metrics, paired_f_difference
+
+    rng = np.random.default_rng(1)
+    gold = rng.random(2000) < 0.45
+    a = np.where(rng.random(2000) < 0.9, gold, ~gold)  # right 90% of the time
+    b = np.where(rng.random(2000) < 0.8, gold, ~gold)  # right 80% of the time
+    result = paired_f_difference(a, b, gold, resamples=500)
+    expected = metrics(a.astype(float), gold, 0.5)["f0_5"] - metrics(b.astype(float), gold, 0.5)["f0_5"]
+    assert result["f0_5"] == pytest.approx(expected, abs=1e-4) and result["n"] == 2000
+    low, high = result["f0_5_ci"]
+    assert 0 < low < result["f0_5"] < high < 0.2
+    same = paired_f_difference(a, a, gold, resamples=50)
+    assert same["f0_5"] == 0 and same["f0_5_ci"] == [0, 0]
+    assert paired_f_difference(a, b, gold, resamples=500) == result  # seeded
+
 
 def scored(*rows) -> str:
     return jsonl(*({"taste_score": s, "is_poi_gold": g, "split": split} for s, g, split in rows))
@@ -424,9 +443,22 @@ def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp
     run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(labelled), "--vote-k", "3",
                  "--device", "cpu", input=jsonl({"text": "Springfield Township"}, {"text": "quixotically"}))
     assert run.exit_code == 0, run.stderr
+    assert (labelled / "ngram-classifier.npz").is_file() and not (places / "ngram-classifier.npz").exists()
     city, word = run.records
-    assert list(city) == ["text", "taste_score", "taste_prob", "taste_hits", "taste_length", "poi_vote", "is_poi"]
+    assert list(city) == ["text", "taste_score", "taste_prob", "taste_hits", "taste_length", "poi_vote", "poi_ngram",
+                          "poi_score", "is_poi"]
     assert city["is_poi"] and city["poi_vote"] > 0.5 and not word["is_poi"] and word["poi_vote"] < 0.5
+    for record in (city, word):  # the default mix: 0.2 of the vote, 0.8 of the regression
+        assert record["poi_score"] == pytest.approx(0.2 * record["poi_vote"] + 0.8 * record["poi_ngram"], abs=2e-6)
+    assert city["poi_ngram"] > word["poi_ngram"]
+    (labelled / "ngram-classifier.npz").unlink()  # an index built before the regression: taste fits it itself
+    again = sembed("taste", "-m", str(lookup_model), "--neighbours", str(labelled), "--vote-k", "3",
+                   "--device", "cpu", input=jsonl({"text": "Springfield Township"}, {"text": "quixotically"}))
+    assert again.exit_code == 0 and again.records == run.records
+    assert "fitting the n-gram regression on the 35 labelled names" in again.stderr
+    run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(places), "--device", "cpu",
+                 input=jsonl({"text": "Salem"}))
+    assert run.exit_code == 1 and "holds names of one kind only: telling POI names from others needs both" in run.stderr
 
 
 def test_lookup_bad_input_keeps_the_record_stream_errors(lookup_model, tmp_path):

@@ -1,0 +1,60 @@
+"""The n-gram regression `taste --neighbours` mixes with the vote: scikit-learn's figures from saved arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sembed_cli.models.ngram_classifier import FILE, NGRAMS, NgramClassifier, labelled
+
+POI = ["Springfield", "Sinématiali", "Ešerovo", "Jackson County", "Fairview", "Qal'at Bishah", "Bordeaux", "Łódź"]
+WORDS = ["butterfly", "quixotic", "zymurgy", "blithely", "esperanto", "syzygy", "quorum", "dollar"]
+
+
+def fitted() -> NgramClassifier:
+    return NgramClassifier.fit(POI + WORDS, np.array([1] * len(POI) + [0] * len(WORDS)), "digest-1")
+
+
+def test_probabilities_are_scikit_learns_pipeline_s():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    tfidf = TfidfVectorizer(**NGRAMS, sublinear_tf=True, dtype=np.float32)
+    model = LogisticRegression(C=10.0, max_iter=2000).fit(tfidf.fit_transform(POI + WORDS), [1] * 8 + [0] * 8)
+    queries = ["Springfeild", "butterflies", "Sinematiali", "", "Łódź Voivodeship"]
+    ours = fitted()
+    assert abs(ours.features(queries) - tfidf.transform(queries)).max() < 1e-6
+    assert np.allclose(ours.probability(queries), model.predict_proba(tfidf.transform(queries))[:, 1], atol=1e-5)
+    assert ours.probability(["Springfield"])[0] > 0.5 > ours.probability(["butterfly"])[0]
+    assert ours.probability([]).shape == (0,)
+
+
+def test_accents_are_kept_and_case_is_not():
+    ours = fitted()
+    assert "é" in ours.ngrams.tolist() and "ł" in ours.ngrams.tolist()
+    assert "S" not in ours.ngrams.tolist()
+    assert ours.probability(["SPRINGFIELD"])[0] == pytest.approx(ours.probability(["springfield"])[0])
+    assert ours.probability(["Sinématiali"])[0] != pytest.approx(ours.probability(["Sinematiali"])[0])
+
+
+def test_saved_and_loaded_for_the_same_records_only(tmp_path):
+    ours = fitted()
+    assert NgramClassifier.load(tmp_path, "digest-1") is None  # nothing saved
+    ours.save(tmp_path)
+    assert (tmp_path / FILE).is_file()
+    loaded = NgramClassifier.load(tmp_path, "digest-1")
+    texts = ["Springfield", "butterfly", "Łódź"]
+    assert np.array_equal(loaded.probability(texts), ours.probability(texts))
+    assert NgramClassifier.load(tmp_path, "digest-2") is None  # the index's records have changed since
+
+
+def test_labelled_names_need_a_text_and_both_kinds():
+    both = [{"text": "Salem", "is_poi": True}, {"text": "quorum", "is_poi": False}]
+    texts, labels = labelled(both, "text")
+    assert texts == ["Salem", "quorum"] and labels.tolist() == [1, 0]
+    assert labelled([{"name": "Salem", "is_poi": True}, {"name": "quorum", "is_poi": False}], "name")[0] == texts
+    assert labelled([{"text": "Salem", "is_poi": True}, {"text": "Bristol", "is_poi": True}], "text") is None
+    assert labelled(both + [{"text": "Clinton"}], "text") is None
+    assert labelled(both + [{"text": "Clinton", "is_poi": 1}], "text") is None
+    assert labelled(both + [{"is_poi": False}], "text") is None
+    assert labelled([], "text") is None
