@@ -61,7 +61,7 @@ def nearest(queries, matrix, k: int, batch: int = 500) -> tuple[np.ndarray, np.n
     return top, order
 
 
-def classify(labelled: str, evaluated: str, scored: str | None = None) -> None:
+def classify(labelled: str, evaluated: str, scored_path: str | None = None) -> None:
     started = time.perf_counter()
     train, rows = read(labelled), read(evaluated)
     probability = classifier(train)
@@ -79,8 +79,8 @@ def classify(labelled: str, evaluated: str, scored: str | None = None) -> None:
               "at_tuned_threshold": poi.metrics(test_scores, test_gold, threshold),
               "seconds": round(time.perf_counter() - started, 1)}
     print(json.dumps(report))
-    if scored:
-        with open(scored, "w", encoding="utf-8") as f:
+    if scored_path:
+        with open(scored_path, "w", encoding="utf-8") as f:
             for record, value in zip(rows, probability([r["text"] for r in rows])):
                 f.write(json.dumps({**record, "baseline_score": round(float(value), 6)}, ensure_ascii=False) + "\n")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sembed_cli.errors import SembedError
 from sembed_cli.models.ngram_classifier import FILE, NGRAMS, NgramClassifier, labelled
 
 POI = ["Springfield", "Sinématiali", "Ešerovo", "Jackson County", "Fairview", "Qal'at Bishah", "Bordeaux", "Łódź"]
@@ -15,16 +16,21 @@ def fitted() -> NgramClassifier:
     return NgramClassifier.fit(POI + WORDS, np.array([1] * len(POI) + [0] * len(WORDS)), "digest-1")
 
 
-def test_probabilities_are_scikit_learns_pipeline_s():
+def test_probabilities_are_the_baseline_s(monkeypatch):
+    """poi_ngram is the regression of examples/poi_baseline.py, probability for probability."""
     from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
 
-    tfidf = TfidfVectorizer(**NGRAMS, sublinear_tf=True, dtype=np.float32)
-    model = LogisticRegression(C=10.0, max_iter=2000).fit(tfidf.fit_transform(POI + WORDS), [1] * 8 + [0] * 8)
+    from conftest import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    from poi_baseline import classifier
+
     queries = ["Springfeild", "butterflies", "Sinematiali", "", "Łódź Voivodeship"]
     ours = fitted()
-    assert abs(ours.features(queries) - tfidf.transform(queries)).max() < 1e-6
-    assert np.allclose(ours.probability(queries), model.predict_proba(tfidf.transform(queries))[:, 1], atol=1e-5)
+    tfidf = TfidfVectorizer(**NGRAMS, sublinear_tf=True, dtype=np.float32).fit(POI + WORDS)
+    assert abs(ours.features(queries) - tfidf.transform(queries)).max() < 1e-7
+    records = [{"text": t, "is_poi": True} for t in POI] + [{"text": t, "is_poi": False} for t in WORDS]
+    assert np.allclose(ours.probability(queries), classifier(records)(queries), rtol=0, atol=1e-6)
     assert ours.probability(["Springfield"])[0] > 0.5 > ours.probability(["butterfly"])[0]
     assert ours.probability([]).shape == (0,)
 
@@ -46,6 +52,9 @@ def test_saved_and_loaded_for_the_same_records_only(tmp_path):
     texts = ["Springfield", "butterfly", "Łódź"]
     assert np.array_equal(loaded.probability(texts), ours.probability(texts))
     assert NgramClassifier.load(tmp_path, "digest-2") is None  # the index's records have changed since
+    (tmp_path / FILE).write_bytes(b"PK\x03\x04 cut short")
+    with pytest.raises(SembedError, match="cannot read the n-gram regression .*delete it"):
+        NgramClassifier.load(tmp_path, "digest-1")
 
 
 def test_labelled_names_need_a_text_and_both_kinds():
