@@ -7,8 +7,9 @@ classify: TF-IDF of character 1- to 4-grams within words (scikit-learn's char_wb
 defaults), a logistic regression on the LABELLED train records (those sembed's k-NN vote uses), the threshold of
 its POI probability tuned for F0.5 on the dev records of EVAL, then F0.5 on its test records: the same JSON as
 `sembed eval poi --tune-split dev --test-split test`; SCORED, when given, gets EVAL's records with the
-probability as baseline_score (poi_report.py compares them with sembed's record by record). lookup: the same TF-IDF fitted on every POI name, each query's 10 nearest names by cosine
-(exact), written as `sembed search` writes them, for `poi_report.py recall`.
+probability as baseline_score (poi_report.py compares them with sembed's record by record). lookup: the same
+TF-IDF fitted on every POI name, each query's 10 nearest names by cosine (exact), written as `sembed search`
+writes them, for `poi_report.py recall`.
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ def table(args) -> None:
     paired = paired_with_baseline(work)
     if paired:
         lines += ["", "Against the baseline on the same test records, each at its dev-tuned threshold (F0.5, "
-                  + paired["score"]["interval"] + ", 1,000 resamples):", ""]
+                  f"{paired['score']['interval']}, {paired['score']['resamples']:,} resamples):", ""]
         lines += [f"- {name} - baseline: {d['f0_5']:+.4f} [{d['f0_5_ci'][0]:+.4f}, {d['f0_5_ci'][1]:+.4f}]"
                   for name, d in (("poi_score", paired["score"]), ("poi_vote", paired["vote"]))]
     recall_rows(lines, "## Lookup: recall@10 of perturbed real names over all POI names", metrics["recall"],

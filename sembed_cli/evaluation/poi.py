@@ -16,6 +16,7 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_number, json_type
 from . import tables
 from .records import read_all
+from .sts import BOOTSTRAP_CHUNK, BOOTSTRAP_RESAMPLES
 
 BETA = 0.5
 
@@ -42,8 +43,7 @@ def metrics(scores: np.ndarray, gold: np.ndarray, threshold: float) -> dict:
     tn = int((~predicted & ~gold).sum())
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
-    denominator = BETA ** 2 * precision + recall
-    f_beta = (1 + BETA ** 2) * precision * recall / denominator if denominator else 0.0
+    f_beta = float(f_beta_of_counts(tp, fp, fn))
     return {"threshold": round(float(threshold), 6), "n": len(gold), "tp": tp, "fp": fp, "fn": fn, "tn": tn,
             "precision": round(precision, 4), "recall": round(recall, 4), "f0_5": round(f_beta, 4),
             "accuracy": round((tp + tn) / len(gold), 4) if len(gold) else 0.0}
@@ -59,8 +59,8 @@ def best_threshold(scores: np.ndarray, gold: np.ndarray) -> float:
     return best
 
 
-def f_beta_of_counts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarray:
-    """F0.5 from counts (arrays: one per resample), 0 where precision and recall are both 0."""
+def f_beta_of_counts(tp, fp, fn) -> np.ndarray:
+    """F0.5 from counts (numbers, or arrays of them: one per resample), 0 where precision and recall are both 0."""
     tp, fp, fn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, fn))
     precision = np.divide(tp, tp + fp, out=np.zeros_like(tp), where=tp + fp > 0)
     recall = np.divide(tp, tp + fn, out=np.zeros_like(tp), where=tp + fn > 0)
@@ -68,26 +68,24 @@ def f_beta_of_counts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> np.ndarr
     return np.divide((1 + BETA ** 2) * precision * recall, denominator, out=np.zeros_like(tp), where=denominator > 0)
 
 
+def f_beta_of(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """F0.5 of boolean predictions against gold along the last axis (a row per resample, or one set of records)."""
+    return f_beta_of_counts((predicted & gold).sum(-1), (predicted & ~gold).sum(-1), (~predicted & gold).sum(-1))
+
+
 def paired_f_difference(predicted_a: np.ndarray, predicted_b: np.ndarray, gold: np.ndarray,
-                        resamples: int = 1000, seed: int = 0) -> dict:
+                        resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
     """F0.5 of predictions A minus that of predictions B on the same records, with a paired bootstrap 95% interval
     (the percentile interval, as evaluation.sts.paired_difference: the records drawn with replacement by
     `numpy.random.default_rng(seed)`, the same draw for both)."""
     predicted_a, predicted_b, gold = (np.asarray(x, dtype=bool) for x in (predicted_a, predicted_b, gold))
     draws = np.random.default_rng(seed).integers(0, len(gold), (resamples, len(gold)))
-    spread = []
-    for start in range(0, resamples, 100):
-        rows = draws[start:start + 100]
-        y, a, b = gold[rows], predicted_a[rows], predicted_b[rows]
-        f_a = f_beta_of_counts((a & y).sum(1), (a & ~y).sum(1), (~a & y).sum(1))
-        f_b = f_beta_of_counts((b & y).sum(1), (b & ~y).sum(1), (~b & y).sum(1))
-        spread.append(f_a - f_b)
-    point = (f_beta_of_counts([(predicted_a & gold).sum()], [(predicted_a & ~gold).sum()], [(~predicted_a & gold).sum()])
-             - f_beta_of_counts([(predicted_b & gold).sum()], [(predicted_b & ~gold).sum()],
-                                [(~predicted_b & gold).sum()]))[0]
-    low, high = np.percentile(np.concatenate(spread), [2.5, 97.5])
-    return {"n": len(gold), "of": "a - b", "f0_5": round(float(point), 4), "f0_5_ci": [round(float(low), 4),
-                                                                                      round(float(high), 4)],
+    spread = np.concatenate([f_beta_of(predicted_a[rows], gold[rows]) - f_beta_of(predicted_b[rows], gold[rows])
+                             for rows in np.array_split(draws, range(BOOTSTRAP_CHUNK, resamples, BOOTSTRAP_CHUNK))])
+    point = f_beta_of(predicted_a, gold) - f_beta_of(predicted_b, gold)
+    low, high = np.percentile(spread, [2.5, 97.5])
+    return {"n": len(gold), "of": "a - b", "f0_5": round(float(point), 4),
+            "f0_5_ci": [round(float(low), 4), round(float(high), 4)],
             "interval": "paired bootstrap over the test records, 95% percentile interval", "resamples": resamples,
             "seed": seed}
 
