@@ -17,6 +17,7 @@ n-grams within words (char_wb, 1-4), lower case, sublinear TF, unit rows; C = 10
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,8 @@ FILE = "ngram-classifier.npz"
 LABEL_KEY = "is_poi"
 NGRAMS = {"analyzer": "char_wb", "ngram_range": (1, 4), "lowercase": True, "strip_accents": None}
 C = 10.0
+
+log = logging.getLogger(__name__)
 
 
 def labelled(payloads: list[dict], text_key: str) -> tuple[list[str], np.ndarray] | None:
@@ -103,8 +106,6 @@ class NgramClassifier:
 def for_index(index) -> NgramClassifier | None:
     """The regression of a labelled index: the one saved with it, else fitted on its records now (None: the index
     is not of labelled names of both classes)."""
-    from .. import console
-
     digest = index.metadata.get("data", {}).get("sha256", "")
     saved = NgramClassifier.load(index.path, digest)
     if saved is not None:
@@ -112,6 +113,6 @@ def for_index(index) -> NgramClassifier | None:
     found = labelled(index.payloads, index.metadata.get("settings", {}).get("text_key", "text"))
     if found is None:
         return None
-    console.say(f"fitting the n-gram regression on the {len(found[0])} labelled names of '{index.path}' (the index "
+    log.info(f"fitting the n-gram regression on the {len(found[0])} labelled names of '{index.path}' (the index "
                 f"was built without it; rebuild it to save this step)")
     return NgramClassifier.fit(*found, digest)
