@@ -201,14 +201,20 @@ def table(args) -> None:
               "## Identification: F0.5 on the test records (POI = positive class), threshold tuned on dev", "",
               "| model | score | threshold | precision | recall | F0.5 | paper F0.5 (dev/test) |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    from sembed_cli.commands.taste import default_vote_weight
+
+    words = (work / "word-index").is_dir()  # the second vote (WORD_MODEL) was cast
+    weight = default_vote_weight(2 if words else 1)
+    voters = "the stage-2 and the WORD_MODEL index's votes averaged" if words else "the stage-2 index"
     rows = (("lm (stage 1)", "taste: top-10 hits / characters", "stage1.poi", PAPER["lm"]["dev/test"]),
             ("lm (stage 1)", "taste_prob: geometric mean p(true character)", "stage1-prob.poi", PAPER["lm"]["dev/test"]),
             ("lm+tri (stage 2)", "taste: top-10 hits / characters", "stage2.poi", PAPER["lm+tri"]["dev/test"]),
             ("lm+tri (stage 2)", "taste_prob: geometric mean p(true character)", "stage2-prob.poi",
              PAPER["lm+tri"]["dev/test"]),
-            ("lm+tri (stage 2)", "k-NN vote over labelled train names", "stage2-vote.poi", PAPER["lm+tri"]["dev/test"]),
-            ("lm+tri (stage 2) + n-grams", "poi_score: 0.2 vote + 0.8 n-gram regression", "stage2-score.poi",
+            ("lm+tri (stage 2)", f"k-NN vote over labelled train names ({voters})", "stage2-vote.poi",
              PAPER["lm+tri"]["dev/test"]),
+            ("lm+tri (stage 2) + n-grams", f"poi_score: {weight:g} vote + {1 - weight:g} n-gram regression",
+             "stage2-score.poi", PAPER["lm+tri"]["dev/test"]),
             ("baseline", "char n-gram TF-IDF + logistic regression", "baseline.poi", None))
     for model, score, key, paper in rows:
         m = metrics.get(key)

@@ -448,8 +448,8 @@ def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp
     assert list(city) == ["text", "taste_score", "taste_prob", "taste_hits", "taste_length", "poi_vote", "poi_ngram",
                           "poi_score", "is_poi"]
     assert city["is_poi"] and city["poi_vote"] > 0.5 and not word["is_poi"] and word["poi_vote"] < 0.5
-    for record in (city, word):  # the default mix: 0.2 of the vote, 0.8 of the regression
-        assert record["poi_score"] == pytest.approx(0.2 * record["poi_vote"] + 0.8 * record["poi_ngram"], abs=2e-6)
+    for record in (city, word):  # the default mix with one index: 0.3 of the vote, 0.7 of the regression
+        assert record["poi_score"] == pytest.approx(0.3 * record["poi_vote"] + 0.7 * record["poi_ngram"], abs=2e-6)
     assert city["poi_ngram"] > word["poi_ngram"]
     (labelled / "ngram-classifier.npz").unlink()  # an index built before the regression: taste fits it itself
     again = sembed("taste", "-m", str(lookup_model), "--neighbours", str(labelled), "--vote-k", "3",
@@ -459,6 +459,31 @@ def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp
     run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(places), "--device", "cpu",
                  input=jsonl({"text": "Salem"}))
     assert run.exit_code == 1 and "holds names of one kind only: telling POI names from others needs both" in run.stderr
+
+
+def test_a_second_index_of_the_same_names_adds_its_vote(lookup_model, tmp_path):
+    """--neighbours twice: poi_vote is the mean of each index's vote (each with its own model: here the stage-2 model
+    and the packaged English sentence encoder); poi_ngram is the first index's regression; the default W is 0.5."""
+    indexes = {"stage2": tmp_path / "stage2", "words": tmp_path / "words"}
+    for name, model in (("stage2", str(lookup_model)), ("words", "all-MiniLM-L6-v2")):
+        run = sembed("index", "-q", "-m", model, "--device", "cpu", "-o", str(indexes[name]), input=names_records())
+        assert run.exit_code == 0, run.stderr
+    queries = jsonl({"text": "Springfield Township"}, {"text": "quixotically"})
+
+    def taste(*directories):
+        options = [option for directory in directories for option in ("--neighbours", str(directory))]
+        run = sembed("taste", "-q", "-m", str(lookup_model), *options, "--vote-k", "3", "--device", "cpu",
+                     input=queries)
+        assert run.exit_code == 0, run.stderr
+        return run.records
+
+    alone, words, both = taste(indexes["stage2"]), taste(indexes["words"]), taste(indexes["stage2"], indexes["words"])
+    for a, w, b in zip(alone, words, both):
+        assert b["poi_vote"] == pytest.approx((a["poi_vote"] + w["poi_vote"]) / 2, abs=2e-6)
+        assert b["poi_ngram"] == a["poi_ngram"] == w["poi_ngram"]
+        assert b["poi_score"] == pytest.approx(0.5 * b["poi_vote"] + 0.5 * b["poi_ngram"], abs=2e-6)
+    assert [r["poi_vote"] for r in words] != [r["poi_vote"] for r in alone]  # another model's neighbours
+    assert both[0]["is_poi"] and not both[1]["is_poi"]
 
 
 def test_lookup_bad_input_keeps_the_record_stream_errors(lookup_model, tmp_path):

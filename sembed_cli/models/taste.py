@@ -196,17 +196,21 @@ class NeighbourVote:
 
 
 class Identification:
-    """`taste --neighbours`' verdict on names (issue 15): the paper's vote (NeighbourVote), the regression over
-    character n-grams of the same labelled names (ngram_classifier.NgramClassifier), and their mix,
-    poi_score = w poi_vote + (1 - w) poi_ngram."""
+    """`taste --neighbours`' verdict on names (issue 15): the paper's vote (NeighbourVote; over each index given,
+    averaged), the regression over character n-grams of the same labelled names (ngram_classifier.NgramClassifier),
+    and their mix, poi_score = w poi_vote + (1 - w) poi_ngram."""
 
-    def __init__(self, voter: NeighbourVote, regression, weight: float):
-        self.voter, self.regression, self.weight = voter, regression, weight
+    def __init__(self, voters: list[NeighbourVote], regression, weight: float):
+        self.voters, self.regression, self.weight = voters, regression, weight
 
     def judge(self, texts: list[str]) -> list[tuple[float, float, float]]:
         """(poi_vote, poi_ngram, poi_score) of each text."""
-        votes, ngrams = self.voter.vote(texts), self.regression.probability(texts)
-        return [(vote, round(float(ngram), 6), round(self.weight * vote + (1 - self.weight) * float(ngram), 6))
+        import numpy as np
+
+        votes = np.mean([voter.vote(texts) for voter in self.voters], axis=0) if texts else []
+        ngrams = self.regression.probability(texts)
+        return [(round(float(vote), 6), round(float(ngram), 6),
+                 round(self.weight * float(vote) + (1 - self.weight) * float(ngram), 6))
                 for vote, ngram in zip(votes, ngrams)]
 
 
