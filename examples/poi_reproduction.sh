@@ -95,6 +95,7 @@ identify_stage1() {
 }
 identify_stage2() {
   local words=""
+  rm -rf "$WORK/word-index"  # poi_report.py takes one to mean the second vote was cast in this run
   if [ -n "$WORD_MODEL" ]; then  # its own single-threaded chain
     stage "index labelled records ($WORD_MODEL)" sembed index -q "$WORK/labelled.jsonl" -m "$WORD_MODEL" \
       --device cpu -o "$WORK/word-index" --force & words=$!

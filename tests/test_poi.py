@@ -484,6 +484,9 @@ def test_a_second_index_of_the_same_names_adds_its_vote(lookup_model, tmp_path):
         assert b["poi_score"] == pytest.approx(0.5 * b["poi_vote"] + 0.5 * b["poi_ngram"], abs=2e-6)
     assert [r["poi_vote"] for r in words] != [r["poi_vote"] for r in alone]  # another model's neighbours
     assert both[0]["is_poi"] and not both[1]["is_poi"]
+    run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(indexes["words"]), "--neighbours",
+                 str(tmp_path / "." / "words"), "--device", "cpu", input=queries)
+    assert run.exit_code == 2 and "the same index twice" in run.stderr and run.stdout == ""
 
 
 def test_lookup_bad_input_keeps_the_record_stream_errors(lookup_model, tmp_path):

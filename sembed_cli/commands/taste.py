@@ -141,6 +141,9 @@ def taste_command(
     if model is None:
         raise SembedError("taste needs a masked-LM", "pass --model DIR, e.g. from sembed train --method mlm "
                                                        "--from-scratch")
+    if neighbours and len({directory.resolve() for directory in neighbours}) < len(neighbours):
+        raise typer.BadParameter("the same index twice: a second index is of the same names built with another "
+                                 "model", param_hint="'--neighbours'")
     for name in ("vote_k", "vote_power", "vote_weight"):  # they shape a --neighbours vote; alone they would change nothing
         if not neighbours and name in given_on_command_line(ctx):
             raise typer.BadParameter("only with --neighbours DIR", param_hint=flag(ctx, name))

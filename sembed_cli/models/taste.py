@@ -14,9 +14,9 @@ t_i masked)), the geometric mean over the n tokens, in [0, 1] (issue 15: with
 cannot rank names by how sure the model is). Measured on the English
 gazetteer neither separates a city from a word (test ROC AUC 0.46 and 0.55;
 README, POI section); the k-NN vote below does (0.93). Identification mixes
-it with a regression over character n-grams of the same labelled names (test
-F0.5 0.910 against the regression's 0.905 in one run; over three seeds the
-gain, +0.002, is inconclusive).
+it with a regression over character n-grams of the same labelled names, which
+it beat on each of three seeds (F0.5 +0.004 on average; +0.005 with a second
+vote over all-MiniLM-L6-v2 vectors).
 
 Batched: every masked copy of every name of a batch (one copy per token: a
 character for a character model, a word-piece for a word-piece model) goes
@@ -207,7 +207,7 @@ class Identification:
         """(poi_vote, poi_ngram, poi_score) of each text."""
         import numpy as np
 
-        votes = np.mean([voter.vote(texts) for voter in self.voters], axis=0) if texts else []
+        votes = np.mean([voter.vote(texts) for voter in self.voters], axis=0)
         ngrams = self.regression.probability(texts)
         return [(round(float(vote), 6), round(float(ngram), 6),
                  round(self.weight * float(vote) + (1 - self.weight) * float(ngram), 6))
