@@ -114,8 +114,11 @@ def pair_records(n: int = 12, seed: int = 0, dim: int = 6, **extra) -> list[dict
 
 
 def cosines(records: list[dict], a: str = "embedding_a", b: str = "embedding_b") -> np.ndarray:
-    u, v = np.array([r[a] for r in records]), np.array([r[b] for r in records])
-    return (u * v).sum(1) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1)
+    """Each pair's cosine by sts.cosine, the function eval uses (test_sts_writes_each_pairs_similarity checks it
+    against numpy's): a pair of one vector twice has a cosine within a bit or two of 1, and which way that bit
+    falls decides its rank in Spearman's rho (numpy 2.4.6's sums moved it), so a reference computed another way
+    would test the bit, not the correlation."""
+    return np.array([sts.cosine(np.array(r[a]), np.array(r[b]), a, b) for r in records])
 
 
 def test_sts_reports_pearson_and_spearman_x100_with_intervals():
@@ -554,7 +557,9 @@ def test_sts_writes_each_pairs_similarity(tmp_path):
     written = [orjson.loads(line) for line in pairs.read_text().splitlines()]
     assert [r["id"] for r in written] == list(range(12))
     assert not any(k.startswith("embedding") for r in written for k in r)
-    assert [r["similarity"] for r in written] == pytest.approx(cosines(records).tolist(), abs=1e-12)
+    u, v = (np.array([r[key] for r in records]) for key in ("embedding_a", "embedding_b"))
+    numpy_cosines = (u * v).sum(1) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1)
+    assert [r["similarity"] for r in written] == pytest.approx(numpy_cosines.tolist(), abs=1e-12)
     assert list(written[0]) == ["id", "text_a", "text_b", "genre", "score", "similarity"]
     metrics = tmp_path / "metrics.json"
     run = sembed("eval", "sts", "-q", "--pairs", "-", "-o", str(metrics), input=jsonl(*records))
