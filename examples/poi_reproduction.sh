@@ -12,11 +12,11 @@
 #    STAGE2 train records (half POI, half non-POI).
 # 4. (in parallel with 5) Identification on DEV records of the dev split and the whole test split (DEV, TEST: 0 = all): sembed taste with both models (the
 #    paper's top-10 hit ratio, and taste_prob, the geometric mean probability of the true characters) and, with the stage-2 model, the k-NN vote over an index of VOTE_RECORDS labelled
-#    train records (0: all 350,205; taste --neighbours), with WORD_MODEL=NAME averaged with the same vote over an
-#    index of the same records built with that model (e.g. all-MiniLM-L6-v2, an English sentence encoder: it knows
-#    words and places a model of spelling can only guess; the stronger route, but at 350,205 records it took the run
-#    from 27 to 58 minutes on 2 cores), and poi_score, the vote mixed with the n-gram regression the first index fits
-#    on the same records; sembed eval poi with the threshold tuned on dev.
+#    train records (0: all 350,205; taste --neighbours), averaged with the same vote over an index of the same
+#    records built with WORD_MODEL (all-MiniLM-L6-v2, an English sentence encoder: it knows words and places a model
+#    of spelling can only guess; on ONNX Runtime int8, 4x torch's speed on these short names, and taste embeds the
+#    names it votes on the same way; WORD_MODEL= leaves it out), and poi_score, the vote mixed with the n-gram
+#    regression the first index fits on the same records; sembed eval poi with the threshold tuned on dev.
 # 5. Lookup: sembed index over every POI name with the stage-2 model; sembed search --spelling with N_QUERIES
 #    perturbed real names (typo, missing word, dropped suffix; poi_report.py perturb) and, when QUERIES=FILE is
 #    given, also with its records (JSONL: text, the intended target name, and perturbation, by which recall@10 is
@@ -28,7 +28,7 @@
 #    test records, F0.5 with a paired bootstrap 95% interval.
 # Writes examples/results/poi.md and poi.json (its "summary": test_f0_5, recall_at_10 by kind, queries_per_s,
 # baseline). Settings (environment): TRAIN_NAMES (20000), STAGE2 (40000), VARIANTS (1), NGRAM_WEIGHT (0.7),
-# VOTE_RECORDS (0), WORD_MODEL (none: the stage-2 vote alone), DEV (5000), TEST (0), N_QUERIES (2000), INDEX_NAMES (0), QUERIES (none), SEED (42), WORK (runs/poi; removed at
+# VOTE_RECORDS (0), WORD_MODEL (all-MiniLM-L6-v2; empty: the stage-2 vote alone), DEV (5000), TEST (0), N_QUERIES (2000), INDEX_NAMES (0), QUERIES (none), SEED (42), WORK (runs/poi; removed at
 # the end unless KEEP=1), MODELS (none; a directory with stage1 and stage2 trained before with these settings:
 # training is skipped and its seconds, from their sembed.json, are counted in the total). The paper trained 5 hours on 8 V100s on 17M Chinese POIs; this is a scaled-down run.
 set -euo pipefail
@@ -40,7 +40,7 @@ STAGE2=${STAGE2:-40000}
 VARIANTS=${VARIANTS:-1}
 NGRAM_WEIGHT=${NGRAM_WEIGHT:-0.7}
 VOTE_RECORDS=${VOTE_RECORDS:-0}
-WORD_MODEL=${WORD_MODEL:-}
+WORD_MODEL=${WORD_MODEL-all-MiniLM-L6-v2}
 DEV=${DEV:-5000}
 TEST=${TEST:-0}
 N_QUERIES=${N_QUERIES:-2000}
@@ -98,7 +98,7 @@ identify_stage2() {
   rm -rf "$WORK/word-index"  # poi_report.py takes one to mean the second vote was cast in this run
   if [ -n "$WORD_MODEL" ]; then  # its own single-threaded chain
     stage "index labelled records ($WORD_MODEL)" sembed index -q "$WORK/labelled.jsonl" -m "$WORD_MODEL" \
-      --device cpu -o "$WORK/word-index" --force & words=$!
+      --backend onnx --quantize int8 -o "$WORK/word-index" --force & words=$!
   fi
   stage "index labelled records" sembed index -q "$WORK/labelled.jsonl" -m "$models/stage2" --device cpu \
     -o "$WORK/labelled-index" --force

@@ -87,3 +87,26 @@ def test_the_n_gram_regression_of_taste_is_the_baseline_s_on_real_names(records,
     test = [r["text"] for r in random.Random(0).sample([r for r in records if r["split"] == "test"], 2_000)]
     ours = NgramClassifier.fit([r["text"] for r in train], np.array([r["is_poi"] for r in train]), "d")
     assert np.abs(ours.probability(test) - classifier(train)(test)).max() < 1e-5
+
+
+def test_no_search_finds_more_missing_words_than_the_generator_leaves_findable(monkeypatch):
+    """examples/poi_report.py's bound on "missing word" recall@10: a query that twelve two-word names can make
+    scores 10/12; a name with an administrative suffix makes "dropped suffix" queries, never this kind, and a
+    name of one word none; names are told apart by name_key, as recall@10 tells them."""
+    import random
+
+    from conftest import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    from poi_report import missing_word_bound, perturb_one
+
+    parks = [f"{town} Park" for town in ("Mosman", "Kings", "Oak", "Elm", "Ash", "Hyde", "Echo", "Stone", "Deer",
+                                         "Lake", "Rose", "Fir")]
+    query = [{"text": "Park", "perturbation": "missing word"}]
+    assert missing_word_bound(parks, query) == pytest.approx(10 / 12, abs=1e-4)
+    assert missing_word_bound(parks[:10] + ["Park County", "Park"], query) == 1.0
+    same_key = [f"{town} Park" for town in ("Álvaro", "alvaro", "B", "C", "D", "E", "F", "G", "H", "I", "J")]
+    assert missing_word_bound(same_key, query) == 1.0  # Álvaro Park and alvaro Park: one name of 10
+    made = {perturb_one("Mosman Park", random.Random(seed)) for seed in range(50)}
+    assert ("missing word", "Park") in made and ("missing word", "Mosman") in made
+    assert perturb_one("Ocean County", random.Random(0)) == ("dropped suffix", "Ocean")

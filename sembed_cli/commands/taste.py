@@ -100,20 +100,22 @@ def taste_command(
     about 40 letters the true character is nearly always a top-10 guess;
     examples/results/poi.md). Beside it, poi_ngram: the probability of a
     logistic regression over TF-IDF of the character 1-4-grams of the same
-    labelled names (accents kept), which `sembed index` fits and saves
-    with an index of labelled names (fitted here for an index built
-    without it). Alone the vote scores below such a regression on the
-    English gazetteer (test F0.5 0.890 against 0.905), but they err on
-    different names: poi_score = W poi_vote + (1 - W) poi_ngram
-    (--vote-weight), and is_poi = poi_score >= --threshold. A second
-    --neighbours index of the same names, built with an English sentence
-    encoder (`sembed index` with its default all-MiniLM-L6-v2), votes too
-    (poi_vote is the two votes' mean): it knows something of words and
-    places where a model of spelling can only guess (for the London suburb
-    Sidcup its vote is 0.64, the stage-2 model's 0.18). With both, poi_score
-    beat the regression on each of three seeds (+0.005 F0.5 on average, 95%
-    interval over the seeds +0.004 to +0.007; with the stage-2 index alone
-    +0.004, interval -0.0004 to +0.008).
+    labelled names (accents kept), which `sembed index` fits and saves with
+    an index of labelled names (fitted here for an index built without it).
+    Alone the vote scores below such a regression on the English gazetteer
+    (test F0.5 0.890 against 0.905), but they err on different names:
+    poi_score = W poi_vote + (1 - W) poi_ngram (--vote-weight), and is_poi =
+    poi_score >= --threshold. A second --neighbours index of the same names,
+    built with an English sentence encoder (`sembed index` with its default
+    all-MiniLM-L6-v2; with `--backend onnx --quantize int8`, 4x faster on
+    these short names), votes too (poi_vote is the two votes' mean; each
+    index's names are embedded as its own were: its model, backend and
+    quantization): it knows something of words and places where a model of
+    spelling can only guess (for the London suburb Sidcup its vote is 0.64,
+    the stage-2 model's 0.18). With both, poi_score beat the regression on
+    each of three seeds (+0.003, +0.007 and +0.004 F0.5 on the test split,
+    each run's paired 95% interval above 0; examples/poi_reproduction.sh at
+    its defaults).
 
     All masked copies of a batch of records (--batch-size) go through the
     model together, in chunks of about 32k tokens; output is flushed after
@@ -128,7 +130,8 @@ def taste_command(
         | sembed eval poi --tune-split dev --test-split test
       sembed convert --from gazetteer | grep '"split":"train"' \\
         | sembed index -m poi-model -o labelled
-      sembed convert --from gazetteer | grep '"split":"train"' | sembed index -o words
+      sembed convert --from gazetteer | grep '"split":"train"' \\
+        | sembed index --backend onnx --quantize int8 -o words
       sembed convert --from gazetteer \\
         | sembed taste -m poi-model --neighbours labelled --neighbours words \\
         | sembed eval poi --score-key poi_score --tune-split dev --test-split test
@@ -153,15 +156,15 @@ def taste_command(
     identification = None
     if neighbours:
         from ..models import ngram_classifier
+        from ..models.query_encoder import QueryEncoder, index_backend
         from ..models.taste import Identification, NeighbourVote
-        from ..models.vector_index import VectorIndex, model_fingerprint
+        from ..models.vector_index import VectorIndex
 
         voters = []
-        for directory in neighbours:
+        for directory in neighbours:  # each index's names embedded as its own were: its model, backend, quantization
             labelled = VectorIndex.load(directory)
-            name = labelled.metadata.get("model_path") or labelled.metadata["model"]
-            encoder = sentence_models.load(name, resolved)
-            labelled.check_model(name, model_fingerprint(encoder))
+            encoder = QueryEncoder(labelled, None, resolved, "text", "truncate", *index_backend(labelled))
+            encoder.check()
             voters.append(NeighbourVote(labelled, encoder, vote_k, vote_power))
         regression = ngram_classifier.for_index(voters[0].index)
         if regression is None:
