@@ -133,11 +133,11 @@ def missing_word_bound(names: list[str], queries: list[dict]) -> float:
     for name in names:
         if dropped_suffix(name) is not None:
             continue
-        left_out = missing_words(name)
+        key, left_out = name_key(name), missing_words(name)
         for query in left_out:
-            if name_key(query) != name_key(name):
+            if name_key(query) != key:
                 chances = made.setdefault(query, {})
-                chances[name_key(name)] = chances.get(name_key(name), 0.0) + 0.5 / len(left_out)
+                chances[key] = chances.get(key, 0.0) + 0.5 / len(left_out)
     shares = []
     for query in (q["text"] for q in queries if q.get("perturbation") == "missing word"):
         chances = sorted(made.get(query, {}).values(), reverse=True)
