@@ -224,6 +224,7 @@ class RecordSource:
         self.shard = shard
         self.lines = lines or path.lower().endswith(TEXT_SUFFIXES)  # plain text: each line is {"text": line}
         self.position = ReadPosition()
+        self.line = 0  # the physical line of the record last read
 
     def __iter__(self) -> Iterator[dict]:
         return self.checked(None)
@@ -234,6 +235,7 @@ class RecordSource:
         for line, text in text_lines(self.path, self.rejects, position=self.position):
             if not text.strip():
                 continue
+            self.line = line
             position += 1
             if self.shard is not None and not self.shard.owns(position):
                 continue
@@ -674,7 +676,9 @@ class Dimension:
 
 
 def vector(record: dict, key: str, hint: str = "run sembed embed first") -> np.ndarray:
-    """`record[key]` as a float64 vector: a non-empty list of finite numbers (sizes: `Dimension`)."""
+    """`record[key]` as a float64 vector: a non-empty list of numbers (no strings, booleans or nulls), each finite
+    and inside float32's range (sizes: `Dimension`; a cosine's zero vector: `nonzero`). The one check of every
+    vector sembed reads: index records, --npy rows, search queries, taste and eval inputs (`float32_vector`)."""
     import numpy as np
 
     if key not in record:
@@ -692,6 +696,9 @@ def vector(record: dict, key: str, hint: str = "run sembed embed first") -> np.n
     return _finite(key, np.asarray(value, dtype=np.float64))
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+
+
 def _finite(key: str, array: np.ndarray) -> np.ndarray:
     import numpy as np
 
@@ -699,7 +706,34 @@ def _finite(key: str, array: np.ndarray) -> np.ndarray:
     if not finite.all():
         index = int(np.argmin(finite))
         raise BadRecord(f"'{key}' has a NaN or infinite value at index {index}")
+    if array.size and float(np.max(np.abs(array))) > FLOAT32_MAX:
+        index = int(np.argmax(np.abs(array) > FLOAT32_MAX))
+        raise BadRecord(f"'{key}' has a value at index {index} past float32's range (about 3.4e38)")
     return array
+
+
+def float32_vector(record: dict, key: str, size: int | None = None, cosine: bool = True,
+                   hint: str = "run sembed embed first") -> np.ndarray:
+    """`vector` as float32, of `size` dimensions when given, and not all zeros when a cosine is taken of it.
+    A list of plain numbers is converted by numpy in C; anything else gets `vector`'s exact message."""
+    import numpy as np
+
+    value = record.get(key)
+    array = None
+    if isinstance(value, list) and value and set(map(type, value)) <= _NUMBERS:
+        array = np.asarray(value, dtype=np.float32)
+    elif isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind == "f":
+        array = np.asarray(value, dtype=np.float32)
+    if array is None or not np.isfinite(array).all():  # the precise message: what, where
+        array = vector(record, key, hint).astype(np.float32)
+    if size is not None and len(array) != size:
+        raise BadRecord(f"'{key}' has {len(array)} dimensions, expected {size}")
+    if cosine and not array.any():
+        nonzero(key, 0.0)
+    return array
+
+
+_NUMBERS = {float, int}
 
 
 SAFE_MAGNITUDES = (1e-100, 1e100)  # sums of squares of values in this range stay far inside float64's

@@ -23,6 +23,12 @@ from .errors import SembedError
 class SembedGroup(TyperGroup):
     """Runs a subcommand and reports what went wrong in one line on stderr."""
 
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        """`sembed index merge ...` is the command index-merge (index's own first argument is its INPUT)."""
+        if len(args) >= 2 and args[0] == "index" and args[1] == "merge":
+            args = ["index-merge", *args[2:]]
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: typer.Context):
         try:
             return super().invoke(ctx)
@@ -101,6 +107,7 @@ app.command("embed")(embed.embed_command)
 app.command("train")(train.train_command)
 app.command("taste")(taste.taste_command)
 app.command("index")(index.index_command)
+app.command("index-merge")(index.merge_command)
 app.command("search")(search.search_command)
 app.add_typer(eval_app, name="eval")
 

@@ -59,7 +59,7 @@ class RowVectors:
 
     def attach(self, record: dict) -> dict:
         """The record with each embedding..._row replaced by the row it names, as a float32 array."""
-        for field in [f for f in record if vector_field(f) is not None]:
+        for field in [f for f in record if f.startswith(PREFIX) and ROW in f and vector_field(f) is not None]:
             row = record[field]
             if isinstance(row, bool) or not isinstance(row, int):
                 raise BadRecord(f"'{field}' must be a row number, got {json_type(row)}")

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TINY_DIM, jsonl, sembed
+from sembed_cli.indexes.directory import VectorIndex
+from sembed_cli.indexes.entries import content_digest
 from sembed_cli.models.model_identity import of_sentence_model
 
 pytest.importorskip("faiss")
@@ -32,12 +34,14 @@ def index_dir(tiny_model, tmp_path_factory) -> Path:
 
 
 def test_index_directory_holds_index_records_and_metadata(index_dir, tiny_model):
-    assert sorted(p.name for p in index_dir.iterdir()) == ["index.faiss", "records.jsonl", "sembed.json"]
+    assert sorted(p.name for p in index_dir.iterdir()) == ["index.faiss", "records.sqlite", "sembed.json"]
     meta = json.loads((index_dir / "sembed.json").read_text())
     assert meta["model"] == tiny_model and meta["dimension"] == TINY_DIM and meta["type"] == "flat"
     assert meta["count"] == len(CITIES) and meta["embedding_model"] == str(of_sentence_model(tiny_model))
-    first = json.loads((index_dir / "records.jsonl").read_text().splitlines()[0])
-    assert first == {"id": "c0", "record": {"id": "c0", "text": "Springfield", "country": "US"}}
+    assert meta["settings"]["factory"] == "IDMap2,Flat" and meta["settings"]["ids"] == "given"
+    with VectorIndex.load(index_dir) as index:
+        assert index.records([0, 15]) == {0: ("c0", {"id": "c0", "text": "Springfield", "country": "US"}),
+                                          15: ("c15", {"id": "c15", "text": "Newport", "country": "US"})}
 
 
 def test_search_finds_each_name_first_with_cosine_one(index_dir):
@@ -67,7 +71,8 @@ def test_search_takes_embeddings_and_index_takes_them_too(index_dir, tiny_model,
     out = tmp_path / "from-vectors"
     assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(out), input=embedded.stdout).exit_code == 0
     assert json.loads((out / "sembed.json").read_text())["settings"]["source"] == "embeddings"
-    assert "embedding" not in json.loads((out / "records.jsonl").read_text().splitlines()[0])["record"]
+    with VectorIndex.load(out) as index:
+        assert "embedding" not in index.records([0])[0][1] and "embedding_model" not in index.records([0])[0][1]
 
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivf"])
@@ -79,7 +84,7 @@ def test_approximate_types(tiny_model, tmp_path, kind):
     assert json.loads((out / "sembed.json").read_text())["type"] == kind
     run = sembed("search", "-q", "--index", str(out), "--device", "cpu", "--k", "3", input=jsonl({"text": "Salem Franklin"}))
     hits = {n["text"]: n for n in run.records[0]["neighbors"]}  # the tiny random model puts some names very close
-    assert hits["Salem Franklin"]["id"] == CITIES.index("Salem") * 5 + CITIES.index("Franklin")
+    assert hits["Salem Franklin"]["id"] == content_digest("Salem Franklin", None)  # no id given: a hash of the text
     assert hits["Salem Franklin"]["score"] == pytest.approx(1.0, abs=1e-5)
 
 
@@ -88,12 +93,16 @@ def test_a_wider_hnsw_search_finds_what_the_index_own_breadth_misses():
     narrower than the index's own breadth."""
     import numpy as np
 
-    from sembed_cli.models.vector_index import VectorIndex, build_faiss, unit_rows
+    from sembed_cli.indexes import kinds
+    from sembed_cli.indexes.directory import LegacyRecords
+    from sembed_cli.indexes.entries import unit_rows
 
     vectors = unit_rows(np.random.default_rng(0).standard_normal((3000, 32)))
-    graph = build_faiss(vectors, "hnsw")
+    graph = kinds.create(kinds.choose("hnsw", 3000, 32), 32)
+    graph.add(vectors)
     graph.hnsw.efSearch = 1
-    index = VectorIndex(Path("graph"), graph, list(range(3000)), [{}] * 3000, {"type": "hnsw", "dimension": 32})
+    index = VectorIndex(Path("graph"), graph, LegacyRecords(list(range(3000)), [{}] * 3000),
+                        {"type": "hnsw", "dimension": 32})
     queries = vectors[:200] + 0.5 * unit_rows(np.random.default_rng(1).standard_normal((200, 32)))
     exact = np.argsort(-(unit_rows(queries) @ vectors.T), axis=1)[:, :10]
 
@@ -167,7 +176,8 @@ def test_missing_index_and_bad_type(tmp_path):
     assert run.exit_code == 1
     assert run.stderr.strip() == f"error: no sembed index at '{tmp_path}' (hint: build one with sembed index -o DIR)"
     run = sembed("index", "--type", "kdtree", "-o", str(tmp_path / "i"), input=jsonl({"text": "x"}))
-    assert run.exit_code == 2 and "'kdtree' is not one of auto, flat, ivf, hnsw" in run.stderr
+    assert run.exit_code == 2
+    assert "'kdtree' is not one of auto, flat, hnsw, ivf, ivfpq, nor a FAISS factory string" in run.stderr
 
 
 # --- index --update: a nightly re-index embeds only what is new, and equals a full rebuild ---------------------
@@ -185,8 +195,8 @@ def neighbours(index: Path, queries: list[str], k: int = 5) -> list[list[tuple]]
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
 def test_update_adds_new_replaces_changed_skips_unchanged_and_equals_a_rebuild(tiny_model, tmp_path, kind):
-    """For every type the update rebuilds the FAISS index from the kept and new vectors, as -o does from all the
-    records (the same rows in the same order, the same seed): the same neighbours, also for HNSW and IVF."""
+    """For every type the update adds the new and changed rows and removes the replaced ones, without rebuilding:
+    it answers as a fresh build over the same records does (the same neighbours, also for HNSW and IVF)."""
     names = [f"{a} {b}" for a in CITIES for b in CITIES[:5]]  # 80: enough for IVF's cells
     first, later = rows(names[:60]), rows(names[40:], 40)  # 20 indexed again, 20 new
     later[3]["text"] = "Springfield changed"  # c43: a changed text
@@ -196,16 +206,20 @@ def test_update_adds_new_replaces_changed_skips_unchanged_and_equals_a_rebuild(t
     run = sembed("index", "--update", str(index), "--device", "cpu", input=jsonl(*later))
     assert run.exit_code == 0, run.stderr
     assert "20 new, 1 changed, 19 unchanged record(s); 80 in all" in run.stderr
-    assert "embedding 21 texts with" in run.stderr  # only the new and the changed
+    assert "embedded 21 texts" in run.stderr  # only the new and the changed
     meta = json.loads((index / "sembed.json").read_text())
     assert meta["count"] == 80 and meta["type"] == kind
     assert meta["data"]["update"] == {"previous_count": 60, "added": 20, "replaced": 1, "unchanged": 19,
+                                      "repeated": 0, "removed_missing": 0,
                                       "previous_sha256": meta["data"]["update"]["previous_sha256"]}
     rebuilt = tmp_path / "rebuilt"
     everything = first[:40] + later  # in the update's order: the indexed rows, then the new ones
     assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", kind, "-o", str(rebuilt),
                   input=jsonl(*everything)).exit_code == 0
-    assert (index / "records.jsonl").read_text() == (rebuilt / "records.jsonl").read_text()
+    with VectorIndex.load(index) as updated, VectorIndex.load(rebuilt) as fresh:
+        assert sorted(map(repr, updated.records(range(updated.row_count)).values())) == \
+            sorted(map(repr, fresh.records(range(fresh.row_count)).values()))
+        assert updated.row_count == 81 and updated.count == 80  # c43's old row is gone, its new one at the end
     queries = ["Salem Franklin", "Springfield changed", "Bristol Clinton", "Ashland", "Milton Fairview"]
     for updated, fresh in zip(neighbours(index, queries), neighbours(rebuilt, queries)):
         assert [n[:2] for n in updated] == [n[:2] for n in fresh]
@@ -241,7 +255,7 @@ def test_a_failed_update_leaves_the_index_intact(tiny_model, tmp_path):
                             "model, or build a new index)\n")
     no_id = sembed("index", "--update", str(index), input=jsonl({"text": "Paris"}))
     assert no_id.exit_code == 1
-    assert no_id.stderr == "error: <stdin>:1: missing key 'id' (--update finds indexed records by their id)\n"
+    assert no_id.stderr == "error: <stdin>:1: missing key 'id' (the index finds its records by the id they bring)\n"
     assert {p.name: p.read_bytes() for p in index.iterdir()} == files
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temporary directory left
 
@@ -304,11 +318,11 @@ def test_truncated_index_files_are_a_clear_error(index_dir, tmp_path):
     run = sembed("search", "--index", str(damaged), "--query", "Salem")
     assert run.exit_code == 1 and run.stderr.startswith(f"error: unreadable index at '{damaged}': ")
     shutil.copy(index_dir / "sembed.json", damaged / "sembed.json")
-    (damaged / "records.jsonl").write_text('{"id": 1}\n' * len(CITIES))
+    (damaged / "records.sqlite").write_bytes(b"not a database" * 100)
     run = sembed("search", "--index", str(damaged), "--query", "Salem")
     assert run.exit_code == 1
-    assert run.stderr == (f"error: damaged index at '{damaged}': records.jsonl has a line that is not "
-                          '{"id": ..., "record": {...}} (hint: rebuild it with sembed index -o DIR --force)\n')
+    assert run.stderr == (f"error: unreadable index at '{damaged}': records.sqlite: file is not a database "
+                          "(hint: rebuild it with sembed index -o DIR --force)\n")
 
 
 def test_query_texts_on_the_command_line(index_dir):

@@ -366,6 +366,10 @@ def test_the_vote_weighs_each_neighbour_by_its_cosine_to_the_power_p():
 
     class Index:  # the nearest labelled names: cosines 0.9 (a POI), 0.6 (a word), -0.2 (a POI), then none
         path, payloads = "labelled", [{"is_poi": True}, {"is_poi": False}, {"is_poi": True}, {"is_poi": True}]
+        row_count = count = len(payloads)
+
+        def rows(self):
+            return ((row, row, payload) for row, payload in enumerate(self.payloads))
 
         def search(self, vectors, k, ef_search=None):
             return np.array([[0.9, 0.6, -0.2, 0.0]])[:, :k], np.array([[0, 1, 2, -1]])[:, :k]

@@ -114,7 +114,6 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
 
     take = query_vectors.take if query_vectors is not None else \
         (lambda record: np.asarray(record[embedding_key], dtype=np.float32))
-    ids, payloads = index.ids, index.payloads
 
     def query_matrix(batch: list[dict]) -> np.ndarray:
         given = [i for i, r in enumerate(batch) if embedding_key in r]
@@ -131,16 +130,23 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
         scores, rows = searched.result()
         if spelling:
             scores, rows = reranker.rerank([record.get(text_key) for record in batch], scores, rows, k)
+        found = index.records(rows.ravel())  # only the neighbours' rows are read from the store
         for record, row_scores, row_ids in zip(batch, np.round(scores.astype(np.float64), 6).tolist(), rows.tolist()):
-            if payload:
-                record["neighbors"] = [{"id": ids[row], "text": payloads[row].get(text_key), "score": score,
-                                        "payload": payloads[row]} for score, row in zip(row_scores, row_ids) if row >= 0]
-            else:
-                record["neighbors"] = [{"id": ids[row], "text": payloads[row].get(text_key), "score": score}
-                                       for score, row in zip(row_scores, row_ids) if row >= 0]
+            neighbours = []
+            for score, row in zip(row_scores, row_ids):
+                if row < 0 or row not in found:
+                    continue
+                record_id, stored = found[row]
+                neighbour = {"id": record_id, "text": stored.get(text_key), "score": score}
+                if payload:
+                    neighbour["payload"] = stored
+                neighbours.append(neighbour)
+            record["neighbors"] = neighbours
         return batch
 
-    reranker = SpellingReranker(lambda row: payloads[row].get(text_key), len(payloads)) if spelling else None
+    if spelling:  # the names by row, read once: the re-rank looks words up among all of them
+        texts = index.texts(text_key)
+        reranker = SpellingReranker(texts.__getitem__, len(texts))
     asked = k * SPELLING_CANDIDATES if spelling else k
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss-search") as worker:
         pending = None
@@ -239,19 +245,20 @@ def search_command(
     """
     from .. import console
     from ..models.query_encoder import QueryEncoder, index_backend
-    from ..models.vector_index import VectorIndex
+    from ..indexes.directory import VectorIndex
 
     if query and "input" in given_on_command_line(ctx):
         raise typer.BadParameter("either query records (INPUT) or --query texts, not both",
                                  param_hint=flag(ctx, "query"))
     loaded = VectorIndex.load(index)
+    ctx.with_resource(loaded)
     backend, quantize = index_backend(loaded, backend, quantize)
     check_backend(backend, quantize, device)
     encoder = QueryEncoder(loaded, model, device, text_key, long_text, backend, quantize)
     if model is not None or query:
         encoder.check()  # a wrong --model is refused before any query is read
     name = str(loaded.identity or loaded.metadata["model"])
-    console.say(f"searching {loaded.index.ntotal} vectors ({loaded.metadata.get('type')}) of {name}")
+    console.say(f"searching {loaded.count} vectors ({loaded.metadata.get('type')}) of {name}")
 
     query_vectors = QueryVectors(embedding_key, loaded.dimension, name, loaded.identity)
 

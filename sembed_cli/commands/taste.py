@@ -158,11 +158,12 @@ def taste_command(
         from ..models import ngram_classifier
         from ..models.query_encoder import QueryEncoder, index_backend
         from ..models.taste import Identification, NeighbourVote
-        from ..models.vector_index import VectorIndex
+        from ..indexes.directory import VectorIndex
 
         voters = []
         for directory in neighbours:  # each index's names embedded as its own were: its model, backend, quantization
             labelled = VectorIndex.load(directory)
+            ctx.with_resource(labelled)
             encoder = QueryEncoder(labelled, None, resolved, "text", "truncate", *index_backend(labelled))
             encoder.check()
             voters.append(NeighbourVote(labelled, encoder, vote_k, vote_power))

@@ -110,7 +110,7 @@ def for_index(index) -> NgramClassifier | None:
     saved = NgramClassifier.load(index.path, digest)
     if saved is not None:
         return saved
-    found = labelled(index.payloads, index.metadata.get("settings", {}).get("text_key", "text"))
+    found = labelled([payload for _, _, payload in index.rows()], index.settings.get("text_key", "text"))
     if found is None:
         return None
     log.info(f"fitting the n-gram regression on the {len(found[0])} labelled names of '{index.path}' (the index "

@@ -178,12 +178,18 @@ class NeighbourVote:
 
         from ..errors import SembedError
 
-        labels = [payload.get(label_key) for payload in index.payloads]
-        if not labels or not all(isinstance(label, bool) for label in labels):
-            raise SembedError(f"the index at '{index.path}' is not of labelled names: every record needs "
-                              f"{label_key} true or false", "index records of sembed convert --from gazetteer")
-        self.index, self.encoder, self.k, self.power = index, encoder, min(k, len(labels)), power
-        self.labels = np.asarray(labels, dtype=np.float64)
+        labels = np.zeros(index.row_count, dtype=np.float64)  # by row number (rows an update removed: never found)
+        for row, _, payload in index.rows():
+            label = payload.get(label_key)
+            if not isinstance(label, bool):
+                raise SembedError(f"the index at '{index.path}' is not of labelled names: every record needs "
+                                  f"{label_key} true or false", "index records of sembed convert --from gazetteer")
+            labels[row] = label
+        if not index.count:
+            raise SembedError(f"the index at '{index.path}' is empty", "index records of sembed convert --from "
+                                                                         "gazetteer")
+        self.index, self.encoder, self.k, self.power = index, encoder, min(k, index.count), power
+        self.labels = labels
 
     def vote(self, texts: list[str]) -> list[float]:
         import numpy as np

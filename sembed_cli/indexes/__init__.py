@@ -1,0 +1,18 @@
+"""sembed's vector indexes at corpus scale: a FAISS index with its records in SQLite, built from a stream.
+
+An index directory (`sembed index -o DIR`):
+
+    index.faiss      the FAISS index, over unit vectors (inner product = cosine); an update writes
+                     index.N.faiss and the store names the current one
+    records.sqlite   the rows (SQLite, WAL): each row's number (the FAISS id), the record's id, a hash of its
+                     content and its payload (the record without its vectors); the store's state (which FAISS
+                     file, how many rows); for a graph index, the rows an update removed
+    vectors.f16      (lossy types only) the unit vectors, row by row, float16 (or vectors.f32), memory-mapped:
+                     search re-ranks FAISS's candidates by exact cosine from them
+    sembed.json      what made it: embedding_model, model, dimension, type, factory, count, settings, versions
+
+Modules: `kinds` (which FAISS index, chosen by count; what each costs), `store` (the SQLite rows), `vector_file`
+(the re-ranking vectors), `entries` (records read into rows: ids, content hashes, one vector check), `directory`
+(a loaded index: search, payloads), `writer` (build, update, merge). Indexes of sembed 0.1 (records.jsonl) still
+load; `index --update` converts them.
+"""

@@ -1,0 +1,298 @@
+"""A loaded index directory: the FAISS index (memory-mapped), its rows in SQLite, and search with re-ranking.
+
+Loading reads the metadata and the store's state, and maps the FAISS file: nothing that grows with the corpus is
+read before the first query, so start-up does not grow with it. `search` asks FAISS for the nearest rows (a graph
+index skipping the rows an update removed; a lossy index RERANK_FACTOR x k candidates, re-ranked by exact cosine
+from the vectors kept beside it); `records` fetches the ids and payloads of the rows a search returns.
+
+Indexes written by sembed 0.1 (records.jsonl beside index.faiss) load as before, read whole: they are small;
+`sembed index --update` converts one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import SembedError
+from ..io import loads
+from . import kinds
+from .entries import unit_rows
+from .store import FILE as STORE_FILE
+from .store import RecordStore
+from .vector_file import VectorFile
+
+INDEX_FILE = "index.faiss"
+METADATA_FILE = "sembed.json"
+LEGACY_RECORDS_FILE = "records.jsonl"
+REBUILD = "rebuild it with sembed index -o DIR --force"
+
+
+def metadata_problem(metadata: object, dimension: int) -> str | None:
+    """What is wrong with an index's sembed.json (read back for FAISS's `dimension`), or None."""
+    from ..models.model_identity import FIELD, Identity
+
+    if not isinstance(metadata, dict):
+        return "is not a JSON object"
+    if isinstance(metadata.get("dimension"), bool) or metadata.get("dimension") != dimension:
+        return f"gives dimension {metadata.get('dimension')!r}, but the index holds {dimension}-d vectors"
+    for key in ("model", "type"):
+        if not isinstance(metadata.get(key), str):
+            return f"has no '{key}' string"
+    if not isinstance(metadata.get("settings", {}), dict):
+        return "has 'settings' that are not an object"
+    if metadata.get(FIELD) is not None:
+        try:
+            Identity.parse(metadata[FIELD])
+        except (ValueError, AttributeError):
+            return f"has an '{FIELD}' that is not NAME@DIGEST: {metadata[FIELD]!r}"
+    return None
+
+
+class LegacyRecords:
+    """The rows of a sembed 0.1 index (records.jsonl, read whole), behind the RecordStore calls search makes."""
+
+    def __init__(self, ids: list, payloads: list[dict]):
+        self.ids, self.payloads = ids, payloads
+        self.next_row = self.count = len(ids)
+
+    def records(self, rows) -> dict[int, tuple[str, bytes]]:
+        from ..io import dumps
+
+        return {int(row): (dumps(self.ids[row]).rstrip(b"\n").decode(), dumps(self.payloads[row]).rstrip(b"\n"))
+                for row in set(int(r) for r in rows) if 0 <= row < len(self.ids)}
+
+    def rows(self, below: int | None = None) -> Iterator[tuple[int, str, str, bytes]]:
+        from ..io import dumps
+
+        for row, (record_id, payload) in enumerate(zip(self.ids, self.payloads)):
+            yield row, dumps(record_id).rstrip(b"\n").decode(), "", dumps(payload).rstrip(b"\n")
+
+    def removed(self) -> list[int]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class VectorIndex:
+    """An index directory, loaded: its FAISS index, rows, kept vectors (lossy types) and metadata."""
+
+    path: Path
+    index: object
+    store: RecordStore | LegacyRecords
+    metadata: dict
+    vectors: VectorFile | None = None
+    removed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    # --- what it holds ---------------------------------------------------------------------------------------
+
+    @property
+    def dimension(self) -> int:
+        return int(self.metadata["dimension"])
+
+    @property
+    def count(self) -> int:
+        """Rows that answer queries."""
+        return self.store.count
+
+    @property
+    def row_count(self) -> int:
+        """One past the highest row number (rows removed by updates leave gaps below it)."""
+        return self.store.next_row
+
+    @property
+    def legacy(self) -> bool:
+        return isinstance(self.store, LegacyRecords)
+
+    @property
+    def identity(self):
+        """The model_identity.Identity of the vectors; None for an index written before identities."""
+        from ..models.model_identity import FIELD, Identity
+
+        value = self.metadata.get(FIELD)
+        return Identity.parse(value) if value is not None else None
+
+    @property
+    def settings(self) -> dict:
+        return self.metadata.get("settings", {})
+
+    def records(self, rows) -> dict[int, tuple[object, dict]]:
+        """row -> (id, payload) of `rows` (-1 and removed rows left out)."""
+        return {row: (loads(key), loads(payload)) for row, (key, payload) in self.store.records(rows).items()}
+
+    def rows(self) -> Iterator[tuple[int, object, dict]]:
+        """Every (row, id, payload) in row order: for the few readers that need them all (taste's labels)."""
+        for row, key, _, payload in self.store.rows():
+            yield row, loads(key), loads(payload)
+
+    def texts(self, key: str) -> list[str | None]:
+        """Each row's text under `key` (None for gaps and records without it), by row number."""
+        texts: list[str | None] = [None] * self.row_count
+        for row, _, payload in self.rows():
+            value = payload.get(key)
+            texts[row] = value if isinstance(value, str) else None
+        return texts
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """The unit vectors of `rows`: from the kept vectors, else from FAISS's own exact storage."""
+        if self.vectors is not None:
+            return self.vectors.read(np.asarray(rows, dtype=np.int64), self.row_count)
+        return np.stack([self.index.reconstruct(int(row)) for row in rows]) if len(rows) else \
+            np.zeros((0, self.dimension), dtype=np.float32)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> VectorIndex:
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.close()
+
+    # --- loading ---------------------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | Path, writable: bool = False) -> VectorIndex:
+        """The index at `path`; memory-mapped for search, in RAM with `writable` (an update changes it)."""
+        path = Path(path)
+        if not (path / METADATA_FILE).exists() or not ((path / STORE_FILE).exists() or (path / INDEX_FILE).exists()):
+            raise SembedError(f"no sembed index at '{path}'", "build one with sembed index -o DIR")
+        if not (path / STORE_FILE).exists():
+            return cls._load_legacy(path)
+        store = RecordStore(path / STORE_FILE)
+        try:
+            if not writable:
+                store.snapshot()
+            faiss_file = store.state.get("faiss_file", INDEX_FILE)
+            metadata = cls._metadata(path)
+            index = read_faiss(path / faiss_file, mapped=not writable)
+            problem = metadata_problem(metadata, index.d)
+            if problem is not None:
+                raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", REBUILD)
+            expected = store.next_row if kinds.positional(index) else store.count
+            if index.ntotal != expected:
+                raise SembedError(f"damaged index at '{path}': {index.ntotal} vectors in {faiss_file} but "
+                                  f"{expected} rows in {STORE_FILE}", REBUILD)
+            settings = metadata.get("settings", {})
+            kinds.set_search_breadth(index, settings.get("nprobe"), settings.get("ef_search"))
+            vectors = None
+            if settings.get("rerank") in ("float16", "float32"):
+                vectors = VectorFile.named(path, index.d, settings["rerank"])
+                if vectors.rows_on_disk() < store.number("vector_rows"):
+                    raise SembedError(f"damaged index at '{path}': {vectors.path.name} holds "
+                                      f"{vectors.rows_on_disk()} rows, the store {store.number('vector_rows')}", REBUILD)
+            removed = np.asarray(store.removed(), dtype=np.int64)
+        except BaseException:
+            store.close()
+            raise
+        return cls(path, index, store, metadata, vectors, removed)
+
+    @staticmethod
+    def _metadata(path: Path) -> dict:
+        try:
+            return json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SembedError(f"unreadable index at '{path}': {e}", REBUILD) from None
+
+    @classmethod
+    def _load_legacy(cls, path: Path) -> VectorIndex:
+        import faiss
+
+        try:
+            metadata = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
+            index = faiss.read_index(str(path / INDEX_FILE))
+            rows = [loads(line) for line in (path / LEGACY_RECORDS_FILE).read_bytes().splitlines() if line]
+        except (OSError, ValueError, RuntimeError) as e:
+            raise SembedError(f"unreadable index at '{path}': {e}", REBUILD) from None
+        problem = metadata_problem(metadata, index.d)
+        if problem is not None:
+            raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", REBUILD)
+        if not all(isinstance(row, dict) and "id" in row and isinstance(row.get("record"), dict) for row in rows):
+            raise SembedError(f"damaged index at '{path}': {LEGACY_RECORDS_FILE} has a line that is not "
+                              '{"id": ..., "record": {...}}', REBUILD)
+        if len(rows) != index.ntotal:
+            raise SembedError(f"damaged index at '{path}': {index.ntotal} vectors but {len(rows)} records", REBUILD)
+        settings = metadata.get("settings", {})
+        if metadata.get("type") == "hnsw":
+            index.hnsw.efSearch = settings.get("ef_search", kinds.HNSW_EF_SEARCH)
+        elif metadata.get("type") == "ivf":
+            index.nprobe = settings.get("nprobe", kinds.IVF_NPROBE)
+        store = LegacyRecords([row["id"] for row in rows], [row["record"] for row in rows])
+        return cls(path, index, store, metadata)
+
+    # --- search ----------------------------------------------------------------------------------------------
+
+    def search(self, queries: np.ndarray, k: int, ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(cosines, rows) of the k nearest rows of each query (unit-normalised first), best first; row -1 where
+        fewer exist. ef_search: a wider graph search than the index's own for this call (never narrower)."""
+        import faiss
+
+        queries = unit_rows(queries)
+        asked = k * kinds.RERANK_FACTOR if self.vectors is not None else k
+        graph = kinds.hnsw_of(self.index)
+        params = None
+        if graph is not None:
+            breadth = max(graph.hnsw.efSearch, ef_search or 0, asked if self.vectors is not None else 0)
+            selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.removed)) if len(self.removed) else None
+            if breadth != graph.hnsw.efSearch or selector is not None:
+                params = faiss.SearchParametersHNSW(efSearch=breadth)
+                if selector is not None:
+                    params.sel = selector
+        scores, rows = self.index.search(queries, asked, params=params) if params is not None else \
+            self.index.search(queries, asked)
+        if self.vectors is not None:
+            scores, rows = self.rerank(queries, rows, k)
+        return scores, rows
+
+    def rerank(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k best of each query's candidate rows by exact cosine against the kept vectors."""
+        found = candidates >= 0
+        vectors = self.vectors.read(candidates[found], self.row_count)
+        exact = np.full(candidates.shape, -np.inf, dtype=np.float32)
+        exact[found] = np.einsum("ij,ij->i", vectors, np.repeat(queries, found.sum(1), axis=0))
+        order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
+        scores, rows = np.take_along_axis(exact, order, 1), np.take_along_axis(candidates, order, 1)
+        rows[~np.isfinite(scores)] = -1
+        return np.where(np.isfinite(scores), scores, -np.inf).astype(np.float32), rows
+
+    # --- the model check of queries --------------------------------------------------------------------------
+
+    def check_model(self, name: str, fingerprint: str) -> None:
+        """Refuse queries embedded by the model `name` (of `fingerprint`) when it is not the index's: by the
+        index's embedding_model, or the fingerprint of an index written before identities."""
+        if self.identity is not None:
+            from ..models.model_identity import of_sentence_model
+
+            theirs = of_sentence_model(name)
+            if theirs.digest != self.identity.digest:
+                raise SembedError(f"the index at '{self.path}' holds vectors of the model '{self.identity}', but the "
+                                  f"queries are embedded with '{theirs}', another model",
+                                  "search with the index's model (leave out --model), or rebuild the index")
+            return
+        if fingerprint != self.metadata.get("model_fingerprint"):
+            raise SembedError(f"the index at '{self.path}' holds vectors of the model '{self.metadata.get('model')}', "
+                              f"but the queries are embedded with '{name}', another model",
+                              "search with the index's model (leave out --model), or rebuild the index")
+
+
+def read_faiss(path: Path, mapped: bool):
+    """The FAISS index at `path`: memory-mapped (inverted lists and flat codes stay on disk until read) or whole."""
+    import faiss
+
+    try:
+        if mapped:
+            flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY
+            try:
+                return faiss.read_index(str(path), flags | faiss.IO_FLAG_MMAP_IFC)
+            except RuntimeError:
+                return faiss.read_index(str(path), flags)
+        return faiss.read_index(str(path))
+    except RuntimeError as e:
+        raise SembedError(f"unreadable index at '{path.parent}': {path.name}: {str(e).strip().splitlines()[-1]}",
+                          REBUILD) from None

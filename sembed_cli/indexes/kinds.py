@@ -1,0 +1,254 @@
+"""Which FAISS index holds the vectors, chosen by their count, and what each choice costs.
+
+FAISS's "Guidelines to choose an index" (wiki) by corpus size, with the
+cost per 384-d vector (d = 384; float32 is 4 d = 1,536 bytes):
+
+    flat   exact inner product ("IDMap2,Flat")          4 d bytes     recall 1       up to 100,000 (auto)
+    hnsw   HNSW graph, M 32 ("HNSW32")                   4 d + 256     ~0.98-1        up to 1,000,000 (auto)
+    ivf    inverted lists of exact vectors ("IVF{K},Flat")  4 d + 8    ~0.95-1 by nprobe
+    ivfpq  inverted lists of PQ codes, d/8 bytes ("IVF{K}_HNSW32,PQ{d/8}")  d/8 + 8 in RAM,
+           + 2 d on disk for re-ranking (float16)        0.95+ re-ranked  above 1,000,000 (auto)
+
+or any FAISS factory string (`--type 'OPQ32,IVF4096,PQ32'`). K, the cell count, is FAISS's 4 sqrt(N) rounded to a
+power of two (16,384 at 10 million), trained on 39 K sampled vectors (the fewest FAISS trains K cells on without a
+warning) by two-level k-means (FAISS contrib's method for many cells: sqrt(K) coarse cells, then each split),
+which a 2-core CPU does in minutes where flat k-means over 16,384 cells takes an hour. Lossy types keep the
+vectors on disk and re-rank RERANK_FACTOR x k candidates by exact cosine.
+
+Row numbers are FAISS ids: most types store them (`add_with_ids`, `remove_ids`); a graph (HNSW) has neither, so
+its rows are its positions and removed rows are filtered out at search time (`removed` in the store).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ..errors import SembedError
+
+NAMES = ("auto", "flat", "hnsw", "ivf", "ivfpq")
+AUTO_EXACT_LIMIT = 100_000
+AUTO_GRAPH_LIMIT = 1_000_000
+HNSW_M = 32
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 64
+IVF_NPROBE = 16
+TRAINING_POINTS_PER_CELL = 39  # FAISS warns below this many training vectors a cell
+TWO_LEVEL_FROM = 1024  # cells from which k-means is done in two levels
+RERANK_FACTOR = 10  # lossy codes: FAISS's best RERANK_FACTOR x k, re-ranked by exact cosine
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A FAISS index recipe: its name (a NAMES entry or 'factory'), the factory string, and how it holds rows."""
+
+    name: str
+    factory: str
+    nprobe: int | None = None  # inverted lists probed per query
+
+    @property
+    def lossy(self) -> bool:
+        """Codes that lose precision (PQ, SQ, LSH...): search re-ranks from the kept vectors."""
+        last = self.factory.split(",")[-1]
+        return not (last == "Flat" or re.fullmatch(r"HNSW\d+(_Flat)?", last) is not None)
+
+    def describe(self) -> dict:
+        return {"type": self.name, "factory": self.factory, **({"nprobe": self.nprobe} if self.nprobe else {})}
+
+
+def cells(count: int) -> int:
+    """FAISS's 4 sqrt(N) inverted lists, as a power of two, with at least TRAINING_POINTS_PER_CELL vectors each."""
+    wanted = 2 ** round(math.log2(max(1.0, 4 * math.sqrt(count))))
+    return max(1, min(wanted, count // TRAINING_POINTS_PER_CELL))
+
+
+def nprobe(cell_count: int) -> int:
+    """Lists probed: IVF_NPROBE, more with many cells (1/256 of them), never more than there are."""
+    return min(cell_count, max(IVF_NPROBE, cell_count // 256))
+
+
+def pq_bytes(dim: int) -> int:
+    """PQ sub-quantizers: one byte for each 8 dimensions, or the largest divisor of dim under that."""
+    return next(m for m in range(max(1, dim // 8), 0, -1) if dim % m == 0)
+
+
+def choose(requested: str, count: int, dim: int, nprobe_given: int | None = None) -> Kind:
+    """The Kind of `requested` (a name or a factory string) for `count` vectors of `dim` dimensions."""
+    name = requested
+    if name == "auto":
+        name = "flat" if count <= AUTO_EXACT_LIMIT else "hnsw" if count <= AUTO_GRAPH_LIMIT else "ivfpq"
+    if name == "flat":
+        return Kind("flat", "IDMap2,Flat")
+    if name == "hnsw":
+        return Kind("hnsw", f"HNSW{HNSW_M}")
+    if name in ("ivf", "ivfpq"):
+        k = cells(count)
+        quantizer = f"IVF{k}_HNSW{HNSW_M}" if k >= TWO_LEVEL_FROM else f"IVF{k}"
+        codes = "Flat" if name == "ivf" else f"PQ{pq_bytes(dim)}"
+        return Kind(name, f"{quantizer},{codes}", nprobe_given or nprobe(k))
+    check_factory(requested, dim)
+    listed = re.search(r"IVF(\d+)", requested)
+    return Kind("factory", requested, (nprobe_given or nprobe(int(listed.group(1)))) if listed else None)
+
+
+def check_factory(factory: str, dim: int) -> None:
+    """A factory string FAISS can build for `dim`-d vectors, else a one-line error."""
+    import faiss
+
+    try:
+        faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as e:
+        reason = str(e).strip().splitlines()[-1] if str(e).strip() else "not understood"
+        raise SembedError(f"--type '{factory}' is not an index FAISS can build for {dim}-d vectors: {reason}",
+                          f"use one of {', '.join(NAMES)}, or a FAISS factory string such as "
+                          f"'IVF4096,PQ{pq_bytes(dim)}'") from None
+
+
+def parses(factory: str) -> bool:
+    """FAISS reads `factory` as an index description (for a dimension most sub-quantizer counts divide)."""
+    import faiss
+
+    try:
+        faiss.index_factory(768, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as e:
+        return "could not parse" not in str(e) and "unknown" not in str(e).lower()
+    return True
+
+
+def create(kind: Kind, dim: int):
+    """An empty FAISS index of `kind` (inner product over unit vectors), wrapped to store ids where it cannot."""
+    import faiss
+
+    index = faiss.index_factory(dim, kind.factory, faiss.METRIC_INNER_PRODUCT)
+    if (graph := hnsw_of(index)) is not None:
+        graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        graph.hnsw.efSearch = HNSW_EF_SEARCH
+    ivf = ivf_of(index)
+    if ivf is not None and hasattr(faiss.downcast_index(ivf), "do_polysemous_training"):
+        faiss.downcast_index(ivf).do_polysemous_training = False  # hours of training for codes we re-rank anyway
+    if not positional(index) and not stores_ids(index):
+        index = faiss.IndexIDMap2(index)
+    return index
+
+
+def unwrap(index):
+    """The index under PreTransform (OPQ, PCA...) wrappers."""
+    import faiss
+
+    index = faiss.downcast_index(index)
+    while isinstance(index, faiss.IndexPreTransform):
+        index = faiss.downcast_index(index.index)
+    return index
+
+
+def ivf_of(index):
+    """The IndexIVF inside `index`, or None."""
+    import faiss
+
+    try:
+        return faiss.extract_index_ivf(index)
+    except (RuntimeError, AttributeError):
+        return None
+
+
+def hnsw_of(index):
+    import faiss
+
+    inner = unwrap(index)
+    return inner if isinstance(inner, faiss.IndexHNSW) else None
+
+
+def stores_ids(index) -> bool:
+    """The index keeps the ids it is given: inverted lists, or an IDMap."""
+    import faiss
+
+    inner = unwrap(index)
+    return ivf_of(index) is not None or isinstance(inner, (faiss.IndexIDMap, faiss.IndexIDMap2))
+
+
+def positional(index) -> bool:
+    """A graph: rows are positions (no add_with_ids, no remove_ids)."""
+    return hnsw_of(index) is not None
+
+
+def needs_training(index) -> bool:
+    return not index.is_trained
+
+
+def training_size(index, count: int) -> int:
+    """How many sampled vectors train `index`: 39 per inverted list (and at least 10,000 for PQ codebooks)."""
+    ivf = ivf_of(index)
+    wanted = TRAINING_POINTS_PER_CELL * ivf.nlist if ivf is not None else 0
+    return min(count, max(wanted, 10_000))
+
+
+def train(index, sample, seed: int) -> None:
+    """Train `index` on the unit vectors `sample`: inverted lists of many cells by two-level spherical k-means
+    (faiss.contrib.clustering's method), then FAISS's own training of the rest (codebooks, transforms)."""
+    import faiss
+    import numpy as np
+
+    ivf = ivf_of(index)
+    direct = not isinstance(faiss.downcast_index(index), faiss.IndexPreTransform)  # else the sample is transformed
+    if ivf is not None and ivf.nlist >= TWO_LEVEL_FROM and direct:
+        centroids = two_level_kmeans(sample, ivf.nlist, seed)
+        ivf.quantizer.train(centroids)
+        ivf.quantizer.add(centroids)
+    elif ivf is not None:
+        ivf.cp.seed = seed
+        ivf.cp.spherical = True
+    index.train(np.ascontiguousarray(sample, dtype=np.float32))
+
+
+def two_level_kmeans(sample, k: int, seed: int):
+    """k unit centroids of `sample`: sqrt(k) coarse cells, then each cell split into a share of k proportional to
+    its size (faiss.contrib.clustering.two_level_clustering, spherical, without its printing)."""
+    import faiss
+    import numpy as np
+
+    sample = np.ascontiguousarray(sample, dtype=np.float32)
+    dim, coarse = sample.shape[1], max(1, int(math.sqrt(k)))
+    first = faiss.Kmeans(dim, coarse, niter=20, seed=seed, spherical=True, max_points_per_centroid=2000)
+    first.train(sample)
+    _, assigned = first.index.search(sample, 1)
+    assigned = assigned.ravel()
+    sizes = np.bincount(assigned, minlength=coarse)
+    shares = np.cumsum(sizes) * k // len(sample)
+    shares[1:] -= shares[:-1].copy()
+    centroids = []
+    for cell in range(coarse):
+        members, share = sample[assigned == cell], int(shares[cell])
+        if share == 0:
+            continue
+        if len(members) <= share:  # too few to cluster: each member is a centroid, the rest near the coarse one
+            extra = np.repeat(first.centroids[cell:cell + 1], share - len(members), axis=0)
+            centroids.append(np.concatenate([members, extra]) if len(members) else extra)
+            continue
+        second = faiss.Kmeans(dim, share, niter=20, seed=seed + cell, spherical=True, max_points_per_centroid=256,
+                              min_points_per_centroid=1)  # shares follow sizes: ~39 a cell, some a little under
+        second.train(members)
+        centroids.append(second.centroids)
+    return np.ascontiguousarray(np.concatenate(centroids)[:k], dtype=np.float32)
+
+
+def set_search_breadth(index, kind_nprobe: int | None, ef_search: int | None) -> None:
+    """The index's own nprobe (inverted lists) and efSearch (graphs), through any wrappers."""
+    ivf, graph = ivf_of(index), hnsw_of(index)
+    if ivf is not None and kind_nprobe:
+        ivf.nprobe = min(kind_nprobe, ivf.nlist)
+    if graph is not None:
+        graph.hnsw.efSearch = ef_search or HNSW_EF_SEARCH
+
+
+def bytes_per_vector(kind: Kind, dim: int, rerank_bytes: int) -> int:
+    """What one vector costs: in the FAISS index (codes and id) and in the re-ranking file."""
+    import faiss
+
+    index = create(kind, dim)
+    codes = faiss.downcast_index(unwrap(index))
+    size = getattr(codes, "code_size", None)
+    if size is None:
+        size = 4 * dim
+    extra = 8 if stores_ids(index) else 2 * HNSW_M * 4 if positional(index) else 0
+    return int(size) + extra + (rerank_bytes if kind.lossy else 0)

@@ -1,0 +1,152 @@
+"""An index's rows in SQLite: id, content hash and payload by row number, read only where they are needed.
+
+simonw/llm keeps embeddings with a content hash in SQLite for the same reason: a corpus of millions of records is
+never parsed whole at start-up, `search` fetches the payloads of the neighbours it returns, and an update finds
+an id's row and hash by the id's index. WAL mode lets searches read while a nightly update writes; an update is
+one transaction, and its commit (with the `state` that names the current FAISS file) is the moment it happens.
+
+    rows(row INTEGER PRIMARY KEY, id TEXT UNIQUE, hash TEXT, payload BLOB)   id: the record's id as compact JSON
+    removed(row INTEGER PRIMARY KEY)    rows a graph index still holds but no longer answers with
+    state(key TEXT PRIMARY KEY, value TEXT)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from ..errors import SembedError
+
+FILE = "records.sqlite"
+FORMAT = 2  # sembed 0.1 kept records.jsonl
+CHUNK = 500  # ids per lookup: under SQLite's limit of host parameters
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS rows (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, hash TEXT NOT NULL,
+                                 payload BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS removed (row INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class RecordStore:
+    """The SQLite database of an index directory; writes happen inside one transaction until `commit`."""
+
+    def __init__(self, path: Path, create: bool = False):
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise SembedError(f"no {FILE} in '{self.path.parent}'", "build the index with sembed index -o DIR")
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            if create:
+                self.db.executescript(SCHEMA)
+                self.set_state(format=FORMAT, next_row=0, count=0)
+            self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
+        except sqlite3.DatabaseError as e:
+            raise SembedError(f"unreadable index at '{self.path.parent}': {FILE}: {e}",
+                              "rebuild it with sembed index -o DIR --force") from None
+        self.writing = False
+
+    # --- state -------------------------------------------------------------------------------------------
+
+    def set_state(self, **values: object) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)",
+                            [(key, str(value)) for key, value in values.items()])
+        self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
+
+    def number(self, key: str, default: int = 0) -> int:
+        return int(self.state.get(key, default))
+
+    @property
+    def next_row(self) -> int:
+        """One past the highest row number ever given (rows are never reused)."""
+        return self.number("next_row")
+
+    @property
+    def count(self) -> int:
+        """Rows that answer queries."""
+        return self.number("count")
+
+    # --- transactions ----------------------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        self.writing = True
+
+    def commit(self) -> None:
+        self.db.execute("COMMIT")
+        self.writing = False
+
+    def rollback(self) -> None:
+        if self.writing:
+            self.db.execute("ROLLBACK")
+            self.writing = False
+
+    def snapshot(self) -> None:
+        """Read from one moment on (a search beside an update sees the index as it was when it began)."""
+        self.db.execute("BEGIN")
+        self.db.execute("SELECT 1 FROM state LIMIT 1").fetchall()
+
+    def close(self) -> None:
+        self.rollback()
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+        self.db.close()
+
+    # --- rows ------------------------------------------------------------------------------------------------
+
+    def insert(self, rows: Iterable[tuple[int, str, str, bytes]]) -> None:
+        """(row, id, hash, payload) rows; an id already there raises sqlite3.IntegrityError."""
+        self.db.executemany("INSERT INTO rows (row, id, hash, payload) VALUES (?, ?, ?, ?)", rows)
+
+    def delete(self, rows: list[int]) -> None:
+        self.db.executemany("DELETE FROM rows WHERE row = ?", [(row,) for row in rows])
+
+    def mark_removed(self, rows: list[int]) -> None:
+        self.db.executemany("INSERT OR IGNORE INTO removed (row) VALUES (?)", [(row,) for row in rows])
+
+    def removed(self) -> list[int]:
+        return [row for (row,) in self.db.execute("SELECT row FROM removed ORDER BY row")]
+
+    def set_payload(self, row: int, payload: bytes) -> None:
+        self.db.execute("UPDATE rows SET payload = ? WHERE row = ?", (payload, row))
+
+    def find(self, ids: list[str]) -> dict[str, tuple[int, str, bytes]]:
+        """id -> (row, hash, payload) of those `ids` (compact JSON) that are stored."""
+        found: dict[str, tuple[int, str, bytes]] = {}
+        for start in range(0, len(ids), CHUNK):
+            chunk = ids[start:start + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for row, key, digest, payload in self.db.execute(
+                    f"SELECT row, id, hash, payload FROM rows WHERE id IN ({marks})", chunk):
+                found[key] = (row, digest, payload)
+        return found
+
+    def records(self, rows: Iterable[int]) -> dict[int, tuple[str, bytes]]:
+        """row -> (id, payload) of the stored `rows`."""
+        wanted = sorted({int(row) for row in rows if row >= 0})
+        found: dict[int, tuple[str, bytes]] = {}
+        for start in range(0, len(wanted), CHUNK):
+            chunk = wanted[start:start + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for row, key, payload in self.db.execute(f"SELECT row, id, payload FROM rows WHERE row IN ({marks})",
+                                                     chunk):
+                found[row] = (key, payload)
+        return found
+
+    def rows(self, below: int | None = None) -> Iterator[tuple[int, str, str, bytes]]:
+        """Every stored (row, id, hash, payload) in row order (below a row number, if given)."""
+        query = "SELECT row, id, hash, payload FROM rows" + (" WHERE row < ?" if below is not None else "") + \
+            " ORDER BY row"
+        yield from self.db.execute(query, (below,) if below is not None else ())
+
+    def row_numbers(self, below: int | None = None) -> Iterator[int]:
+        query = "SELECT row FROM rows" + (" WHERE row < ?" if below is not None else "") + " ORDER BY row"
+        for (row,) in self.db.execute(query, (below,) if below is not None else ()):
+            yield row
+
+    def stored(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM rows").fetchone()[0])

@@ -1,0 +1,287 @@
+"""sembed index at corpus scale: compressed types re-ranked to exact, updates without rebuilding, merges, the
+SQLite store, indexes of sembed 0.1, and a nightly job mirroring a folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, jsonl, sembed
+from sembed_cli.indexes import kinds
+from sembed_cli.indexes.directory import VectorIndex
+
+pytest.importorskip("faiss")
+
+MODEL = "synthetic@0123456789ab"  # vectors labelled with a model identity, so no model is loaded
+OTHER = "another@ba9876543210"
+
+
+def clustered(count: int, dim: int = 32, seed: int = 0, centres: int = 40) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    middle = np.random.default_rng(99).standard_normal((centres, dim))
+    vectors = middle[rng.integers(0, centres, count)] + 0.6 * rng.standard_normal((count, dim))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def records(vectors: np.ndarray, first_id: int = 0, model: str = MODEL) -> list[dict]:
+    return [{"id": first_id + n, "text": f"sentence {first_id + n}", "embedding": [round(float(x), 6) for x in v],
+             "embedding_model": model} for n, v in enumerate(vectors)]
+
+
+def build(path: Path, rows: list[dict], *args: str) -> None:
+    run = sembed("index", "-q", "-o", str(path), *args, input=jsonl(*rows))
+    assert run.exit_code == 0, run.stderr
+
+
+def answers(index: Path, queries: np.ndarray, k: int = 10) -> list[list[tuple]]:
+    with VectorIndex.load(index) as loaded:
+        scores, rows = loaded.search(queries, k)
+        found = loaded.records(rows.ravel())
+    return [[(found[r][0], round(float(s), 5)) for s, r in zip(qs, qr) if r >= 0] for qs, qr in zip(scores, rows)]
+
+
+def exact(vectors: np.ndarray, queries: np.ndarray, k: int = 10) -> np.ndarray:
+    return np.argsort(-(queries @ vectors.T), axis=1, kind="stable")[:, :k]
+
+
+# --- choosing the type --------------------------------------------------------------------------------------
+
+def test_auto_chooses_exact_then_a_graph_then_pq_codes_by_count():
+    assert kinds.choose("auto", 100_000, 384).factory == "IDMap2,Flat"
+    assert kinds.choose("auto", 1_000_000, 384).factory == "HNSW32"
+    big = kinds.choose("auto", 10_000_000, 384)
+    assert (big.name, big.factory, big.nprobe, big.lossy) == ("ivfpq", "IVF16384_HNSW32,PQ48", 64, True)
+    assert kinds.choose("auto", 2_000_000, 384).factory == "IVF4096_HNSW32,PQ48"  # 4 sqrt(n) = 5,657
+    assert kinds.choose("IVF256,SQ8", 5000, 384).lossy and not kinds.choose("ivf", 5000, 384).lossy
+    assert kinds.bytes_per_vector(big, 384, 768) == 48 + 8 + 768
+    assert kinds.training_size(kinds.create(big, 384), 10_000_000) == 39 * 16384
+
+
+def test_a_factory_string_faiss_cannot_build_is_a_clear_error(tmp_path):
+    run = sembed("index", "--type", "IVF16,PQ5", "-o", str(tmp_path / "i"), input=jsonl(*records(clustered(50))))
+    assert run.exit_code == 1
+    assert run.stderr.startswith("error: --type 'IVF16,PQ5' is not an index FAISS can build for 32-d vectors: ")
+    run = sembed("index", "--type", "kdtree", "-o", str(tmp_path / "i"), input=jsonl(*records(clustered(5))))
+    assert run.exit_code == 2
+
+
+# --- compressed codes, re-ranked ------------------------------------------------------------------------------
+
+def test_pq_codes_are_reranked_to_exact_cosines_from_the_kept_vectors(tmp_path):
+    vectors, queries = clustered(3000), clustered(50, seed=7)
+    build(tmp_path / "pq", records(vectors), "--type", "ivfpq")
+    build(tmp_path / "codes", records(vectors), "--type", "ivfpq", "--rerank", "none")
+    assert sorted(p.name for p in (tmp_path / "pq").iterdir()) == ["index.faiss", "records.sqlite", "sembed.json",
+                                                                     "vectors.f16"]
+    assert "vectors.f16" not in {p.name for p in (tmp_path / "codes").iterdir()}
+    meta = json.loads((tmp_path / "pq" / "sembed.json").read_text())
+    assert meta["type"] == "ivfpq" and meta["settings"]["factory"] == "IVF76,PQ4"
+    truth = exact(vectors, queries)
+    with VectorIndex.load(tmp_path / "pq") as index:
+        scores, rows = index.search(queries, 10)
+    recall = np.mean([len(set(r) & set(t)) / 10 for r, t in zip(rows.tolist(), truth.tolist())])
+    assert recall >= 0.95
+    assert np.abs(scores - np.take_along_axis(queries @ vectors.T, rows, 1)).max() < 2e-3  # exact, in float16
+    with VectorIndex.load(tmp_path / "codes") as index:
+        coded = index.search(queries, 10)[1]
+    assert np.mean([len(set(r) & set(t)) / 10 for r, t in zip(coded.tolist(), truth.tolist())]) < recall
+
+
+def test_an_ivfpq_update_adds_and_replaces_rows_and_answers_as_a_build_with_its_quantiser(tmp_path):
+    vectors = clustered(3000)
+    first = records(vectors[:2500])
+    build(tmp_path / "idx", first, "--type", "ivfpq")
+    shutil.copytree(tmp_path / "idx", tmp_path / "trained")  # the quantiser as built
+    changed = records(clustered(100, seed=3))  # ids 0-99, other vectors
+    new = records(vectors[2500:], 2500)
+    run = sembed("index", "--update", str(tmp_path / "idx"), input=jsonl(*changed, *new))
+    assert run.exit_code == 0, run.stderr
+    assert "500 new, 100 changed, 0 unchanged record(s); 3000 in all" in run.stderr
+    names = sorted(p.name for p in (tmp_path / "idx").iterdir())
+    assert names == ["index.1.faiss", "records.sqlite", "sembed.json", "vectors.f16"]
+    everything = changed + first[100:] + new
+    build(tmp_path / "fresh", everything, "--trained", str(tmp_path / "trained"))
+    queries = clustered(40, seed=11)
+    assert answers(tmp_path / "idx", queries) == answers(tmp_path / "fresh", queries)
+    with VectorIndex.load(tmp_path / "idx") as index:
+        assert (index.count, index.row_count) == (3000, 3100)  # the replaced rows are gone, not reused
+
+
+def test_update_sync_removes_what_the_input_no_longer_holds_and_a_graph_skips_them(tmp_path):
+    vectors = clustered(400)
+    build(tmp_path / "g", records(vectors), "--type", "hnsw")
+    kept = records(vectors[:300])
+    run = sembed("index", "--update", str(tmp_path / "g"), "--sync", input=jsonl(*kept))
+    assert run.exit_code == 0, run.stderr
+    assert "0 new, 0 changed, 300 unchanged record(s), 100 removed (not in the input); 300 in all" in run.stderr
+    build(tmp_path / "fresh", kept, "--type", "hnsw")
+    queries = vectors[250:350]  # half of them were removed: never answered
+    updated = answers(tmp_path / "g", queries, 5)
+    assert all(record_id < 300 for found in updated for record_id, _ in found)
+    assert [f[0] for f in updated] == [f[0] for f in answers(tmp_path / "fresh", queries, 5)]
+    assert sembed("index", "--sync", "-o", str(tmp_path / "x"), input=jsonl(*kept)).exit_code == 2
+
+
+def test_ids_are_content_hashes_by_default_and_an_id_twice_with_other_content_is_refused(tmp_path):
+    rows = [{"text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},
+            {"text": "Beta", "embedding": [0.0, 1.0], "embedding_model": MODEL},
+            {"text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL}]
+    run = sembed("index", "-o", str(tmp_path / "a"), input=jsonl(*rows))
+    assert run.exit_code == 0, run.stderr
+    assert "1 repeated record(s) indexed once" in run.stderr
+    with VectorIndex.load(tmp_path / "a") as index:
+        assert index.count == 2
+    clash = [{"id": 1, "text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},
+             {"id": 1, "text": "Gamma", "embedding": [0.5, 0.5], "embedding_model": MODEL}]
+    run = sembed("index", "-o", str(tmp_path / "b"), input=jsonl(*clash))
+    assert run.exit_code == 1 and not (tmp_path / "b").exists()
+    assert run.stderr == ("error: <stdin>:2: id 1 again, with other content than an earlier record of that id (hint: "
+                          "give each record its own id, or none (the id is then a hash of the text))\n")
+
+
+# --- merge -----------------------------------------------------------------------------------------------------
+
+def test_a_merge_of_flat_pieces_equals_one_build(tmp_path):
+    vectors = clustered(120)
+    build(tmp_path / "a", records(vectors[:60]))
+    build(tmp_path / "b", records(vectors[60:], 60))
+    build(tmp_path / "one", records(vectors))
+    run = sembed("index", "merge", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(tmp_path / "merged"))
+    assert run.exit_code == 0, run.stderr
+    queries = clustered(20, seed=5)
+    assert answers(tmp_path / "merged", queries) == answers(tmp_path / "one", queries)
+    assert json.loads((tmp_path / "merged" / "sembed.json").read_text())["count"] == 120
+
+
+def test_pieces_built_with_one_trained_quantiser_merge_to_one_build_with_it(tmp_path):
+    vectors = clustered(3000)
+    build(tmp_path / "trained", records(vectors), "--type", "ivfpq")
+    build(tmp_path / "a", records(vectors[:1500]), "--trained", str(tmp_path / "trained"))
+    build(tmp_path / "b", records(vectors[1500:], 1500), "--trained", str(tmp_path / "trained"))
+    run = sembed("index", "merge", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(tmp_path / "merged"))
+    assert run.exit_code == 0, run.stderr
+    queries = clustered(30, seed=9)
+    assert answers(tmp_path / "merged", queries) == answers(tmp_path / "trained", queries)
+
+
+def test_merge_refuses_pieces_that_do_not_belong_together(tmp_path):
+    vectors = clustered(3000)
+    build(tmp_path / "a", records(vectors[:60]))
+    build(tmp_path / "other-model", records(vectors[60:120], 60, OTHER))
+    build(tmp_path / "overlap", records(vectors[30:90], 30))
+    build(tmp_path / "wide", records(np.hstack([vectors[:60], vectors[:60]]) / np.sqrt(2), 500))
+    build(tmp_path / "pq1", records(vectors[:1500]), "--type", "ivfpq")
+    build(tmp_path / "pq2", records(vectors[1500:], 1500), "--type", "ivfpq")
+
+    def refusal(*pieces: str) -> str:
+        run = sembed("index", "merge", *(str(tmp_path / p) for p in pieces), "-o", str(tmp_path / "m"))
+        assert run.exit_code == 1 and not (tmp_path / "m").exists()
+        return run.stderr
+
+    assert refusal("a", "other-model") == (
+        f"error: cannot merge: '{tmp_path / 'a'}' holds vectors of {MODEL}, but '{tmp_path / 'other-model'}' {OTHER} "
+        "(hint: merge pieces built with one model and one trained quantiser (sembed index --trained DIR))\n")
+    assert "has dimension 32, but" in refusal("a", "wide") and f"'{tmp_path / 'wide'}' 64" in refusal("a", "wide")
+    assert "was trained as quantiser" in refusal("pq1", "pq2")
+    assert refusal("a", "overlap").startswith(f"error: cannot merge: '{tmp_path / 'overlap'}' holds the id 30, which "
+                                              f"'{tmp_path / 'a'}' holds too")
+
+
+# --- the store and older indexes -----------------------------------------------------------------------------
+
+def test_search_reads_only_the_neighbours_payloads_from_the_store(tmp_path):
+    vectors = clustered(500)
+    build(tmp_path / "i", records(vectors))
+    with VectorIndex.load(tmp_path / "i") as index:
+        statements = []
+        index.store.db.set_trace_callback(statements.append)
+        _, rows = index.search(vectors[:3], 5)
+        found = index.records(rows.ravel())
+    assert len(found) <= 15 and [s for s in statements if "FROM rows" in s] == \
+        [s for s in statements if "WHERE row IN" in s]
+
+
+def legacy_index(path: Path, vectors: np.ndarray) -> None:
+    """An index as sembed 0.1 wrote it: index.faiss (flat), records.jsonl, sembed.json."""
+    import faiss
+
+    path.mkdir()
+    flat = faiss.IndexFlatIP(vectors.shape[1])
+    flat.add(vectors)
+    faiss.write_index(flat, str(path / "index.faiss"))
+    with open(path / "records.jsonl", "w") as f:
+        for n in range(len(vectors)):
+            f.write(json.dumps({"id": f"c{n}", "record": {"id": f"c{n}", "text": f"name {n}"}}) + "\n")
+    (path / "sembed.json").write_text(json.dumps({
+        "embedding_model": MODEL, "model": "synthetic", "dimension": vectors.shape[1], "type": "flat",
+        "count": len(vectors), "settings": {"type": "flat", "requested_type": "auto", "text_key": "text",
+                                            "embedding_key": "embedding", "id_key": "id", "source": "embeddings"},
+        "data": {"sha256": "0" * 64}}))
+
+
+def test_an_index_of_sembed_0_1_still_answers_and_an_update_converts_it(tmp_path):
+    vectors = clustered(50)
+    legacy_index(tmp_path / "old", vectors)
+    query = {"embedding": vectors[7].tolist(), "embedding_model": MODEL}
+    run = sembed("search", "-q", "--index", str(tmp_path / "old"), "--k", "1", input=jsonl(query))
+    assert run.exit_code == 0, run.stderr
+    assert run.records[0]["neighbors"][0]["id"] == "c7"
+    new = {"id": "c50", "text": "name 50", "embedding": clustered(1, seed=4)[0].tolist(), "embedding_model": MODEL}
+    run = sembed("index", "--update", str(tmp_path / "old"), input=jsonl(new))
+    assert run.exit_code == 0, run.stderr
+    assert "converting" in run.stderr and "1 new, 0 changed, 0 unchanged record(s); 51 in all" in run.stderr
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["index.1.faiss", "records.sqlite", "sembed.json"]
+    run = sembed("search", "-q", "--index", str(tmp_path / "old"), "--k", "1", input=jsonl(query))
+    assert run.records[0]["neighbors"][0] == {"id": "c7", "text": "name 7", "score": 1.0}
+
+
+# --- a nightly job mirroring a folder ---------------------------------------------------------------------------
+
+NIGHTLY = ROOT / "examples" / "nightly_index.sh"
+
+
+def night(docs: Path, index: Path, model: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "MODEL": model,
+           "FORMAT": "lines", "SEMBED_DEVICE": "cpu", "SEMBED_THREADS": "1"}
+    return subprocess.run(["bash", str(NIGHTLY), str(docs), str(index)], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=600)
+
+
+def contents(index: Path) -> list[tuple]:
+    with VectorIndex.load(index) as loaded:
+        return sorted((str(record_id), payload["text"]) for _, record_id, payload in loaded.rows())
+
+
+def test_the_nightly_script_mirrors_a_folder_that_gains_edits_and_loses_files(tiny_model, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("The river rose overnight.\nFarmers moved their cattle.\nRain is forecast.\n")
+    (docs / "b.txt").write_text("Wheat prices fell again.\nExporters blamed the drought.\n")
+    (docs / "c.txt").write_text("A new bridge opened.\nTraffic eased at once.\n")
+    index = tmp_path / "index"
+
+    def check(night_number: int) -> None:
+        run = night(docs, index, tiny_model)
+        assert (run.returncode, run.stderr) == (0, ""), f"night {night_number}: {run.stderr}"  # cron mails nothing
+        fresh = tmp_path / f"fresh-{night_number}"
+        built = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(fresh),
+                       input=subprocess.run([str(ROOT / ".venv" / "bin" / "sembed"), "convert", "-q", "--from",
+                                             "lines", str(docs)], capture_output=True, text=True, check=True).stdout)
+        assert built.exit_code == 0, built.stderr
+        assert contents(index) == contents(fresh)
+        queries = np.random.default_rng(night_number).standard_normal((5, 32)).astype(np.float32)
+        assert answers(index, queries, 3) == answers(fresh, queries, 3)
+
+    check(1)
+    (docs / "a.txt").write_text("Flood warnings were issued.\nThe river rose overnight.\nFarmers moved their cattle."
+                                "\nRain is forecast for Sunday.\n")  # a line at the top, one edited
+    check(2)
+    (docs / "b.txt").unlink()
+    (docs / "d.txt").write_text("A new bridge opened.\nThe council met on Monday.\n")  # one sentence c.txt has too
+    check(3)
