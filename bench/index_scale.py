@@ -144,6 +144,9 @@ def raw_build(folder: Path, factory: str, sample_size: int, seed: int, threads: 
     faiss.omp_set_num_threads(threads)
     matrix = np.load(folder / "vectors.npy", mmap_mode="r")
     index = faiss.index_factory(matrix.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    ivf = faiss.extract_index_ivf(index)
+    if hasattr(faiss.downcast_index(ivf), "do_polysemous_training"):
+        faiss.downcast_index(ivf).do_polysemous_training = False  # as sembed: FAISS's default trains for hours
     if not index.is_trained:
         rows = np.sort(np.random.default_rng(seed).choice(len(matrix), size=sample_size, replace=False))
         sample = np.asarray(matrix[rows], dtype=np.float32)
@@ -166,7 +169,11 @@ def raw_search(folder: Path, nprobe: int, threads: int) -> None:
 
     faiss.omp_set_num_threads(threads)
     index = faiss.read_index(str(folder / "raw.faiss"), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
-    faiss.extract_index_ivf(index).nprobe = nprobe
+    ivf = faiss.extract_index_ivf(index)
+    ivf.nprobe = nprobe
+    quantizer = faiss.downcast_index(ivf.quantizer)
+    if isinstance(quantizer, faiss.IndexHNSW):
+        quantizer.hnsw.efSearch = 2 * nprobe  # as sembed sets it
     matrix = np.load(folder / "vectors.npy", mmap_mode="r")
     queries = np.load(folder / "queries.npy")
     started = time.perf_counter()
@@ -216,7 +223,7 @@ def sembed_search(directory: Path, folder: Path, threads: int) -> None:
 
 # --- one size ----------------------------------------------------------------------------------------------
 
-def run_size(work: Path, size: int, threads: int, seed: int, index_type: str) -> dict:
+def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, checkpoint=lambda result: None) -> dict:
     folder = work / str(size)
     made = make_data(work, size, seed)
     log(f"{size}: data made ({made['seconds']} s)")
@@ -230,6 +237,7 @@ def run_size(work: Path, size: int, threads: int, seed: int, index_type: str) ->
     result["sembed"] = {"build_seconds": build["seconds"], "build_peak_rss_gb": build["peak_rss_gb"],
                         "disk_bytes": disk_bytes(index_dir), "type": meta["type"], "factory": settings["factory"],
                         "nprobe": settings.get("nprobe"), "bytes_per_vector": settings.get("bytes_per_vector")}
+    checkpoint(result)
     log(f"{size}: sembed built {meta['type']} ({settings['factory']}) in {build['seconds']} s, "
         f"{build['peak_rss_gb']} GB")
     from sembed_cli.indexes import kinds
@@ -239,6 +247,7 @@ def run_size(work: Path, size: int, threads: int, seed: int, index_type: str) ->
                  str(threads)], env)
     result["raw_faiss"] = {"build_seconds": raw["seconds"], "build_peak_rss_gb": raw["peak_rss_gb"],
                            "disk_bytes": disk_bytes(folder / "raw.faiss") + disk_bytes(folder / "vectors.npy") // 1}
+    checkpoint(result)
     log(f"{size}: raw FAISS built in {raw['seconds']} s, {raw['peak_rss_gb']} GB")
     exact = exact_neighbours(folder, np.load(folder / "queries.npy"))
     searched = timed([PYTHON, __file__, "sembed-search", str(index_dir), str(folder), str(threads)], env)
@@ -248,12 +257,14 @@ def run_size(work: Path, size: int, threads: int, seed: int, index_type: str) ->
         raw_searched = timed([PYTHON, __file__, "raw-search", str(folder), str(settings["nprobe"]), str(threads)], env)
         result["raw_faiss"].update(json.loads(raw_searched["stdout"]), search_peak_rss_gb=raw_searched["peak_rss_gb"],
                                    recall_at_10=recall(np.load(folder / "raw_found.npy"), exact))
+    checkpoint(result)
     query = [*SEMBED, "search", "-q", "-i", str(index_dir), "--query", "The minister denied knowing of the payments",
              "--backend", "onnx", "--quantize", "int8", "--k", "10"]
     timed(query, env)  # the first run exports and quantises the ONNX model once
     startup = timed(query, env)
     result["sembed"]["search_startup_seconds"] = startup["seconds"]
     result["sembed"]["search_startup_peak_rss_gb"] = startup["peak_rss_gb"]
+    checkpoint(result)
     updated = timed([*SEMBED, "index", "-q", "--update", str(index_dir), str(folder / "update.jsonl"), "--npy",
                      str(folder / "update.npy")], env)
     result["sembed"]["update_2000_seconds"] = updated["seconds"]
@@ -291,7 +302,11 @@ def main() -> None:
     previous = json.loads(path.read_text()).get("runs", []) if path.exists() else []
     runs = [r for r in previous if not any(r["size"] == s and r.get("type_asked") == args.type for s in args.sizes)]
     for size in args.sizes:
-        runs.append(run_size(args.work, size, args.threads, args.seed, args.type))
+        def checkpoint(result: dict) -> None:  # a long run keeps what it has measured so far
+            partial = [r for r in runs if r["size"] != size] + [{**result, "partial": True}]
+            save(args.name, {"how": __doc__.split("\n\n")[1], "runs": sorted(partial, key=lambda r: r["size"])})
+
+        runs.append(run_size(args.work, size, args.threads, args.seed, args.type, checkpoint))
         save(args.name, {"how": __doc__.split("\n\n")[1], "runs": sorted(runs, key=lambda r: r["size"])})
 
 

@@ -144,7 +144,7 @@ def configure(requested: int | None) -> int:
     """Choose the thread count, apply it, and log the choice (shown with -v)."""
     threads, origin = choose(requested)
     apply(threads)
-    if origin == "default":
+    if origin == "default" and log.isEnabledFor(logging.DEBUG):  # measuring other work again costs 0.2 s
         log.debug("%d thread(s): %d usable core(s), %.1f busy with other work", threads, usable_cores(), other_work())
     else:
         log.debug("%d thread(s) (%s)", threads, origin)

@@ -466,11 +466,15 @@ def test_sick_test_pinned(data_dir):
 
 # --- issue 14: huge vectors, small classification sets, unscored pairs, per-pair similarities ------------------
 
-def test_sts_on_vectors_scaled_by_1e200_equals_the_unscaled_result():
+def test_sts_on_vectors_scaled_by_1e30_or_1e_200_equals_the_unscaled_result_and_past_float32_is_refused():
     records = [r for r in pair_records(20) if r["id"] % 4]  # b = a gives cosines of 1 whose ties rounding may split
-    huge = [{**r, "embedding_a": [x * 1e200 for x in r["embedding_a"]],
-             "embedding_b": [x * 1e200 for x in r["embedding_b"]]} for r in records]
+    huge = [{**r, "embedding_a": [x * 1e30 for x in r["embedding_a"]],
+             "embedding_b": [x * 1e30 for x in r["embedding_b"]]} for r in records]
     tiny = [{**r, "embedding_a": [x * 1e-200 for x in r["embedding_a"]]} for r in records]
+    past = [{**r, "embedding_a": [x * 1e200 for x in r["embedding_a"]]} for r in records]
+    run = sembed("eval", "sts", "-q", input=jsonl(*past))
+    assert run.exit_code == 1
+    assert run.stderr == "error: <stdin>:1: 'embedding_a' has a value at index 0 past float32's range (about 3.4e38)\n"
     plain = sembed("eval", "sts", "-q", input=jsonl(*records))
     for scaled in (huge, tiny):
         run = sembed("eval", "sts", "-q", input=jsonl(*scaled))
@@ -483,7 +487,7 @@ def test_cf_grid_on_huge_parts_equals_the_unscaled_sweep():
     records = pair_records(seed=3)
     parts = [{**r, "embedding_basic_a": r["embedding_a"], "embedding_cf_a": r["embedding_b"],
               "embedding_basic_b": r["embedding_b"], "embedding_cf_b": r["embedding_a"]} for r in records]
-    huge = [{**r, **{k: [x * 1e200 for x in r[k]] for k in r if k.startswith("embedding_basic") or
+    huge = [{**r, **{k: [x * 1e30 for x in r[k]] for k in r if k.startswith("embedding_basic") or
                      k.startswith("embedding_cf")}} for r in parts]
     plain = sembed("eval", "sts", "-q", "--cf-grid", "0,0.5", input=jsonl(*parts)).records[0]
     scaled = sembed("eval", "sts", "-q", "--cf-grid", "0,0.5", input=jsonl(*huge)).records[0]
@@ -512,8 +516,8 @@ def test_classify_on_12_records_uses_fewer_folds_with_a_warning():
 
 
 def test_entailment_features_that_overflow_are_a_clear_error():
-    records = [{**r, "label": "ab"[i % 2], "embedding_a": [x * 1e300 for x in r["embedding_a"]],
-                "embedding_b": [x * 1e300 for x in r["embedding_b"]]} for i, r in enumerate(pair_records(20))]
+    records = [{**r, "label": "ab"[i % 2], "embedding_a": [x * 1e30 for x in r["embedding_a"]],
+                "embedding_b": [x * 1e30 for x in r["embedding_b"]]} for i, r in enumerate(pair_records(20))]
     run = sembed("eval", "entailment", "--features", "senteval", input=jsonl(*records))
     assert run.exit_code == 1
     assert run.stderr == ("error: the features overflow (a value past float32's range): the vectors are too large "

@@ -54,12 +54,13 @@ def exact(vectors: np.ndarray, queries: np.ndarray, k: int = 10) -> np.ndarray:
 
 def test_auto_chooses_exact_then_a_graph_then_pq_codes_by_count():
     assert kinds.choose("auto", 100_000, 384).factory == "IDMap2,Flat"
-    assert kinds.choose("auto", 1_000_000, 384).factory == "HNSW32"
+    assert kinds.choose("auto", 999_999, 384).factory == "HNSW32"
+    assert kinds.choose("auto", 1_000_000, 384).factory == "IVF4096_HNSW32,PQ96"
     big = kinds.choose("auto", 10_000_000, 384)
-    assert (big.name, big.factory, big.nprobe, big.lossy) == ("ivfpq", "IVF16384_HNSW32,PQ48", 64, True)
-    assert kinds.choose("auto", 2_000_000, 384).factory == "IVF4096_HNSW32,PQ48"  # 4 sqrt(n) = 5,657
+    assert (big.name, big.factory, big.nprobe, big.lossy) == ("ivfpq", "IVF16384_HNSW32,PQ96", 256, True)
+    assert kinds.choose("auto", 2_000_000, 384).factory == "IVF4096_HNSW32,PQ96"  # 4 sqrt(n) = 5,657
     assert kinds.choose("IVF256,SQ8", 5000, 384).lossy and not kinds.choose("ivf", 5000, 384).lossy
-    assert kinds.bytes_per_vector(big, 384, 768) == 48 + 8 + 768
+    assert kinds.bytes_per_vector(big, 384, 768) == 96 + 8 + 768
     assert kinds.training_size(kinds.create(big, 384), 10_000_000) == 39 * 16384
 
 
@@ -81,7 +82,7 @@ def test_pq_codes_are_reranked_to_exact_cosines_from_the_kept_vectors(tmp_path):
                                                                      "vectors.f16"]
     assert "vectors.f16" not in {p.name for p in (tmp_path / "codes").iterdir()}
     meta = json.loads((tmp_path / "pq" / "sembed.json").read_text())
-    assert meta["type"] == "ivfpq" and meta["settings"]["factory"] == "IVF76,PQ4"
+    assert meta["type"] == "ivfpq" and meta["settings"]["factory"] == "IVF76,PQ8"
     truth = exact(vectors, queries)
     with VectorIndex.load(tmp_path / "pq") as index:
         scores, rows = index.search(queries, 10)

@@ -253,9 +253,9 @@ class VectorIndex:
     def rerank(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k best of each query's candidate rows by exact cosine against the kept vectors."""
         found = candidates >= 0
-        vectors = self.vectors.read(candidates[found], self.row_count)
-        exact = np.full(candidates.shape, -np.inf, dtype=np.float32)
-        exact[found] = np.einsum("ij,ij->i", vectors, np.repeat(queries, found.sum(1), axis=0))
+        vectors = self.vectors.read(np.where(found, candidates, 0).ravel(), self.row_count)
+        exact = np.einsum("qkd,qd->qk", vectors.reshape(*candidates.shape, -1), queries)
+        exact[~found] = -np.inf
         order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
         scores, rows = np.take_along_axis(exact, order, 1), np.take_along_axis(candidates, order, 1)
         rows[~np.isfinite(scores)] = -1

@@ -4,10 +4,10 @@ FAISS's "Guidelines to choose an index" (wiki) by corpus size, with the
 cost per 384-d vector (d = 384; float32 is 4 d = 1,536 bytes):
 
     flat   exact inner product ("IDMap2,Flat")          4 d bytes     recall 1       up to 100,000 (auto)
-    hnsw   HNSW graph, M 32 ("HNSW32")                   4 d + 256     ~0.98-1        up to 1,000,000 (auto)
+    hnsw   HNSW graph, M 32 ("HNSW32")                   4 d + 256     ~0.98-1        below 1,000,000 (auto)
     ivf    inverted lists of exact vectors ("IVF{K},Flat")  4 d + 8    ~0.95-1 by nprobe
-    ivfpq  inverted lists of PQ codes, d/8 bytes ("IVF{K}_HNSW32,PQ{d/8}")  d/8 + 8 in RAM,
-           + 2 d on disk for re-ranking (float16)        0.95+ re-ranked  above 1,000,000 (auto)
+    ivfpq  inverted lists of PQ codes, d/4 bytes ("IVF{K}_HNSW32,PQ{d/4}")  d/4 + 8 in RAM,
+           + 2 d on disk for re-ranking (float16)        0.95+ re-ranked  from 1,000,000 (auto)
 
 or any FAISS factory string (`--type 'OPQ32,IVF4096,PQ32'`). K, the cell count, is FAISS's 4 sqrt(N) rounded to a
 power of two (16,384 at 10 million), trained on 39 K sampled vectors (the fewest FAISS trains K cells on without a
@@ -34,6 +34,7 @@ HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 64
 IVF_NPROBE = 16
+MAX_NPROBE = 256
 TRAINING_POINTS_PER_CELL = 39  # FAISS warns below this many training vectors a cell
 TWO_LEVEL_FROM = 1024  # cells from which k-means is done in two levels
 RERANK_FACTOR = 10  # lossy codes: FAISS's best RERANK_FACTOR x k, re-ranked by exact cosine
@@ -64,20 +65,22 @@ def cells(count: int) -> int:
 
 
 def nprobe(cell_count: int) -> int:
-    """Lists probed: IVF_NPROBE, more with many cells (1/256 of them), never more than there are."""
-    return min(cell_count, max(IVF_NPROBE, cell_count // 256))
+    """Lists probed: a sixteenth of them (recall@10 0.97 re-ranked at 2,048 cells, bench/index_scale.py), at least
+    IVF_NPROBE and at most MAX_NPROBE, never more than there are."""
+    return min(cell_count, max(IVF_NPROBE, min(MAX_NPROBE, cell_count // 16)))
 
 
 def pq_bytes(dim: int) -> int:
-    """PQ sub-quantizers: one byte for each 8 dimensions, or the largest divisor of dim under that."""
-    return next(m for m in range(max(1, dim // 8), 0, -1) if dim % m == 0)
+    """PQ sub-quantizers: one byte for each 4 dimensions (96 at 384-d: d/8 bytes lost 0.03-0.05 of recall@10 after
+    re-ranking on bench/index_scale.py's vectors), or the largest divisor of dim under that."""
+    return next(m for m in range(max(1, dim // 4), 0, -1) if dim % m == 0)
 
 
 def choose(requested: str, count: int, dim: int, nprobe_given: int | None = None) -> Kind:
     """The Kind of `requested` (a name or a factory string) for `count` vectors of `dim` dimensions."""
     name = requested
     if name == "auto":
-        name = "flat" if count <= AUTO_EXACT_LIMIT else "hnsw" if count <= AUTO_GRAPH_LIMIT else "ivfpq"
+        name = "flat" if count <= AUTO_EXACT_LIMIT else "hnsw" if count < AUTO_GRAPH_LIMIT else "ivfpq"
     if name == "flat":
         return Kind("flat", "IDMap2,Flat")
     if name == "hnsw":
@@ -234,9 +237,14 @@ def two_level_kmeans(sample, k: int, seed: int):
 
 def set_search_breadth(index, kind_nprobe: int | None, ef_search: int | None) -> None:
     """The index's own nprobe (inverted lists) and efSearch (graphs), through any wrappers."""
+    import faiss
+
     ivf, graph = ivf_of(index), hnsw_of(index)
     if ivf is not None and kind_nprobe:
         ivf.nprobe = min(kind_nprobe, ivf.nlist)
+        quantizer = faiss.downcast_index(ivf.quantizer)
+        if isinstance(quantizer, faiss.IndexHNSW):  # a graph over the cells must look wider than the cells it returns
+            quantizer.hnsw.efSearch = max(quantizer.hnsw.efSearch, 2 * ivf.nprobe)
     if graph is not None:
         graph.hnsw.efSearch = ef_search or HNSW_EF_SEARCH
 
