@@ -37,17 +37,19 @@ from poi_report import perturb_one  # noqa: E402
 from sembed_cli.commands.search import search_records  # noqa: E402
 from sembed_cli.io import RecordSink, RecordSource  # noqa: E402
 from sembed_cli.models import sentence_models  # noqa: E402
-from sembed_cli.models.vector_index import VectorIndex, unit_rows  # noqa: E402
+from sembed_cli.indexes.directory import VectorIndex  # noqa: E402
+from sembed_cli.indexes.entries import unit_rows  # noqa: E402
 from sembed_cli.readers.gazetteer import name_key  # noqa: E402
 
 
 def queries(index: VectorIndex, n: int, seed: int) -> list[dict]:
     rng = random.Random(seed)
     out = []
-    for row in rng.sample(range(len(index.ids)), len(index.ids)):
+    texts = index.texts("text")
+    for row in rng.sample(range(len(texts)), len(texts)):
         if len(out) >= n:
             break
-        text = index.payloads[row].get("text")
+        text = texts[row]
         made = perturb_one(text, rng) if text else None
         if made and name_key(made[1]) != name_key(text):
             out.append({"text": made[1], "perturbation": made[0], "target": text})

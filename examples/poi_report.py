@@ -163,7 +163,7 @@ def speed(args) -> None:
     from sembed_cli.models import sentence_models
     from sembed_cli.commands.search import search_records
     from sembed_cli.models.poi_lookup import SpellingReranker
-    from sembed_cli.models.vector_index import VectorIndex
+    from sembed_cli.indexes.directory import VectorIndex
 
     work = Path(args.work)
     index = VectorIndex.load(work / "poi-index")
@@ -171,7 +171,8 @@ def speed(args) -> None:
     queries = [json.loads(line) for line in (work / "queries.jsonl").read_text().splitlines() if line]
     result = {"queries": 5 * len(queries)}
     started = time.perf_counter()
-    SpellingReranker(lambda row: index.payloads[row].get("text"), len(index.payloads)).words()
+    texts = index.texts("text")  # as search --spelling reads them: by row, from the records store
+    SpellingReranker(texts.__getitem__, len(texts)).words()
     result["word_index_build_s"] = round(time.perf_counter() - started, 2)
     for threads in (1, 2):
         torch.set_num_threads(threads)

@@ -167,7 +167,7 @@ def index_command(
 
 
 def merge_command(
-    pieces: Annotated[list[Path], typer.Argument(metavar="PIECE...", show_default=False,
+    pieces: Annotated[list[Path], typer.Argument(metavar="PIECE", show_default=False,
                                                  help="Index directories of disjoint parts of one corpus.")],
     output: Annotated[Path, typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                          help="The index directory to write (required).")] = ...,

@@ -46,8 +46,8 @@ Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour th
 class QueryVectors:
     """Checks query embeddings as they are read and keeps each as a float32 array for its batch.
 
-    numpy checks the common case (a list of numbers) in C; anything else gets `io.vector`'s exact
-    message. Search is cheap per query, so the checking must be too (bench/search_speed.py).
+    io.float32_vector checks the common case (a list of numbers) in C; anything else gets its exact message.
+    Search is cheap per query, so the checking must be too (bench/search_speed.py).
     """
 
     def __init__(self, key: str, dimension: int, model: str, identity=None):
@@ -77,15 +77,10 @@ class QueryVectors:
         self._same.add(label)
 
     def check(self, record: dict) -> None:
-        import numpy as np
-
-        from ..io import vector
+        from ..io import float32_vector
 
         self.check_model(record)
-        value = record[self.key]
-        array = np.asarray(value, dtype=np.float32) if isinstance(value, list) and value else None
-        if array is None or array.dtype.kind != "f" or array.ndim != 1 or not np.isfinite(array).all():
-            array = vector(record, self.key).astype(np.float32)  # raises the precise BadRecord
+        array = float32_vector(record, self.key)  # the one vector check: numbers, finite in float32, not all zero
         if len(array) != self.dimension:
             raise BadRecord(f"'{self.key}' has {len(array)} dimensions, the index {self.dimension}: "
                             f"the query was embedded with another model than '{self.model}'")

@@ -61,18 +61,33 @@ class VectorFile:
         return self._map
 
     def read(self, rows: np.ndarray, committed: int) -> np.ndarray:
-        """float32 vectors of `rows` (row numbers below `committed`), in their order."""
+        """float32 vectors of `rows` (row numbers below `committed`), in their order, through the memory map (a
+        search's candidates: the page cache keeps what queries read often)."""
         matrix = self.matrix(committed)
         order = np.argsort(rows, kind="stable")
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         out[order] = matrix[rows[order] - self.base]  # ascending reads: the disk's order
         return out
 
+    def sample(self, rows: np.ndarray) -> np.ndarray:
+        """float32 vectors of the sorted `rows`, read row by row: a training sample scattered over a file larger
+        than memory maps none of it (mapped pages would count in the process's memory while it runs)."""
+        out = np.empty((len(rows), self.dim), dtype=self.dtype)
+        with open(self.path, "rb", buffering=0) as f:
+            descriptor = f.fileno()
+            for n, row in enumerate(rows.tolist()):
+                out[n] = np.frombuffer(os.pread(descriptor, self.row_bytes, (row - self.base) * self.row_bytes),
+                                       dtype=self.dtype)
+        return out.astype(np.float32, copy=False)
+
     def chunks(self, rows: int, start: int | None = None, size: int = 100_000):
-        """(first row, float32 block) over rows `start` (default: base) .. `rows` - 1."""
-        matrix = self.matrix(rows)
-        for first in range(start if start is not None else self.base, rows, size):
-            yield first, np.asarray(matrix[first - self.base:min(rows, first + size) - self.base], dtype=np.float32)
+        """(first row, float32 block) over rows `start` (default: base) .. `rows` - 1, read a block at a time."""
+        with open(self.path, "rb") as f:
+            for first in range(start if start is not None else self.base, rows, size):
+                count = min(rows, first + size) - first
+                f.seek((first - self.base) * self.row_bytes)
+                block = np.fromfile(f, dtype=self.dtype, count=count * self.dim)
+                yield first, block.reshape(count, self.dim).astype(np.float32, copy=False)
 
     def remove(self) -> None:
         self._map = None
