@@ -43,15 +43,18 @@ K = 10
 
 
 def timed(command: list[str], env: dict | None = None, stdin=None) -> dict:
-    """Run `command` under /usr/bin/time: wall seconds and peak RSS (GB)."""
+    """Run `command` under /usr/bin/time: wall seconds, CPU seconds (user + system: what a shared machine's other
+    jobs change least) and peak RSS (GB)."""
     started = time.perf_counter()
-    run = subprocess.run(["/usr/bin/time", "-f", "%M", *command], capture_output=True, text=True,
+    run = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *command], capture_output=True, text=True,
                          env={**os.environ, **(env or {})}, stdin=stdin)
     wall = time.perf_counter() - started
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed: {run.stderr[-2000:]}")
-    rss_kb = int(run.stderr.strip().splitlines()[-1])
-    return {"seconds": round(wall, 2), "peak_rss_gb": round(rss_kb / 1e6, 3), "stdout": run.stdout}
+    rss_kb, user, system = run.stderr.strip().splitlines()[-1].split()
+    return {"seconds": round(wall, 2), "cpu_seconds": round(float(user) + float(system), 2),
+            "peak_rss_gb": round(int(rss_kb) / 1e6, 3), "load_average": round(os.getloadavg()[0], 2),
+            "stdout": run.stdout}
 
 
 def disk_bytes(path: Path) -> int:
@@ -176,7 +179,7 @@ def raw_search(folder: Path, nprobe: int, threads: int) -> None:
         quantizer.hnsw.efSearch = 2 * nprobe  # as sembed sets it
     matrix = np.load(folder / "vectors.npy", mmap_mode="r")
     queries = np.load(folder / "queries.npy")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     _, candidates = index.search(queries, K * 10)
     rows = np.empty((len(queries), K), dtype=np.int64)
     for n, found in enumerate(candidates):
@@ -185,9 +188,10 @@ def raw_search(folder: Path, nprobe: int, threads: int) -> None:
         vectors = np.asarray(matrix[found[order]], dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         rows[n] = found[order][np.argsort(-(vectors @ queries[n]))[:K]]
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     np.save(folder / "raw_found.npy", rows)
-    print(json.dumps({"queries_per_second": round(len(queries) / seconds, 1)}))
+    print(json.dumps({"queries_per_second": round(len(queries) / seconds, 1),
+                      "queries_per_cpu_second": round(len(queries) / cpu, 1)}))
 
 
 def raw_update(folder: Path, size: int, threads: int) -> None:
@@ -212,13 +216,14 @@ def sembed_search(directory: Path, folder: Path, threads: int) -> None:
     faiss.omp_set_num_threads(threads)
     queries = np.load(folder / "queries.npy")
     with VectorIndex.load(directory) as index:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         _, rows = index.search(queries, K)
         found = index.records(rows.ravel())
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert len(found) == len(set(rows.ravel().tolist()) - {-1})
     np.save(folder / "sembed_found.npy", rows)
-    print(json.dumps({"queries_per_second": round(len(queries) / seconds, 1)}))
+    print(json.dumps({"queries_per_second": round(len(queries) / seconds, 1),
+                      "queries_per_cpu_second": round(len(queries) / cpu, 1)}))
 
 
 # --- one size ----------------------------------------------------------------------------------------------
@@ -234,7 +239,8 @@ def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, ch
                    "--type", index_type, "-o", str(index_dir), "--force", "--seed", str(seed)], env)
     meta = json.loads((index_dir / "sembed.json").read_text())
     settings = meta["settings"]
-    result["sembed"] = {"build_seconds": build["seconds"], "build_peak_rss_gb": build["peak_rss_gb"],
+    result["sembed"] = {"build_seconds": build["seconds"], "build_cpu_seconds": build["cpu_seconds"],
+                        "build_load_average": build["load_average"], "build_peak_rss_gb": build["peak_rss_gb"],
                         "disk_bytes": disk_bytes(index_dir), "type": meta["type"], "factory": settings["factory"],
                         "nprobe": settings.get("nprobe"), "bytes_per_vector": settings.get("bytes_per_vector")}
     checkpoint(result)
@@ -245,7 +251,8 @@ def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, ch
     sample = kinds.training_size(kinds.create(kinds.Kind(meta["type"], settings["factory"]), 384), size)
     raw = timed([PYTHON, __file__, "raw-build", str(folder), settings["factory"], str(sample), str(seed),
                  str(threads)], env)
-    result["raw_faiss"] = {"build_seconds": raw["seconds"], "build_peak_rss_gb": raw["peak_rss_gb"],
+    result["raw_faiss"] = {"build_seconds": raw["seconds"], "build_cpu_seconds": raw["cpu_seconds"],
+                           "build_load_average": raw["load_average"], "build_peak_rss_gb": raw["peak_rss_gb"],
                            "disk_bytes": disk_bytes(folder / "raw.faiss") + disk_bytes(folder / "vectors.npy") // 1}
     checkpoint(result)
     log(f"{size}: raw FAISS built in {raw['seconds']} s, {raw['peak_rss_gb']} GB")
@@ -263,15 +270,18 @@ def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, ch
     timed(query, env)  # the first run exports and quantises the ONNX model once
     startup = timed(query, env)
     result["sembed"]["search_startup_seconds"] = startup["seconds"]
+    result["sembed"]["search_startup_cpu_seconds"] = startup["cpu_seconds"]
     result["sembed"]["search_startup_peak_rss_gb"] = startup["peak_rss_gb"]
     checkpoint(result)
     updated = timed([*SEMBED, "index", "-q", "--update", str(index_dir), str(folder / "update.jsonl"), "--npy",
                      str(folder / "update.npy")], env)
     result["sembed"]["update_2000_seconds"] = updated["seconds"]
+    result["sembed"]["update_2000_cpu_seconds"] = updated["cpu_seconds"]
     result["sembed"]["update_2000_peak_rss_gb"] = updated["peak_rss_gb"]
     if settings.get("nprobe"):
         raw_updated = timed([PYTHON, __file__, "raw-update", str(folder), str(size), str(threads)], env)
         result["raw_faiss"]["update_2000_seconds"] = raw_updated["seconds"]
+        result["raw_faiss"]["update_2000_cpu_seconds"] = raw_updated["cpu_seconds"]
         result["raw_faiss"]["update_2000_peak_rss_gb"] = raw_updated["peak_rss_gb"]
     log(json.dumps(result))
     return result

@@ -22,7 +22,7 @@ import pytest
 from conftest import ROOT, sembed
 
 COMMANDS = [("convert",), ("parse",), ("spo",), ("normalize",), ("gensets",), ("train",), ("embed",), ("taste",),
-            ("index",), ("search",), ("eval", "sts"), ("eval", "entailment"), ("eval", "classify"), ("eval", "poi"),
+            ("index",), ("index-merge",), ("search",), ("eval", "sts"), ("eval", "entailment"), ("eval", "classify"), ("eval", "poi"),
             ("eval", "structure"), ("eval", "salience")]  # producers first: gensets' sets before embed --syntax-map
 
 SHORTER = {  # as written -> as run here

@@ -133,8 +133,8 @@ def index_command(
       sembed embed names.jsonl | sembed index -o names-index
       sembed embed names.jsonl --npy names.npy -o names.rows.jsonl
       sembed index names.rows.jsonl --npy names.npy -o names-index
-      sembed convert --from prose docs/ | sembed index -o docs-index
-      sembed convert --from prose docs/ | sembed index --update docs-index --sync
+      sembed convert --from prose corpora/abc | sembed index -o abc-index
+      sembed convert --from prose corpora/abc | sembed index --update abc-index --sync
     """
     from ..indexes.build import ModelChoice, UpdateChoices, build_index, update_index
     from ..indexes.kinds import NAMES, parses
@@ -186,8 +186,8 @@ def merge_command(
 
     \b
     Example:
-      sembed index part-1.jsonl --trained trained -o piece-1
-      sembed index part-2.jsonl --trained trained -o piece-2
+      sembed index corpus.txt -o piece-1
+      sembed index more.txt -o piece-2
       sembed index merge piece-1 piece-2 -o corpus-index
     """
     from ..indexes.build import merge_indexes

@@ -41,10 +41,11 @@ class ModelChoice:
 
 
 class TextEmbedder:
-    """Embeds texts with the chosen model, loaded at the first text; counts what it embedded."""
+    """Embeds texts with the chosen model, loaded at the first text; counts what it embedded. `check` holds the
+    identity the first record decided (named in the progress line)."""
 
-    def __init__(self, choice: ModelChoice, identity):
-        self.choice, self.identity = choice, identity
+    def __init__(self, choice: ModelChoice, check: ModelCheck):
+        self.choice, self.check = choice, check
         self.encoder = self.long_texts = None
         self.count = 0
         self.device = choice.device
@@ -57,7 +58,7 @@ class TextEmbedder:
             self.encoder, self.device = sentence_models.load_encoder(
                 self.choice.name, self.choice.device, backend=self.choice.backend, quantize=self.choice.quantize)
             self.long_texts = LongTexts(self.encoder, self.choice.long_text)
-            console.say(f"embedding texts with {self.identity} on {self.device}")
+            console.say(f"embedding texts with {self.check.identity} on {self.device}")
         if self.choice.long_text == "error":
             for text in texts:
                 self.long_texts.check({"text": text}, "text")
@@ -158,11 +159,10 @@ def build_index(source: RecordSource, output: Path, settings: IndexSettings, cho
     trained = VectorIndex.load(trained_from, writable=True) if trained_from is not None else None
     reader = EntryReader(settings.text_key, settings.embedding_key, settings.id_key, npy)
     check = ModelCheck(reader, choice, None)
-    embedder = TextEmbedder(choice, None)
+    embedder = TextEmbedder(choice, check)
     entries = read_entries(source, reader, check)
     try:
         with building(output, force=force) as work:
-            embedder.identity = lazy_identity(check)
             built = build_into(work, entries, settings, embedder, source.rejects, trained)
             embedder.report()
             if source.summary():
@@ -180,16 +180,6 @@ def build_index(source: RecordSource, output: Path, settings: IndexSettings, cho
                 f"({built.kind.factory})" + (f"; {built.changes.repeated} repeated record(s) indexed once"
                                              if built.changes.repeated else ""))
     return metadata
-
-
-class lazy_identity:
-    """The identity, once the first record has decided it (for the embedder's progress line)."""
-
-    def __init__(self, check: ModelCheck):
-        self.check = check
-
-    def __str__(self) -> str:
-        return str(self.check.identity)
 
 
 def index_metadata(built: Built, identity, settings: IndexSettings, reader: EntryReader, backend: dict,
@@ -281,7 +271,7 @@ def _update(loaded: VectorIndex, source: RecordSource, settings: IndexSettings, 
     reader = EntryReader(settings.text_key, settings.embedding_key, settings.id_key, npy, loaded.dimension,
                          given_ids=built.get("ids", "given") == "given")
     check = ModelCheck(reader, choice, loaded)
-    embedder = TextEmbedder(choice, lazy_identity(check))
+    embedder = TextEmbedder(choice, check)
     entries = read_entries(source, reader, check)
     previous_count = loaded.count
 
