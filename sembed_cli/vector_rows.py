@@ -46,6 +46,7 @@ class RowVectors:
         if self.matrix.ndim != 2 or self.matrix.dtype.kind != "f":
             raise SembedError(f"{self.path} holds a {self.matrix.ndim}-d {self.matrix.dtype} array, not a matrix of "
                               "float vectors")
+        self.rows = self.matrix.view(np.ndarray)  # a row of it is a plain array (a memmap row costs 6 us to make)
         self.identity: model_identity.Identity | None = None
         sidecar = sidecar_path(self.path)
         if sidecar.exists():
@@ -65,5 +66,5 @@ class RowVectors:
                 raise BadRecord(f"'{field}' must be a row number, got {json_type(row)}")
             if not 0 <= row < len(self.matrix):
                 raise BadRecord(f"'{field}' is {row}, but {self.path} has rows 0 to {len(self.matrix) - 1}")
-            record.setdefault(vector_field(field), self.matrix[row])
+            record.setdefault(vector_field(field), self.rows[row])
         return record
