@@ -18,7 +18,8 @@
 #    names it votes on the same way; WORD_MODEL= leaves it out), and poi_score, the vote mixed with the n-gram
 #    regression the first index fits on the same records; sembed eval poi with the threshold tuned on dev.
 # 5. Lookup: sembed index over every POI name with the stage-2 model; sembed search --spelling with N_QUERIES
-#    perturbed real names (typo, missing word, dropped suffix; poi_report.py perturb) and, when QUERIES=FILE is
+#    perturbed real names, the kinds in turn (typo, missing word, dropped suffix, word added, word order, accents
+#    dropped, case and punctuation, abbreviation; poi_report.py perturb) and, when QUERIES=FILE is
 #    given, also with its records (JSONL: text, the intended target name, and perturbation, by which recall@10 is
 #    reported): recall@10; queries/s of sembed search --spelling from text (the command's own code, timed in
 #    process over the queries 5 times, the index and model loaded: poi_report.py speed), with 1 and 2 threads.
