@@ -274,8 +274,9 @@ def speed(args) -> None:
 AIM = 0.95  # issue 31: recall@10 on every kind but "missing word" (whose bound is printed), and all of them
 
 
-def recall_rows(lines: list, title: str, ours: dict, plain: dict, base: dict) -> None:
-    """The table of recall@10 by kind, and the kinds that miss the aims: AIM, and at least the baseline's."""
+def recall_rows(lines: list, title: str, ours: dict, plain: dict, base: dict) -> list[str]:
+    """The table of recall@10 by kind, and the kinds that miss the aims (AIM, and at least the baseline's), which
+    it returns."""
     lines += ["", title, "", "| perturbation | queries | sembed (stage 2 + n-grams + --spelling) | without --spelling "
               "| baseline (char n-gram TF-IDF) |", "| --- | ---: | ---: | ---: | ---: |"]
     for kind, m in ours.items():
@@ -287,6 +288,28 @@ def recall_rows(lines: list, title: str, ours: dict, plain: dict, base: dict) ->
               for kind, m in ours.items() if m["recall_at_10"] < base[kind]["recall_at_10"]]
     lines += ["", f"Aims (recall@10 >= {AIM} on every kind but missing word, and at or above the baseline on every "
                   "kind): " + ("all met." if not below else "not met: " + "; ".join(below) + ".")]
+    return below
+
+
+def typed_rows(lines: list, work: Path) -> None:
+    """Each query typed by hand (examples/data/poi_typed_queries.jsonl): the rank of the name meant among sembed's
+    and the baseline's 10 first names, and the first of each."""
+    def ranked(path: Path) -> list[tuple[str, str, int | None, str]]:
+        out = []
+        for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()):
+            keys = [name_key(n["text"]) for n in r["neighbors"][:10]]
+            rank = keys.index(name_key(r["target"])) + 1 if name_key(r["target"]) in keys else None
+            out.append((r["text"], r["target"], rank, r["neighbors"][0]["text"] if r["neighbors"] else ""))
+        return out
+
+    if not (work / "typed.jsonl").is_file():
+        return
+    lines += ["", "## Lookup: queries typed by hand (rank of the name meant in the first 10; -: not there)", "",
+              "| query | name meant | sembed rank | sembed's first | baseline rank | baseline's first |",
+              "| --- | --- | ---: | --- | ---: | --- |"]
+    for (text, target, rank, first), (_, _, base_rank, base_first) in zip(ranked(work / "typed.jsonl"),
+                                                                          ranked(work / "typed-baseline.jsonl")):
+        lines.append(f"| {text} | {target} | {rank or '-'} | {first} | {base_rank or '-'} | {base_first} |")
 
 
 def paired_with_baseline(work: Path) -> dict:
@@ -361,16 +384,17 @@ def table(args) -> None:
                   f"{paired['score']['interval']}, {paired['score']['resamples']:,} resamples):", ""]
         lines += [f"- {name} - baseline: {d['f0_5']:+.4f} [{d['f0_5_ci'][0]:+.4f}, {d['f0_5_ci'][1]:+.4f}]"
                   for name, d in (("poi_score", paired["score"]), ("poi_vote", paired["vote"]))]
-    recall_rows(lines, "## Lookup: recall@10 of perturbed real names over all POI names", metrics["recall"],
-                metrics["recall-no-spelling"], metrics["baseline-recall"])
+    unmet = recall_rows(lines, "## Lookup: recall@10 of perturbed real names over all POI names", metrics["recall"],
+                        metrics["recall-no-spelling"], metrics["baseline-recall"])
     bound = missing_word_bound([json.loads(line)["text"] for line in (work / "poi-names.jsonl").open(encoding="utf-8")],
                                [json.loads(line) for line in (work / "queries.jsonl").open(encoding="utf-8")])
     lines += ["", f"The best recall@10 any search can have on these missing-word queries is {bound:.3f} "
                   "(missing_word_bound: each query's names ranked by the chance that the generator made it from "
                   "them; \"Park\" can come from any of hundreds of names, each as likely as \"Mosman Park\")."]
     if "recall-queries" in metrics:
-        recall_rows(lines, "## Lookup: recall@10 of the QUERIES file", metrics["recall-queries"],
-                    metrics["recall-queries-no-spelling"], metrics["baseline-recall-queries"])
+        unmet_in_file = recall_rows(lines, "## Lookup: recall@10 of the QUERIES file", metrics["recall-queries"],
+                                    metrics["recall-queries-no-spelling"], metrics["baseline-recall-queries"])
+    typed_rows(lines, work)
     lines += ["", f"sembed search --spelling from text ({searched['queries']} queries, index and model loaded): "
                   f"{searched['1_thread']['queries_per_s']} queries/s with 1 thread, "
                   f"{searched['2_thread']['queries_per_s']} with 2 (a shared CPU: load average "
@@ -387,6 +411,7 @@ def table(args) -> None:
                                       for _, _, key, _ in rows if key in metrics},
                "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["recall"].items()},
                "missing_word_bound": bound,
+               "lookup_aims_unmet": unmet,
                "queries_per_s": best,
                "baseline": {"test_f0_5": metrics["baseline.poi"]["at_tuned_threshold"]["f0_5"],
                             "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["baseline-recall"].items()}}}
@@ -395,7 +420,8 @@ def table(args) -> None:
     if "recall-queries" in metrics:
         summary["queries_file"] = {"recall_at_10": {k: m["recall_at_10"] for k, m in metrics["recall-queries"].items()},
                                    "baseline_recall_at_10": {k: m["recall_at_10"] for k, m in
-                                                             metrics["baseline-recall-queries"].items()}}
+                                                             metrics["baseline-recall-queries"].items()},
+                                   "lookup_aims_unmet": unmet_in_file}
     if args.markdown:
         Path(args.markdown).write_text(text)
     if args.json:

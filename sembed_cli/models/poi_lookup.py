@@ -170,10 +170,9 @@ class NameWords:
         total = self.idf[known].sum() + self.unknown_idf * (len(ids) - len(known))
         rare = [i for i in known if len(self.holders(i)) <= COMMON_WORD_NAMES] or \
             [min(known, key=lambda i: len(self.holders(i)))]
-        rows, inverse = np.unique(np.concatenate([self.holders(i) for i in rare]), return_inverse=True)
-        held = np.bincount(inverse, weights=np.repeat(self.idf[rare], [len(self.holders(i)) for i in rare]),
-                           minlength=len(rows))
-        for i in (i for i in known if i not in rare):
+        rows = self.holders(rare[0]) if len(rare) == 1 else np.unique(np.concatenate([self.holders(i) for i in rare]))
+        held = np.zeros(len(rows))
+        for i in known:  # each word's names are in row order
             holding = self.holders(i)
             at = np.minimum(np.searchsorted(holding, rows), len(holding) - 1)
             held += self.idf[i] * (holding[at] == rows)
@@ -235,7 +234,8 @@ class SpellingReranker:
         holder_bonus = share * np.maximum(WORDS_BONUS - LEFT_OUT_WEIGHT * left_out, 0)
         if len(holders):  # those with the largest bonus join FAISS's candidates, at the lowest cosine it found
             best = holders[np.argsort(-holder_bonus, kind="stable")[:len(rows)]]
-            joining = best[~np.isin(best, rows)]
+            found = set(rows.tolist())
+            joining = np.array([row for row in best.tolist() if row not in found], dtype=rows.dtype)
             rows = np.concatenate([rows, joining])
             similarities = np.concatenate([similarities, np.full(len(joining), similarities.min())])
         bonus = np.zeros(len(rows))
