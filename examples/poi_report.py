@@ -18,8 +18,10 @@ import json
 import platform
 import os
 import random
+import re
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -88,47 +90,128 @@ def missing_words(text: str) -> list[str]:
         else []
 
 
-def perturb_one(text: str, rng: random.Random) -> tuple[str, str] | None:
-    """A query made from a real name: its suffix dropped, a typo, or a word missing."""
-    short = dropped_suffix(text)
-    if short is not None:
-        return "dropped suffix", short
-    left_out = missing_words(text)
-    if left_out and rng.random() < 0.5:
-        return "missing word", left_out[rng.randrange(len(left_out))]
+def typo(text: str, rng: random.Random) -> str | None:
+    """Two neighbouring characters swapped, one deleted or one replaced (never the first)."""
     if len(text) < 5:
         return None
     i = rng.randrange(1, len(text) - 1)
     kind = rng.choice(("swap", "delete", "replace"))
     if kind == "swap":
-        typo = text[:i] + text[i + 1] + text[i] + text[i + 2:]
+        made = text[:i] + text[i + 1] + text[i] + text[i + 2:]
     elif kind == "delete":
-        typo = text[:i] + text[i + 1:]
+        made = text[:i] + text[i + 1:]
     else:
-        typo = text[:i] + rng.choice("abcdefghijklmnopqrstuvwxyz") + text[i + 1:]
-    return ("typo", typo) if typo != text else None
+        made = text[:i] + rng.choice("abcdefghijklmnopqrstuvwxyz") + text[i + 1:]
+    return made if name_key(made) != name_key(text) else None  # not a change of case ("McAllen", "Mcallen")
+
+
+def missing_word(text: str, rng: random.Random) -> str | None:
+    """A word of a name of several words left out (a name with a suffix makes "dropped suffix" queries instead)."""
+    left_out = missing_words(text) if dropped_suffix(text) is None else []
+    return left_out[rng.randrange(len(left_out))] if left_out else None
+
+
+def word_added(text: str, rng: random.Random, regions: list[str]) -> str | None:
+    """The name with a word it lacks: a generic place word before or after it, a state or country, a postcode."""
+    form = rng.randrange(4)
+    if form == 0:
+        word = rng.choice(("City", "Town", "County", "Village", "Municipality"))
+        query = f"{text} {word}"
+    elif form == 1:
+        word = rng.choice(("City of", "Town of", "Village of", "The"))
+        query = f"{word} {text}"
+    elif form == 2:
+        word = rng.choice(regions)
+        query = f"{text}, {word}" if rng.random() < 0.5 else f"{text} {word}"
+    else:
+        word = str(rng.randrange(10000, 100000))
+        query = f"{text} {word}"
+    return None if set(name_key(word).split()) & set(name_key(text).split()) else query
+
+
+def word_order(text: str, rng: random.Random) -> str | None:
+    words = text.split()
+    if len(words) < 2:
+        return None
+    shuffled = words[:]
+    while shuffled == words:
+        rng.shuffle(shuffled)
+    return " ".join(shuffled)
+
+
+def accents_dropped(text: str, rng: random.Random) -> str | None:
+    return "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+
+
+def case_and_punctuation(text: str, rng: random.Random) -> str | None:
+    """Lower case without punctuation ("st louis county", "winston salem"), or all upper case."""
+    if rng.random() < 0.2:
+        return text.upper()
+    return " ".join(re.sub(r"[^\w\s]", " ", re.sub(r"['\u2018\u2019]", "", text)).lower().split())
+
+
+ABBREVIATED = {"Saint": "St.", "Sankt": "St.", "Sainte": "Ste.", "Mount": "Mt.", "Fort": "Ft."}
+
+
+def abbreviation(text: str, rng: random.Random) -> str | None:
+    """A word that people abbreviate written the other way: "Saint Paul" as "St. Paul" or "St Paul", "Mt. Edward"
+    as "Mount Edward"."""
+    words = text.split()
+    full = {short: word for word, short in ABBREVIATED.items() if word != "Sankt"}
+    places = [i for i, w in enumerate(words) if w in ABBREVIATED or w in full or w.rstrip(".") + "." in full]
+    if not places:
+        return None
+    i = rng.choice(places)
+    word = words[i]
+    if word in ABBREVIATED:
+        words[i] = ABBREVIATED[word] if rng.random() < 0.5 else ABBREVIATED[word].rstrip(".")
+    else:
+        words[i] = full[word if word in full else word + "."]
+    return " ".join(words)
+
+
+KINDS = {"typo": typo, "missing word": missing_word, "dropped suffix": lambda text, rng: dropped_suffix(text),
+         "word added": word_added, "word order": word_order, "accents dropped": accents_dropped,
+         "case and punctuation": case_and_punctuation, "abbreviation": abbreviation}
+
+
+def perturb_one(kind: str, text: str, rng: random.Random, regions: list[str] = ("Ohio",)) -> str | None:
+    """A query of `kind` made from the real name `text` (None when the name cannot make one, or it is the name)."""
+    made = KINDS[kind](text, rng, list(regions)) if kind == "word added" else KINDS[kind](text, rng)
+    return made if made and made != text else None
 
 
 def perturb(args) -> None:
+    """N queries, the kinds in turn; each query's name drawn at random from the names that can make its kind (a
+    name that cannot is passed over), so every such name is equally likely (missing_word_bound counts on it)."""
     rng = random.Random(args.seed)
     names = records()
-    out = []
-    for record in rng.sample(names, len(names)):
-        if len(out) >= args.n:
-            break
-        made = perturb_one(record["text"], rng)
-        if made and name_key(made[1]) != name_key(record["text"]):
-            out.append({"text": made[1], "perturbation": made[0], "target": record["text"], "target_id": record["id"]})
-    for row in out:
-        print(json.dumps(row, ensure_ascii=False))
+    regions = [r["text"] for r in names if r.get("source") in ("us_state", "country")] or ["Ohio"]
+    order = {kind: iter(rng.sample(names, len(names))) for kind in KINDS}
+    made = 0
+    while made < args.n and order:
+        for kind in list(order):
+            if made >= args.n:
+                break
+            query = None
+            for record in order[kind]:
+                query = perturb_one(kind, record["text"], rng, regions)
+                if query is not None:
+                    break
+            if query is None:  # no name left that makes this kind
+                del order[kind]
+                continue
+            print(json.dumps({"text": query, "perturbation": kind, "target": record["text"],
+                              "target_id": record["id"]}, ensure_ascii=False))
+            made += 1
 
 
 def missing_word_bound(names: list[str], queries: list[dict]) -> float:
-    """The best recall@10 any search can have on the "missing word" queries perturb_one makes from `names`: each
-    query's names ranked by P(name | query), which with every name equally likely to be picked is the chance that
-    perturb_one makes that query from it (1/2 x 1/words for each word whose removal gives it); a query scores the
-    share of its probability in its best 10 names (by name_key, as recall counts a hit). "Park" can come from 490
-    names ("Mosman Park", ...), each as likely: no search can know which one was meant."""
+    """The best recall@10 any search can have on the "missing word" queries perturb makes from `names`: each
+    query's names ranked by P(name | query), which with every name that makes the kind equally likely to be picked
+    is the chance that missing_word makes that query from it (1/words for each word whose removal gives it); a
+    query scores the share of its probability in its best 10 names (by name_key, as recall counts a hit). "Park"
+    can come from 490 names ("Mosman Park", ...), each as likely: no search can know which one was meant."""
     made: dict[str, dict[str, float]] = {}
     for name in names:
         if dropped_suffix(name) is not None:
@@ -137,7 +220,7 @@ def missing_word_bound(names: list[str], queries: list[dict]) -> float:
         for query in left_out:
             if name_key(query) != key:
                 chances = made.setdefault(query, {})
-                chances[key] = chances.get(key, 0.0) + 0.5 / len(left_out)
+                chances[key] = chances.get(key, 0.0) + 1 / len(left_out)
     shares = []
     for query in (q["text"] for q in queries if q.get("perturbation") == "missing word"):
         chances = sorted(made.get(query, {}).values(), reverse=True)
@@ -146,12 +229,15 @@ def missing_word_bound(names: list[str], queries: list[dict]) -> float:
 
 
 def recall(args) -> None:
-    by_kind: dict[str, list[int]] = {}
+    """recall@10 of searched queries by their perturbation: "all" first, then the kinds in KINDS' order, then any
+    other kind a QUERIES file names."""
+    by_kind: dict[str, list[int]] = {"all": [], **{kind: [] for kind in KINDS}}
     for r in records():
         hit = any(name_key(n["text"]) == name_key(r["target"]) for n in r["neighbors"][:10])
         by_kind.setdefault(r.get("perturbation", "unlabelled"), []).append(hit)
-        by_kind.setdefault("all", []).append(hit)
-    print(json.dumps({kind: {"n": len(v), "recall_at_10": round(sum(v) / len(v), 4)} for kind, v in by_kind.items()}))
+        by_kind["all"].append(hit)
+    print(json.dumps({kind: {"n": len(v), "recall_at_10": round(sum(v) / len(v), 4)} for kind, v in by_kind.items()
+                      if v}))
 
 
 def speed(args) -> None:
@@ -186,12 +272,45 @@ def speed(args) -> None:
     print(json.dumps(result))
 
 
-def recall_rows(lines: list, title: str, ours: dict, plain: dict, base: dict) -> None:
+AIM = 0.95  # issue 31: recall@10 on every kind but "missing word" (whose bound is printed), and all of them
+
+
+def recall_rows(lines: list, title: str, ours: dict, plain: dict, base: dict) -> list[str]:
+    """The table of recall@10 by kind, and the kinds that miss the aims (AIM, and at least the baseline's), which
+    it returns."""
     lines += ["", title, "", "| perturbation | queries | sembed (stage 2 + n-grams + --spelling) | without --spelling "
               "| baseline (char n-gram TF-IDF) |", "| --- | ---: | ---: | ---: | ---: |"]
     for kind, m in ours.items():
         lines.append(f"| {kind} | {m['n']} | {m['recall_at_10']:.3f} | {plain[kind]['recall_at_10']:.3f} | "
                      f"{base[kind]['recall_at_10']:.3f} |")
+    below = [f"{kind} {m['recall_at_10']:.3f} (below {AIM})" for kind, m in ours.items()
+             if kind != "missing word" and m["recall_at_10"] < AIM]
+    below += [f"{kind} {m['recall_at_10']:.3f} (below the baseline's {base[kind]['recall_at_10']:.3f})"
+              for kind, m in ours.items() if m["recall_at_10"] < base[kind]["recall_at_10"]]
+    lines += ["", f"Aims (recall@10 >= {AIM} on every kind but missing word, and at or above the baseline on every "
+                  "kind): " + ("all met." if not below else "not met: " + "; ".join(below) + ".")]
+    return below
+
+
+def typed_rows(lines: list, work: Path) -> None:
+    """Each query typed by hand (examples/data/poi_typed_queries.jsonl): the rank of the name meant among sembed's
+    and the baseline's 10 first names, and the first of each."""
+    def ranked(path: Path) -> list[tuple[str, str, int | None, str]]:
+        out = []
+        for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()):
+            keys = [name_key(n["text"]) for n in r["neighbors"][:10]]
+            rank = keys.index(name_key(r["target"])) + 1 if name_key(r["target"]) in keys else None
+            out.append((r["text"], r["target"], rank, r["neighbors"][0]["text"] if r["neighbors"] else ""))
+        return out
+
+    if not (work / "typed.jsonl").is_file():
+        return
+    lines += ["", "## Lookup: queries typed by hand (rank of the name meant in the first 10; -: not there)", "",
+              "| query | name meant | sembed rank | sembed's first | baseline rank | baseline's first |",
+              "| --- | --- | ---: | --- | ---: | --- |"]
+    for (text, target, rank, first), (_, _, base_rank, base_first) in zip(ranked(work / "typed.jsonl"),
+                                                                          ranked(work / "typed-baseline.jsonl")):
+        lines.append(f"| {text} | {target} | {rank or '-'} | {first} | {base_rank or '-'} | {base_first} |")
 
 
 def paired_with_baseline(work: Path) -> dict:
@@ -266,16 +385,17 @@ def table(args) -> None:
                   f"{paired['score']['interval']}, {paired['score']['resamples']:,} resamples):", ""]
         lines += [f"- {name} - baseline: {d['f0_5']:+.4f} [{d['f0_5_ci'][0]:+.4f}, {d['f0_5_ci'][1]:+.4f}]"
                   for name, d in (("poi_score", paired["score"]), ("poi_vote", paired["vote"]))]
-    recall_rows(lines, "## Lookup: recall@10 of perturbed real names over all POI names", metrics["recall"],
-                metrics["recall-no-spelling"], metrics["baseline-recall"])
+    unmet = recall_rows(lines, "## Lookup: recall@10 of perturbed real names over all POI names", metrics["recall"],
+                        metrics["recall-no-spelling"], metrics["baseline-recall"])
     bound = missing_word_bound([json.loads(line)["text"] for line in (work / "poi-names.jsonl").open(encoding="utf-8")],
                                [json.loads(line) for line in (work / "queries.jsonl").open(encoding="utf-8")])
     lines += ["", f"The best recall@10 any search can have on these missing-word queries is {bound:.3f} "
                   "(missing_word_bound: each query's names ranked by the chance that the generator made it from "
                   "them; \"Park\" can come from any of hundreds of names, each as likely as \"Mosman Park\")."]
     if "recall-queries" in metrics:
-        recall_rows(lines, "## Lookup: recall@10 of the QUERIES file", metrics["recall-queries"],
-                    metrics["recall-queries-no-spelling"], metrics["baseline-recall-queries"])
+        unmet_in_file = recall_rows(lines, "## Lookup: recall@10 of the QUERIES file", metrics["recall-queries"],
+                                    metrics["recall-queries-no-spelling"], metrics["baseline-recall-queries"])
+    typed_rows(lines, work)
     lines += ["", f"sembed search --spelling from text ({searched['queries']} queries, index and model loaded): "
                   f"{searched['1_thread']['queries_per_s']} queries/s with 1 thread, "
                   f"{searched['2_thread']['queries_per_s']} with 2 (a shared CPU: load average "
@@ -292,6 +412,7 @@ def table(args) -> None:
                                       for _, _, key, _ in rows if key in metrics},
                "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["recall"].items()},
                "missing_word_bound": bound,
+               "lookup_aims_unmet": unmet,
                "queries_per_s": best,
                "baseline": {"test_f0_5": metrics["baseline.poi"]["at_tuned_threshold"]["f0_5"],
                             "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["baseline-recall"].items()}}}
@@ -300,7 +421,8 @@ def table(args) -> None:
     if "recall-queries" in metrics:
         summary["queries_file"] = {"recall_at_10": {k: m["recall_at_10"] for k, m in metrics["recall-queries"].items()},
                                    "baseline_recall_at_10": {k: m["recall_at_10"] for k, m in
-                                                             metrics["baseline-recall-queries"].items()}}
+                                                             metrics["baseline-recall-queries"].items()},
+                                   "lookup_aims_unmet": unmet_in_file}
     if args.markdown:
         Path(args.markdown).write_text(text)
     if args.json:

@@ -18,9 +18,11 @@
 #    names it votes on the same way; WORD_MODEL= leaves it out), and poi_score, the vote mixed with the n-gram
 #    regression the first index fits on the same records; sembed eval poi with the threshold tuned on dev.
 # 5. Lookup: sembed index over every POI name with the stage-2 model; sembed search --spelling with N_QUERIES
-#    perturbed real names (typo, missing word, dropped suffix; poi_report.py perturb) and, when QUERIES=FILE is
+#    perturbed real names, the kinds in turn (typo, missing word, dropped suffix, word added, word order, accents
+#    dropped, case and punctuation, abbreviation; poi_report.py perturb) and, when QUERIES=FILE is
 #    given, also with its records (JSONL: text, the intended target name, and perturbation, by which recall@10 is
-#    reported): recall@10; queries/s of sembed search --spelling from text (the command's own code, timed in
+#    reported), recall@10, and the queries typed by hand in examples/data/poi_typed_queries.jsonl, each query's
+#    first names; queries/s of sembed search --spelling from text (the command's own code, timed in
 #    process over the queries 5 times, the index and model loaded: poi_report.py speed), with 1 and 2 threads.
 # 6. The baseline (examples/poi_baseline.py, scikit-learn): TF-IDF of character 1- to 4-grams, a logistic
 #    regression on the same VOTE_RECORDS labelled records, threshold tuned on the same dev split; cosine k-NN over
@@ -48,6 +50,7 @@ QUERIES=${QUERIES:-}
 SEED=${SEED:-42}
 INDEX_NAMES=${INDEX_NAMES:-0}  # 0: every POI name (a smaller number: a quick trial of the script)
 WORK=${WORK:-runs/poi}
+TYPED=examples/data/poi_typed_queries.jsonl
 [ -z "$QUERIES" ] || [ -f "$QUERIES" ] || { echo "error: QUERIES=$QUERIES is not a file" >&2; exit 2; }
 export POI_SETTINGS="TRAIN_NAMES=$TRAIN_NAMES STAGE2=$STAGE2 VARIANTS=$VARIANTS NGRAM_WEIGHT=$NGRAM_WEIGHT \
 VOTE_RECORDS=$VOTE_RECORDS WORD_MODEL=$WORD_MODEL DEV=$DEV TEST=$TEST N_QUERIES=$N_QUERIES SEED=$SEED${QUERIES:+ QUERIES=$QUERIES}"
@@ -122,6 +125,11 @@ lookup() {  # lookup NAME QUERIES
   $baseline lookup "$WORK/poi-names.jsonl" "$2" | $report recall > "$WORK/metrics/baseline-$1.json"
 }
 stage "search perturbed names" lookup recall "$WORK/queries.jsonl"
+typed() {  # a few queries typed by hand (examples/data/poi_typed_queries.jsonl): each one's first names, both ways
+  sembed search -q --index "$WORK/poi-index" --spelling --device cpu "$TYPED" > "$WORK/typed.jsonl"
+  $baseline lookup "$WORK/poi-names.jsonl" "$TYPED" > "$WORK/typed-baseline.jsonl"
+}
+stage "search typed queries" typed
 [ -z "$QUERIES" ] || stage "search QUERIES" lookup recall-queries "$QUERIES"
 wait "$stage1_pid"
 wait "$stage2_pid"

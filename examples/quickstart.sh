@@ -11,7 +11,7 @@
 # 5. word saliency: train --method nws on the prose (packaged GloVe) -> embed --method nws -> eval sts
 # 6. POI: convert --from gazetteer (a sample) -> train --method mlm --from-scratch -> train --method poi
 #    (a few steps each; name variants, character n-grams) -> taste --neighbours (k-NN vote + n-gram regression) -> eval poi;
-#    index the POI names -> search --spelling a misspelt one
+#    index the POI names -> search --spelling a misspelt one and one with a word the name lacks
 # 7. syntax: train --method mlm (MiniLM made a masked-LM, a few steps) -> gensets on the prose
 #    -> train --method syntax -> embed --words --syntax-map -> eval structure
 # Each pipeline's JSONL goes to runs/quickstart/; a readable summary to stdout. The models here are
@@ -52,7 +52,8 @@ grep '"split":"dev"' "$out/gazetteer.jsonl" | sembed taste -q -m "$out/poi-model
 printf '{"text": "Springfield"}\n{"text": "butterfly"}\n' \
   | sembed taste -q -m "$out/poi-model" --neighbours "$out/poi-labelled" > "$out/tasted.jsonl"
 grep '"is_poi":true' "$out/gazetteer.jsonl" | sembed index -q -m "$out/poi-model" -o "$out/poi-index" --force
-echo '{"text": "Springfeild"}' | sembed search -q --index "$out/poi-index" --spelling --k 3 > "$out/search.jsonl"
+printf '{"text": "Springfeild"}\n{"text": "Springfield City"}\n' \
+  | sembed search -q --index "$out/poi-index" --spelling --k 3 > "$out/search.jsonl"
 
 sembed train -q "$out/story.jsonl" --method mlm --max-steps 3 --batch-size 4 -o "$out/mlm" --force
 sembed gensets -q "$out/story.jsonl" --mlm "$out/mlm" --k 3 > "$out/sets.jsonl"
@@ -86,8 +87,8 @@ print(f"POI k-NN vote + n-gram regression of the toy POI model on {poi['n']} dev
 tasted = [json.loads(line) for line in open(out / "tasted.jsonl")]
 print("taste --neighbours: " + ", ".join(f"{r['text']} {'a POI' if r['is_poi'] else 'not a POI'} (score "
                                          f"{r['poi_score']:.2f}, vote {r['poi_vote']:.2f})" for r in tasted))
-[hit] = [json.loads(line) for line in open(out / "search.jsonl")]
-print(f"search --spelling 'Springfeild': {', '.join(n['text'] for n in hit['neighbors'])}")
+for hit in map(json.loads, open(out / "search.jsonl")):
+    print(f"search --spelling '{hit['text']}': {', '.join(n['text'] for n in hit['neighbors'])}")
 [first] = [json.loads(line) for line in open(out / "sets.jsonl")][:1]
 print("gensets (toy masked-LM): " + " / ".join(first["sentences"][:3]))
 print(f"syntax map on the prose's words: dependency-edge neighbours {structure['all']['dep_edge']:.2f}, "

@@ -107,6 +107,61 @@ def test_no_search_finds_more_missing_words_than_the_generator_leaves_findable(m
     assert missing_word_bound(parks[:10] + ["Park County", "Park"], query) == 1.0
     same_key = [f"{town} Park" for town in ("Álvaro", "alvaro", "B", "C", "D", "E", "F", "G", "H", "I", "J")]
     assert missing_word_bound(same_key, query) == 1.0  # Álvaro Park and alvaro Park: one name of 10
-    made = {perturb_one("Mosman Park", random.Random(seed)) for seed in range(50)}
-    assert ("missing word", "Park") in made and ("missing word", "Mosman") in made
-    assert perturb_one("Ocean County", random.Random(0)) == ("dropped suffix", "Ocean")
+    made = {perturb_one("missing word", "Mosman Park", random.Random(seed)) for seed in range(50)}
+    assert made == {"Park", "Mosman"}
+    assert perturb_one("missing word", "Ocean County", random.Random(0)) is None  # it makes "dropped suffix" queries
+    assert perturb_one("dropped suffix", "Ocean County", random.Random(0)) == "Ocean"
+
+
+def test_the_query_generator_makes_each_kind_of_variant_a_user_types(monkeypatch):
+    """examples/poi_report.py's kinds of query (issue 31), each from a name that can make it (None otherwise)."""
+    import random
+
+    from conftest import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    from poi_report import KINDS, perturb_one
+
+    def made(kind: str, name: str, seeds: int = 40) -> set:
+        return {perturb_one(kind, name, random.Random(seed), ["Ohio", "France"]) for seed in range(seeds)}
+
+    assert made("word added", "Springfield") == {
+        "Springfield City", "Springfield Town", "Springfield County", "Springfield Village",
+        "Springfield Municipality", "City of Springfield", "Town of Springfield", "Village of Springfield",
+        "The Springfield", "Springfield, Ohio", "Springfield Ohio", "Springfield, France", "Springfield France"} | {
+        q for q in made("word added", "Springfield") if q.startswith("Springfield ") and q[-5:].isdigit()}
+    assert any(q[-5:].isdigit() for q in made("word added", "Springfield"))  # a postcode
+    assert "Kansas City City" not in made("word added", "Kansas City")  # never a word the name has
+    assert made("word order", "Mosman Park") == {"Park Mosman"} and made("word order", "Salem") == {None}
+    assert made("accents dropped", "São Tomé") == {"Sao Tome"} and made("accents dropped", "Salem") == {None}
+    assert made("case and punctuation", "Winston-Salem") == {"winston salem", "WINSTON-SALEM"}
+    assert made("case and punctuation", "St. John's") == {"st johns", "ST. JOHN'S"}
+    assert made("abbreviation", "Saint Paul") == {"St. Paul", "St Paul"}
+    assert made("abbreviation", "Mt. Edward") == {"Mount Edward"} and made("abbreviation", "Ft Worth") == {"Fort Worth"}
+    assert made("abbreviation", "Sankt Gallen") == {"St. Gallen", "St Gallen"} and made("abbreviation", "Paul") == {None}
+    typos = made("typo", "Springfield", 200) - {None}
+    assert len(typos) > 50 and all(q[0] == "S" and abs(len(q) - 11) <= 1 for q in typos)
+    assert made("typo", "Rome") == {None}  # too short to misspell and still be that name
+    assert set(KINDS) == {"typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped",
+                          "case and punctuation", "abbreviation"}
+
+
+def test_perturb_takes_the_kinds_in_turn_from_the_names_that_make_them(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    names = ["Springfield", "São Tomé", "Mosman Park", "Saint Paul", "Ocean County", "Winston-Salem", "Rome"]
+    records = "".join(json.dumps({"id": i, "text": t, "source": "city"}) + "\n" for i, t in enumerate(names))
+    run = subprocess.run([sys.executable, str(ROOT / "examples" / "poi_report.py"), "perturb", "24", "3"],
+                         input=records, capture_output=True, text=True, check=True)
+    queries = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(queries) == 24 and [q["perturbation"] for q in queries[:8]] == [
+        "typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped",
+        "case and punctuation", "abbreviation"]
+    for q in queries:
+        assert q["text"] != q["target"] and names[q["target_id"]] == q["target"]
+    assert {q["target"] for q in queries if q["perturbation"] == "dropped suffix"} == {"Ocean County"}
+    assert {q["target"] for q in queries if q["perturbation"] == "accents dropped"} == {"São Tomé"}

@@ -350,14 +350,86 @@ def test_spelling_reranker_finds_a_name_by_its_words_and_prefers_the_common_word
 
     names = ["Jackson County", "Jacksonville", "Jackson Hole", "Polk County", "Lee County", "Jacksons"]
     words = NameWords([name.lower() for name in names])  # the names' keys
-    rows, left_out = words.holding(["jackson"])
-    assert rows.tolist() == [0, 2] and left_out[0] < left_out[1]  # "county" is in three names, "hole" in one
-    assert words.holding(["jackson", "nowhere"])[0].tolist() == [] and words.holding([])[0].tolist() == []
+    rows, share, left_out = words.matching(["jackson"])
+    assert rows.tolist() == [0, 2] and share.tolist() == [1, 1] and left_out[0] < left_out[1]  # "county": 3 names
+    assert words.matching(["nowhere"])[0].tolist() == [] and words.matching([])[0].tolist() == []
     reranker = SpellingReranker(names.__getitem__, len(names))
     # FAISS found neither name that holds "jackson": they join at its lowest cosine, 0.5, the common word first
     scores, rows = reranker.rerank(["Jackson"], np.array([[0.9, 0.6, 0.5]]), np.array([[1, 5, 3]]), 2)
     assert rows.tolist() == [[0, 2]]
     assert scores[0, 0] == np.float32(0.5 + WORDS_BONUS - LEFT_OUT_WEIGHT * left_out[0])
+
+
+def test_a_word_the_name_lacks_costs_it_by_how_common_the_word_is_among_the_names():
+    """Issue 31: "Springfield City" finds Springfield, each word the name lacks costing it that word's IDF over the
+    indexed names (a word in no name the most), as a share of the query's: a common word little, a rare one much."""
+    import math
+
+    import numpy as np
+
+    from sembed_cli.models.poi_lookup import LEFT_OUT_WEIGHT, NameWords, SpellingReranker
+
+    names = ["Springfield", "Carson City", "Quezon City", "Mexico City", "Salt Lake City", "Springfield Township",
+             "Oakland", "Dayton"]
+    words = NameWords([name.lower() for name in names])
+    idf = {w: math.log(9 / (1 + df)) + 1 for w, df in (("springfield", 2), ("city", 4), ("oakland", 1))}
+    rows, share, left_out = words.matching(["springfield", "city"])
+    assert rows.tolist() == [0, 1, 2, 3, 4, 5]  # every name holding either word
+    total = idf["springfield"] + idf["city"]
+    assert share[[0, 5, 1]] == pytest.approx([idf["springfield"] / total] * 2 + [idf["city"] / total])
+    assert left_out[0] == 0 and left_out[5] == pytest.approx(math.log(9 / 2) + 1)  # "township"
+    rows, share, _ = words.matching(["springfield", "oakland"])  # a rarer word added costs more
+    assert share[0] == pytest.approx(idf["springfield"] / (idf["springfield"] + idf["oakland"]))
+    assert share[0] < 0.5 < idf["springfield"] / total
+    rows, share, _ = words.matching(["springfield", "62704"])  # a word in no name: the largest IDF, log(1 + n) + 1
+    assert rows.tolist() == [0, 5] and share[0] == pytest.approx(idf["springfield"] / (idf["springfield"]
+                                                                                      + math.log(9) + 1))
+    cities = names + [f"{town} City" for town in ("Iowa", "Kansas", "Ocean", "Union", "Garden", "Bay", "Cedar",
+                                                  "Dodge", "Falls", "Lake", "Rapid", "Sioux", "Traverse", "Vatican")]
+    reranker = SpellingReranker(cities.__getitem__, len(cities))
+    # FAISS found other cities first; Springfield joins at the lowest cosine and comes first, Springfield Township next
+    scores, rows = reranker.rerank(["Springfield City", "City of Springfield"], np.array([[0.7, 0.65, 0.6]] * 2),
+                                   np.array([[1, 2, 6]] * 2), 3)
+    assert rows[:, :2].tolist() == [[0, 5]] * 2
+    words = NameWords([name.lower() for name in cities])
+    rows, share, left_out = words.matching(["springfield", "city"])
+    assert scores[0, :2] == pytest.approx([0.6 + share[0], 0.6 + share[5] * (1 - LEFT_OUT_WEIGHT * left_out[5])],
+                                          abs=1e-6)
+    assert reranker.rerank(["Mexico City"], np.array([[0.6, 0.5]]), np.array([[0, 1]]), 1)[1].tolist() == [[3]]
+
+
+def test_a_word_held_by_very_many_names_brings_in_only_those_holding_the_query_s_other_words(monkeypatch):
+    from sembed_cli.models import poi_lookup
+
+    monkeypatch.setattr(poi_lookup, "COMMON_WORD_NAMES", 2)
+    words = poi_lookup.NameWords(["san jose", "san diego", "san juan", "jose", "del rio", "san"])
+    assert words.matching(["san", "jose"])[0].tolist() == [0, 3]  # "san" in 4 names: those of "jose"
+    rows, share, _ = words.matching(["san", "del"])  # both that common: those holding the rarer, "del"
+    assert rows.tolist() == [4] and 0 < share[0] < 1
+
+
+def test_place_words_read_punctuation_and_abbreviations_as_people_type_them():
+    from sembed_cli.text.place_words import place_words
+
+    assert place_words("st. john's") == place_words("saint johns") == ["saint", "johns"]
+    assert place_words("sankt gallen") == place_words("st gallen") == ["saint", "gallen"]
+    assert place_words("winston-salem") == ["winston", "salem"] and place_words("mt. ft. ste. x") == [
+        "mount", "fort", "sainte", "x"]
+    assert place_words("bozen / bolzano") == ["bozen", "bolzano"] and place_words("ra\u2019s al khaymah") == [
+        "ras", "al", "khaymah"]
+
+
+def test_spelling_reranker_finds_a_name_however_its_words_are_written_or_ordered():
+    import numpy as np
+
+    from sembed_cli.models.poi_lookup import SpellingReranker
+
+    names = ["St. Louis", "Louisville", "Saint-Paul", "Mount Vernon", "Vernon", "Fort Worth", "Worthing", "Paulo"]
+    reranker = SpellingReranker(names.__getitem__, len(names))
+    queries = ["saint louis", "Louis St", "st paul", "Mt Vernon", "Vernon Mount", "ft. worth", "FORT WORTH"]
+    _, rows = reranker.rerank(queries, np.array([[0.9, 0.8]] * len(queries)), np.array([[1, 6]] * len(queries)), 1)
+    assert [names[row] for row in rows[:, 0]] == ["St. Louis", "St. Louis", "Saint-Paul", "Mount Vernon",
+                                                   "Mount Vernon", "Fort Worth", "Fort Worth"]
 
 
 def test_the_vote_weighs_each_neighbour_by_its_cosine_to_the_power_p():
@@ -437,10 +509,9 @@ def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp
                  input=jsonl(*({"text": t, "is_poi": True} for t in PLACES)))
     assert run.exit_code == 0, run.stderr
     run = sembed("search", "-q", "--index", str(places), "--spelling", "--k", "3", "--device", "cpu",
-                 input=jsonl({"text": "Springfeild"}, {"text": "Jackson"}))
+                 input=jsonl({"text": "Springfeild"}, {"text": "Jackson"}, {"text": "Springfield City"}))
     assert run.exit_code == 0, run.stderr
-    assert run.records[0]["neighbors"][0]["text"] == "Springfield"
-    assert run.records[1]["neighbors"][0]["text"] == "Jackson County"
+    assert [r["neighbors"][0]["text"] for r in run.records] == ["Springfield", "Jackson County", "Springfield"]
     labelled = tmp_path / "labelled"
     assert sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(labelled),
                   input=names_records()).exit_code == 0
@@ -463,6 +534,39 @@ def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp
     run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(places), "--device", "cpu",
                  input=jsonl({"text": "Salem"}))
     assert run.exit_code == 1 and "holds names of one kind only: telling POI names from others needs both" in run.stderr
+
+
+def test_the_lookup_finds_each_kind_of_query_a_user_types(lookup_model, tmp_path):
+    """Issue 31: a query file of each kind examples/poi_report.py makes (QUERIES=FILE of poi_reproduction.sh), from
+    names written here, searched with `search --spelling`: each query's own name comes first."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    names = PLACES + ["Mosman Park", "São Tomé", "Saint Paul", "Mt. Edward", "Winston-Salem", "Ocean County",
+                      "Kings Canyon", "Sankt Gallen", "Ciudad Juárez", "Fort Worth", "Lake Pleasant", "Ohio"]
+    places = tmp_path / "places"
+    records = "".join(json.dumps({"id": i, "text": t, "source": "us_state" if t == "Ohio" else "city"}) + "\n"
+                      for i, t in enumerate(names))
+    assert sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(places),
+                  input=records).exit_code == 0
+    report = [sys.executable, str(ROOT / "examples" / "poi_report.py")]
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(subprocess.run(report + ["perturb", "80", "1"], input=records, capture_output=True, text=True,
+                                      check=True).stdout)
+    run = sembed("search", "-q", "--index", str(places), "--spelling", "--k", "10", "--device", "cpu", str(queries))
+    assert run.exit_code == 0, run.stderr
+    firsts = {}
+    for record in run.records:
+        firsts.setdefault(record["perturbation"], []).append(record["neighbors"][0]["text"] == record["target"])
+    assert {kind: all(hits) for kind, hits in firsts.items()} == {kind: True for kind in (
+        "typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped",
+        "case and punctuation", "abbreviation")}
+    recall = subprocess.run(report + ["recall"], input="".join(json.dumps(r) + "\n" for r in run.records),
+                            capture_output=True, text=True, check=True)
+    assert {kind: m["recall_at_10"] for kind, m in json.loads(recall.stdout).items()} == {
+        "all": 1.0, **{kind: 1.0 for kind in firsts}}
 
 
 def test_a_second_index_of_the_same_names_adds_its_vote(lookup_model, tmp_path):

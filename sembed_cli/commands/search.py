@@ -35,9 +35,11 @@ QueryQuantize = Annotated[Optional[Quantization], typer.Option(
     "--quantize", envvar="SEMBED_QUANTIZE", metavar="none|int8", show_default=False,
     help=QUANTIZE_HELP + " Default: the index's.")]
 Spelling = Annotated[bool, typer.Option(
-    "--spelling", help="Re-rank the 10 K nearest by spelling, with the indexed names that hold all the query's "
-                       "words: a name one edit from the query text, or holding all its words (those whose other "
-                       "words are common first: 'Jackson' finds 'Jackson County'), moves up (place-name lookup, "
+    "--spelling", help="Re-rank the 10 K nearest by spelling, with the indexed names that hold the query's "
+                       "words: a name one edit from the query text, or holding its words in any order, however "
+                       "punctuated or abbreviated, moves up, by the share of the query's words it holds, each word "
+                       "weighted by its IDF over the indexed names ('Jackson' finds 'Jackson County', 'Springfield "
+                       "City' and 'st louis' find 'Springfield' and 'St. Louis'; place-name lookup, "
                        "sembed_cli/models/poi_lookup.py).")]
 Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour the whole indexed record (payload), "
                                                          "not only its id, text and score.")]
@@ -225,11 +227,13 @@ def search_command(
     output is flushed after each batch. --backend and --quantize
     default to those that embedded the index's texts. --spelling
     (place-name lookup) asks FAISS for 10 K candidates, adds the 10 K
-    indexed names that hold all the query's words and leave out the least
-    (by the IDF of their other words, at the lowest cosine FAISS found), and
-    keeps the K best after adding 0.3 to the score of a name one edit from
-    the query text and 1 - 0.02 x (that IDF) to one that holds all the
-    query's words (see sembed_cli/models/poi_lookup.py).
+    indexed names with the largest bonus for the query's words they hold
+    (at the lowest cosine FAISS found), and keeps the K best after adding
+    0.3 to the score of a name one edit from the query text and, to one
+    that holds some of the query's words, share x (1 - 0.02 x the IDF of
+    its other words), share being the part of the query words' IDF it
+    holds: a word the name lacks costs it little when common among the
+    names ("City"), much when rare (see sembed_cli/models/poi_lookup.py).
 
     \b
     Example:

@@ -128,18 +128,21 @@ SPELLING_CANDIDATES = 10  # re-ranked candidates per neighbour asked for
 ONE_EDIT_BONUS = 0.3
 WORDS_BONUS = 1.0
 LEFT_OUT_WEIGHT = 0.02  # per unit of IDF of the words a name holds beyond the query's (a tie-break among such names)
+COMMON_WORD_NAMES = 2000  # a word held by more names than this ("de", "san") brings in none of them on its own
 
 
 class NameWords:
-    """The words of every indexed name (its key split on blanks): which names hold each word, each word's IDF over
-    the names, log((1 + n) / (1 + df)) + 1 (scikit-learn's smooth IDF), and each name's information, the sum of
-    its words' IDF."""
+    """The words of every indexed name (`place_words` of its key): which names hold each word, each word's IDF over
+    the names, log((1 + n) / (1 + df)) + 1 (scikit-learn's smooth IDF; a word no name holds has the largest,
+    log(1 + n) + 1), and each name's information, the sum of its words' IDF."""
 
     def __init__(self, keys: Sequence[str]):
         import itertools
 
+        from ..text.place_words import place_words
+
         self.vocabulary: dict[str, int] = {}
-        words = [[self.vocabulary.setdefault(w, len(self.vocabulary)) for w in dict.fromkeys(key.split())]
+        words = [[self.vocabulary.setdefault(w, len(self.vocabulary)) for w in dict.fromkeys(place_words(key))]
                  for key in keys]
         counts = np.fromiter(map(len, words), np.int64, len(words))
         flat = np.fromiter(itertools.chain.from_iterable(words), np.int64, int(counts.sum()))
@@ -148,32 +151,51 @@ class NameWords:
         self.names = owners[order]
         self.starts = np.searchsorted(flat[order], np.arange(len(self.vocabulary) + 1))
         self.idf = np.log((1 + len(words)) / (1 + np.diff(self.starts))) + 1
+        self.unknown_idf = math.log(1 + len(words)) + 1
         self.information = np.bincount(owners, weights=self.idf[flat], minlength=len(words))
 
-    def holding(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of the names that hold all `words` (none when there are none), and for each the IDF of its
-        words that are not among them (what a query of `words` left out)."""
-        ids = [self.vocabulary.get(w) for w in dict.fromkeys(words)]
-        if not ids or None in ids:
-            return np.empty(0, np.int64), np.empty(0)
-        ids.sort(key=lambda i: self.starts[i + 1] - self.starts[i])  # the rarest word first
-        rows = self.names[self.starts[ids[0]]:self.starts[ids[0] + 1]]
-        for i in ids[1:]:
-            rows = rows[np.isin(rows, self.names[self.starts[i]:self.starts[i + 1]], assume_unique=True)]
-        return rows, self.information[rows] - self.idf[ids].sum()
+    def holders(self, word: int) -> np.ndarray:
+        return self.names[self.starts[word]:self.starts[word + 1]]
+
+    def matching(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The names that hold any of a query's `words`, in row order: their rows, the share of the words' IDF each
+        holds (words no name holds count too: a name holds none of them), and the IDF of each one's words that are
+        not among them (what the query left out). A word held by more than COMMON_WORD_NAMES names ("de",
+        "san") only adds its IDF to the names the query's other words bring in; when all its words are that common,
+        the names holding the rarest of them are brought in."""
+        ids = [self.vocabulary.get(w, -1) for w in dict.fromkeys(words)]
+        known = [i for i in ids if i >= 0]
+        if not known:
+            return np.empty(0, np.int64), np.empty(0), np.empty(0)
+        total = self.idf[known].sum() + self.unknown_idf * (len(ids) - len(known))
+        rare = [i for i in known if len(self.holders(i)) <= COMMON_WORD_NAMES] or \
+            [min(known, key=lambda i: len(self.holders(i)))]
+        rows = self.holders(rare[0]) if len(rare) == 1 else np.unique(np.concatenate([self.holders(i) for i in rare]))
+        held = np.zeros(len(rows))
+        for i in known:  # each word's names are in row order
+            holding = self.holders(i)
+            at = np.minimum(np.searchsorted(holding, rows), len(holding) - 1)
+            held += self.idf[i] * (holding[at] == rows)
+        return rows, held / total, self.information[rows] - held
 
 
 class SpellingReranker:
     """Re-ranks a query's candidates by spelling (`search --spelling`).
 
-    Names are compared by their keys (accents stripped, lower case, single blanks: `name_key`). A candidate's new
-    score is its cosine, plus ONE_EDIT_BONUS when the name is one edit (insertion, deletion, substitution, swap
-    of neighbours: optimal string alignment) from the query, plus, when the name holds all the query's words,
-    WORDS_BONUS - LEFT_OUT_WEIGHT * (the IDF of the name's other words): a user leaves out the words that say
-    least ("Jackson" for "Jackson County"), so of the names that hold the query's words, those whose other words
-    are common come first. Such names come from a word index of all the indexed names as well as from FAISS's
-    candidates: the 10 K of them that leave out least join the candidates, scored as if at the lowest cosine
-    FAISS found for the query (theirs is at most that). The index of words is built at the first query.
+    Names are compared by their keys (accents stripped, lower case, single blanks: `name_key`) and their words
+    (`place_words`: punctuation a break, abbreviations written out). A candidate's new score is its cosine, plus
+    ONE_EDIT_BONUS when the name is one edit (insertion, deletion, substitution, swap of neighbours: optimal string
+    alignment) from the query, plus, when the name holds some of the query's words,
+
+        share x (WORDS_BONUS - LEFT_OUT_WEIGHT x the IDF of the name's other words)
+
+    where share is the part of the query's words' IDF that the name holds (1 when it holds them all, in any
+    order). A user leaves out the words that say least ("Jackson" for "Jackson County") and adds words that say
+    little ("Springfield City", "City of Springfield"): a common word added costs a name little of its share, a
+    rare one much; of the names that hold as much of the query, those whose other words are common come first.
+    Such names come from a word index of all the indexed names as well as from FAISS's candidates: the 10 K of
+    them with the largest bonus join the candidates, scored as if at the lowest cosine FAISS found for the query
+    (theirs is at most that). The index of words is built at the first query.
     """
 
     def __init__(self, text_of, size: int):
@@ -204,20 +226,23 @@ class SpellingReranker:
         from rapidfuzz.distance import OSA
 
         from ..readers.gazetteer import name_key
+        from ..text.place_words import place_words
 
         keys, words = self.words()
         query_key = name_key(query)
-        holders, left_out = words.holding(query_key.split())
-        if len(holders):  # those that leave out least join FAISS's candidates, at the lowest cosine it found
-            best = holders[np.argsort(left_out, kind="stable")[:len(rows)]]
-            joining = best[~np.isin(best, rows)]
+        holders, share, left_out = words.matching(place_words(query_key))
+        holder_bonus = share * np.maximum(WORDS_BONUS - LEFT_OUT_WEIGHT * left_out, 0)
+        if len(holders):  # those with the largest bonus join FAISS's candidates, at the lowest cosine it found
+            best = holders[np.argsort(-holder_bonus, kind="stable")[:len(rows)]]
+            found = set(rows.tolist())
+            joining = np.array([row for row in best.tolist() if row not in found], dtype=rows.dtype)
             rows = np.concatenate([rows, joining])
             similarities = np.concatenate([similarities, np.full(len(joining), similarities.min())])
         bonus = np.zeros(len(rows))
         if len(holders):
             held = np.minimum(np.searchsorted(holders, rows), len(holders) - 1)  # holders are in row order
             holds = holders[held] == rows
-            bonus[holds] = WORDS_BONUS - LEFT_OUT_WEIGHT * left_out[held[holds]]
+            bonus[holds] = holder_bonus[held[holds]]
         near = np.flatnonzero(np.abs(self._lengths[rows] - len(query_key)) <= 1)  # the others are 2 edits away
         distances = process.cdist([query_key], [keys[row] for row in rows[near].tolist()], scorer=OSA.distance,
                                   score_cutoff=1, dtype=np.int32, workers=1)[0]
