@@ -190,3 +190,26 @@ def test_sentence_models_knows_a_static_directory(static_dir, tiny_model):
     assert static_model.is_static(static_dir) and not static_model.is_static(Path(tiny_model))
     encoder, device = sentence_models.load_encoder(str(static_dir))
     assert device == "cpu" and encoder.identity == {"backend": "static"}
+
+
+# --- the real teacher (e2e) ----------------------------------------------------------------------------------
+
+CORPORA = [("prose", "abc", ["--doc-break", "blank"]), ("prose", "state_union", []), ("prose", "inaugural", []),
+           ("lines", "webtext", []), ("lines", "movie_reviews", []), ("brown", "brown", [])]
+# Spearman x100 of `train --method static` (MiniLM, 256 dimensions, SIF from the shared corpora's counts) through
+# `sembed embed | sembed eval sts`, as examples/static_reproduction.sh measured it (examples/results/static.md).
+STATIC_SIF_SPEARMAN = {"stsb": None, "sick": None}
+
+
+@pytest.mark.e2e
+def test_minilm_distilled_with_the_corpora_counts_scores_as_the_reproduction(data_dir, tmp_path):
+    corpus = "".join(sembed("convert", "-q", "--from", kind, str(data_dir / "corpora" / folder), *extra).stdout
+                     for kind, folder, extra in CORPORA)
+    trained = sembed("train", "--method", "static", "--device", "cpu", "-o", str(tmp_path / "static"), "-q",
+                     input=corpus)
+    assert trained.exit_code == 0, trained.stderr
+    for kind, path in (("stsb", "stsb/sts-test.csv"), ("sick", "sick/SICK_test_annotated.txt")):
+        pairs = sembed("convert", "-q", "--from", kind, str(data_dir / path))
+        vectors = sembed("embed", "-q", "-m", str(tmp_path / "static"), input=pairs.stdout)
+        result = json.loads(sembed("eval", "sts", "-q", input=vectors.stdout).stdout)
+        assert result["spearman"] == pytest.approx(STATIC_SIF_SPEARMAN[kind], abs=0.01)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .method import Job, Method, Recipe, option, start_model
 
-RECIPE = Recipe(3, 256, 0.01, None, optimizer="Adam", unit="sentences",
+RECIPE = Recipe(10, 256, 0.01, None, optimizer="Adam", unit="sentences",
                 note="--fit teacher only; distillation itself has no steps")
 
 
