@@ -161,6 +161,28 @@ def test_fitting_to_the_teacher_lowers_its_loss_and_keeps_the_format(tiny_model,
     assert static_model.is_static(out) and embedded("-m", str(out)).shape == (len(TEXTS), 16)
 
 
+def test_nws_scores_the_pieces_on_neighbouring_sentences(tiny_model, tmp_path):
+    out = tmp_path / "nws"
+    documents = jsonl(*({"doc_id": n // 4, "text": text} for n, text in enumerate(CORPUS)))
+    run = sembed("train", "--method", "static", "-m", tiny_model, "--dim", "16", "--fit", "nws", "--device", "cpu",
+                 "-o", str(out), "-q", input=documents)
+    assert run.exit_code == 0, run.stderr
+    fit = json.loads((out / "sembed.json").read_text())["fit"]
+    assert fit["objective"].startswith("NWS") and len(fit["history"]) == 5 and fit["settings"]["optimizer"] == "AdaGrad"
+    assert static_model.is_static(out)
+    missing = sembed("train", "--method", "static", "-m", tiny_model, "--fit", "nws", "--device", "cpu",
+                     "-o", str(tmp_path / "m"), input=jsonl({"text": "A dog."}))
+    assert missing.exit_code == 1 and missing.stderr.endswith(
+        "error: <stdin>:1: missing key 'doc_id' (the document of the sentence: --fit nws learns from neighbouring "
+        "sentences)\n")
+
+
+@pytest.mark.parametrize("args", [["--fit-vectors"], ["--fit", "nws", "--epochs", "2"], ["--fit-sentences", "9"]])
+def test_fitting_options_need_fit_teacher(args, tmp_path):
+    run = sembed("train", "--method", "static", *args, "-o", str(tmp_path / "m"), input=jsonl({"text": "a"}))
+    assert run.exit_code == 2 and "only with --fit teacher" in " ".join(run.stderr.split())
+
+
 @pytest.mark.parametrize("records, message", [
     ("", "error: no texts in <stdin> (hint: train --method static reads a corpus of text records (sembed convert "
          "--from lines|prose|brown))\n"),

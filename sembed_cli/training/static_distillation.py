@@ -17,7 +17,12 @@ Weights, one per piece, folded into its row:
             Zipf's law, a = 1e-4 (model2vec's default; no corpus counts)
     none    1
 
---fit teacher then learns the weights (the log of each, started at the
+--fit nws replaces them by Neural Word Saliency scores (Samardzhiev et al.
+2018, eq. 1-9, as `train --method nws` learns them: `word_saliency.py` run
+with the pieces as its words and these vectors frozen, neighbouring
+sentences of a document as positives; its recipe, ISF start).
+
+--fit teacher instead learns the weights (the log of each, started at the
 weighting's) and with --fit-vectors the vectors too, so that the static
 sentence vectors of unlabelled corpus sentences (never an evaluation set)
 take the teacher's geometry: the loss is the mean squared difference
@@ -38,14 +43,15 @@ import numpy as np
 from .. import console
 from ..artifacts import ContentHash, building, describe, refuse_existing, write_metadata
 from ..errors import BadRecord, SembedError
-from ..io import RecordSource, check_text
+from ..io import RecordSource, check_text, dumps
+from ..models.word_vectors import WordVectors
 
 log = logging.getLogger(__name__)
 
 SIF_A = 1e-3  # Arora et al.'s a, as sembed's SIF over word vectors uses it (models/salience.py)
 ZIPF_A = 1e-4  # model2vec's sif_coefficient for its Zipf estimate
 WEIGHTINGS = ("sif", "zipf", "none")
-FITS = ("none", "teacher")
+FITS = ("none", "teacher", "nws")
 COUNT_CHUNK = 10_000  # texts tokenised at a time while counting
 TOKEN_BATCH = 1024  # vocabulary pieces a teacher forward pass
 FIT_WORDS = (5, 40)  # the corpus sentences --fit teacher learns from: 5 to 40 words, like the STS sets'
@@ -75,10 +81,12 @@ class Corpus:
     texts: int = 0
     hash: ContentHash = field(default_factory=ContentHash)
     fit_texts: list[str] = field(default_factory=list)
+    documents: list[tuple[str, str]] = field(default_factory=list)  # (doc_id, text) of every text, for --fit nws
 
 
-def read_corpus(source: RecordSource, tokenizer, text_key: str = "text") -> Corpus:
-    """Count the word-pieces of every text (as the static model will split them: no special tokens)."""
+def read_corpus(source: RecordSource, tokenizer, text_key: str = "text", doc_key: str | None = None) -> Corpus:
+    """Count the word-pieces of every text (as the static model will split them: no special tokens); with a
+    `doc_key`, also keep each text with its document."""
     corpus = Corpus(np.zeros(tokenizer.get_vocab_size(), dtype=np.int64))
     pending: list[str] = []
 
@@ -88,6 +96,9 @@ def read_corpus(source: RecordSource, tokenizer, text_key: str = "text") -> Corp
         pending.clear()
 
     def check(record: dict) -> None:
+        if doc_key is not None and doc_key not in record:
+            raise BadRecord(f"missing key '{doc_key}' (the document of the sentence: --fit nws learns from "
+                            "neighbouring sentences)")
         if text_key not in record:
             raise BadRecord(f"missing key '{text_key}'")
         check_text(record, text_key)
@@ -99,6 +110,8 @@ def read_corpus(source: RecordSource, tokenizer, text_key: str = "text") -> Corp
         pending.append(text)
         if FIT_WORDS[0] <= len(text.split()) <= FIT_WORDS[1]:
             corpus.fit_texts.append(text)
+        if doc_key is not None:
+            corpus.documents.append((str(record[doc_key]), text))
         if len(pending) >= COUNT_CHUNK:
             count()
     count()
@@ -221,6 +234,39 @@ def fit_to_teacher(vectors: np.ndarray, weights: np.ndarray, ids: list[list[int]
     return (table.detach().cpu().numpy(), torch.exp(log_weights.detach()).cpu().numpy(), history)
 
 
+class PieceVectors(WordVectors):
+    """The distilled vectors as NWS's word vectors: its words are the word-pieces, a text split by the tokenizer."""
+
+    def __init__(self, tokenizer, matrix: np.ndarray):
+        super().__init__("word-pieces", [tokenizer.id_to_token(i) for i in range(tokenizer.get_vocab_size())],
+                         matrix, lowercase=False)
+        self.tokenizer = tokenizer
+
+    def words_of(self, text: str) -> tuple[list[str], list[str]]:
+        return self.tokenizer.encode(text, add_special_tokens=False).tokens, []
+
+
+def nws_scores(documents: list[tuple[str, str]], tokenizer, vectors: np.ndarray, seed: int,
+               device: str) -> tuple[np.ndarray, dict]:
+    """NWS scores of the pieces (eq. 1-9, `word_saliency.train_nws` on the corpus with the pieces as words; a piece
+    it never saw gets its unseen score), and the table's metadata."""
+    import tempfile
+
+    from . import word_saliency
+
+    with tempfile.TemporaryDirectory(prefix="sembed-nws-") as scratch:
+        corpus = Path(scratch) / "corpus.jsonl"
+        with open(corpus, "wb") as f:
+            for doc_id, text in documents:
+                f.write(dumps({"doc_id": doc_id, "text": text}) + b"\n")
+        table = word_saliency.train_nws(RecordSource(str(corpus)), Path(scratch) / "nws",
+                                        PieceVectors(tokenizer, vectors), word_saliency.Settings(seed=seed),
+                                        device=device)
+    scores = np.full(tokenizer.get_vocab_size(), table.metadata["unseen_score"], dtype=np.float32)
+    scores[[tokenizer.token_to_id(word) for word in table.words]] = table.scores
+    return scores, table.metadata
+
+
 def train_static(source: RecordSource, output: Path, settings: Settings, device: str = "auto",
                  text_key: str = "text", force: bool = False) -> Path:
     """Distil the teacher `settings.model` into a static model at `output` (see the module docstring)."""
@@ -233,7 +279,7 @@ def train_static(source: RecordSource, output: Path, settings: Settings, device:
         raise SembedError(f"'{settings.model}' is a static model already", "distil a transformer model")
     teacher = sentence_models.load(settings.model, device)
     tokenizer = fast_tokenizer(teacher)
-    corpus = read_corpus(source, tokenizer, text_key)
+    corpus = read_corpus(source, tokenizer, text_key, "doc_id" if settings.fit == "nws" else None)
     log.info(f"{corpus.texts} texts, {int(corpus.counts.sum())} word-pieces, "
              f"{int((corpus.counts > 0).sum())} of the {len(corpus.counts)} pieces seen")
     tick = time.perf_counter()
@@ -243,6 +289,10 @@ def train_static(source: RecordSource, output: Path, settings: Settings, device:
     weights = piece_weights(settings.weighting, corpus.counts)
     history: list[dict] = []
     fit = {}
+    if settings.fit == "nws":
+        weights, table = nws_scores(corpus.documents, tokenizer, vectors, settings.seed, device)
+        fit = {"objective": "NWS (Samardzhiev et al. 2018, eq. 1-9)", "settings": table["settings"],
+               "unseen_score": table["unseen_score"], "history": table["history"]}
     if settings.fit == "teacher":
         rng = np.random.default_rng(settings.seed)
         texts = corpus.fit_texts
