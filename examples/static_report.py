@@ -20,6 +20,7 @@ ROWS = [("minilm", "all-MiniLM-L6-v2, torch fp32 (the teacher)"),
         ("static-none", "static, no weights"),
         ("static-zipf", "static, Zipf weights (model2vec's, no counts)"),
         ("static-sif", "static, SIF weights from corpus counts (`train --method static`)"),
+        ("static-nws", "static, NWS scores learnt on the corpora (`--fit nws`)"),
         ("static-sif-fit", "static, SIF then weights fitted to the teacher (`--fit teacher`)"),
         ("static-sif-fit-vectors", "static, SIF then weights and vectors fitted (`--fit teacher --fit-vectors`)"),
         ("model2vec", "model2vec 0.10 `distill` of the same MiniLM (PCA 256, Zipf), its own encode")]
@@ -58,6 +59,17 @@ def build(work: Path, seed: int) -> tuple[str, dict]:
                       f"{'met' if static[best] >= AIM else 'not met'}"
                   + ("" if peer is None else f"; model2vec's distill {peer['spearman']:.2f}: "
                      f"{'beaten' if static[best] > peer['spearman'] else 'not beaten'}") + "."]
+    failures = {path.stem: [json.loads(line) for line in path.read_text().splitlines()]
+                for path in sorted((work / "failures").glob("*.jsonl"))} if (work / "failures").is_dir() else {}
+    if failures:
+        names = [name for name, _ in ROWS if name in failures]
+        result["failures"] = {name: {p["id"]: round(p["similarity"], 3) for p in failures[name]} for name in names}
+        lines += ["", "Cosines of examples/data/static_failures.jsonl (a bag of word-pieces cannot see negation or who "
+                      "did what):", "", "| pair | " + " | ".join(names) + " |",
+                  "| --- |" + " --- |" * len(names)]
+        for n, pair in enumerate(failures[names[0]]):
+            lines.append(f"| {pair['id']}: {pair['text_a']} / {pair['text_b']} | "
+                         + " | ".join(f"{failures[name][n]['similarity']:.3f}" for name in names) + " |")
     lines += ["", "Stage times (s): " + ", ".join(f"{k} {v}" for k, v in result["times_s"].items())]
     return "\n".join(lines) + "\n", result
 
