@@ -59,6 +59,19 @@ def build(work: Path, seed: int) -> tuple[str, dict]:
                       f"{'met' if static[best] >= AIM else 'not met'}"
                   + ("" if peer is None else f"; model2vec's distill {peer['spearman']:.2f}: "
                      f"{'beaten' if static[best] > peer['spearman'] else 'not beaten'}") + "."]
+    versus = {path.stem: json.loads(path.read_text())["difference"]
+              for path in sorted((work / "versus").glob("*.json"))} if (work / "versus").is_dir() else {}
+    if versus:
+        result["versus_sif"] = versus
+        lines += ["", "Against SIF alone (`sembed eval sts --versus`, paired bootstrap over the test pairs, 2000 "
+                      "resamples, 95% interval of the Spearman difference):", "",
+                  "| model | STS-B test | SICK-R test |", "| --- | --- | --- |"]
+        for name, label in ROWS:
+            cells = [versus.get(f"{name}.{data}") for data, _ in DATASETS]
+            if any(cells):
+                lines.append(f"| {label} | " + " | ".join(
+                    f"{d['spearman']:+.2f} [{d['spearman_ci'][0]:+.2f}, {d['spearman_ci'][1]:+.2f}]" if d else "-"
+                    for d in cells) + " |")
     failures = {path.stem: [json.loads(line) for line in path.read_text().splitlines()]
                 for path in sorted((work / "failures").glob("*.jsonl"))} if (work / "failures").is_dir() else {}
     if failures:

@@ -50,8 +50,6 @@ log = logging.getLogger(__name__)
 
 SIF_A = 1e-3  # Arora et al.'s a, as sembed's SIF over word vectors uses it (models/salience.py)
 ZIPF_A = 1e-4  # model2vec's sif_coefficient for its Zipf estimate
-WEIGHTINGS = ("sif", "zipf", "none")
-FITS = ("none", "teacher", "nws")
 COUNT_CHUNK = 10_000  # texts tokenised at a time while counting
 TOKEN_BATCH = 1024  # vocabulary pieces a teacher forward pass
 FIT_WORDS = (5, 40)  # the corpus sentences --fit teacher learns from: 5 to 40 words, like the STS sets'
@@ -287,8 +285,7 @@ def train_static(source: RecordSource, output: Path, settings: Settings, device:
     log.info(f"distilled {len(vectors)} word-pieces in {time.perf_counter() - tick:.0f} s; PCA to {reduction['dim']} "
              f"dimensions keeps {reduction['variance_kept']:.1%} of the variance")
     weights = piece_weights(settings.weighting, corpus.counts)
-    history: list[dict] = []
-    fit = {}
+    fit: dict = {}
     if settings.fit == "nws":
         weights, table = nws_scores(corpus.documents, tokenizer, vectors, settings.seed, device)
         fit = {"objective": "NWS (Samardzhiev et al. 2018, eq. 1-9)", "settings": table["settings"],
