@@ -56,6 +56,26 @@ def corpora_records(records: Path | None) -> Iterator[Path]:
         yield path
 
 
+def time_process(name: str, command: list[str], env: dict, sentences: int, window: int) -> dict:
+    """Run `command` (which prints a line per window of `window` sentences): seconds from its start to its first
+    output, sentences/s after it (steady state), wall and CPU seconds, peak RSS (wait4)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT, env=env)
+    first = None
+    for _ in process.stdout:
+        first = first or time.perf_counter()
+    _, status, usage = os.wait4(process.pid, 0)
+    ended = time.perf_counter()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode or first is None:
+        raise SystemExit(f"{name} failed with exit status {process.returncode}")
+    after_first = sentences - min(window, sentences)
+    return {"startup_to_first_record_s": round(first - started, 2),
+            "sentences_per_s": round(after_first / (ended - first), 1) if after_first else None,
+            "wall_s": round(ended - started, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+
+
 def write_jsonl(path: Path, sentences: list[str]) -> Path:
     with open(path, "wb") as f:
         for i, text in enumerate(sentences):

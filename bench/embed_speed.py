@@ -45,7 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import DATA, ROOT, cpu_description, log, save, write_jsonl
+from common import DATA, ROOT, cpu_description, log, save, time_process, write_jsonl
 
 from sembed_cli.commands.embed import CPU_ENCODE_BATCH
 from sembed_cli.io import RecordSink, RecordSource, TextFields
@@ -121,27 +121,26 @@ def run_contender(name: str, src: Path, threads: int, sentences: int) -> dict:
         command = [sys.executable, "-c", REFERENCE, str(src), str(threads)]
     else:
         command = [sys.executable, "-m", "sembed_cli", "embed", "-q", "--device", "cpu", *CONTENDERS[name], str(src)]
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT, env=env)
-    first = None
-    for _ in process.stdout:
-        first = first or time.perf_counter()
-    _, status, usage = os.wait4(process.pid, 0)
-    ended = time.perf_counter()
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode or first is None:
-        raise SystemExit(f"{name} failed with exit status {process.returncode}")
-    after_first = sentences - min(WINDOW, sentences)
-    return {"startup_to_first_record_s": round(first - started, 2),
-            "sentences_per_s": round(after_first / (ended - first), 1) if after_first else None,
-            "wall_s": round(ended - started, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+    return time_process(name, command, env, sentences, WINDOW)
+
+
+def int8_description() -> dict:
+    """Which int8 export `--quantize int8` runs on this CPU: its file and quantisation settings."""
+    from dataclasses import asdict
+
+    from sembed_cli.models import onnx_encoder
+
+    isa = onnx_encoder.cpu_instruction_set()
+    return {"instruction_set": isa, "file": onnx_encoder.file_name("int8", isa),
+            **asdict(onnx_encoder.int8_config(isa))}
 
 
 def compare_backends(args) -> None:
     """--backends: the reference and sembed with each backend, as processes, interleaved, at 1 and 2 threads."""
     texts = stsb_train_sentences()[:args.limit]
-    described = {**cpu_description(), "load_average_before": [round(x, 2) for x in os.getloadavg()]}
+    described = {**cpu_description(), "load_average_before": [round(x, 2) for x in os.getloadavg()],
+                 "int8": int8_description()}
+    log(f"int8 config: {described['int8']}")
     log(f"{len(texts)} sentences; {described['cpu_model']} ({', '.join(described['cpu_flags'])}); "
         f"load average {described['load_average_before']}")
     runs: dict[str, dict[str, list[dict]]] = {str(t): {name: [] for name in CONTENDERS} for t in args.thread_counts}

@@ -30,7 +30,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+                    "RAYON_NUM_THREADS")  # tokenizers' batch encoding (a static model's whole work)
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 LOADAVG = Path("/proc/loadavg")
 PROC_STAT = Path("/proc/stat")

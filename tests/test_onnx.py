@@ -106,18 +106,19 @@ def test_int8_is_close_to_fp32_and_named_for_the_cpu(model, monkeypatch, one_tor
     assert cosines.min() > 0.95 and not np.allclose(encoder.encode(TEXTS), fp32, atol=1e-6)
 
 
-@pytest.mark.parametrize("flags, machine, isa, weights", [
-    ({"avx2", "avx512f", "avx512_vnni"}, "x86_64", "avx512_vnni", "QInt8"),
-    ({"avx2", "avx512f", "avx512vnni"}, "x86_64", "avx512_vnni", "QInt8"),
-    ({"avx2", "avx512f"}, "x86_64", "avx512", "QInt8"),
-    ({"avx2", "fma"}, "x86_64", "avx2", "QInt8"),
-    (set(), "x86_64", "avx2", "QInt8"),
-    (set(), "aarch64", "arm64", "QInt8"),
+@pytest.mark.parametrize("flags, machine, isa, seven_bit", [
+    ({"avx2", "avx512f", "avx512_vnni"}, "x86_64", "avx512_vnni", True),
+    ({"avx2", "avx512f", "avx512vnni"}, "x86_64", "avx512_vnni", True),
+    ({"avx2", "avx512f"}, "x86_64", "avx512", True),
+    ({"avx2", "fma"}, "x86_64", "avx2", True),
+    (set(), "x86_64", "avx2", True),
+    (set(), "aarch64", "arm64", False),
 ])
-def test_the_int8_config_follows_the_instruction_set(flags, machine, isa, weights):
+def test_the_int8_config_follows_the_instruction_set(flags, machine, isa, seven_bit):
+    """Signed per-channel weights, 7-bit on every x86 instruction set (8-bit ones lost 0.38 on AVX-512 VNNI)."""
     assert onnx_encoder.instruction_set(flags, machine) == isa
-    assert onnx_encoder.int8_config(isa) == onnx_encoder.Int8Config(weights, per_channel=True,
-                                                                    reduce_range=isa == "avx2")
+    assert onnx_encoder.int8_config(isa) == onnx_encoder.Int8Config("QInt8", per_channel=True,
+                                                                    reduce_range=seven_bit)
     assert onnx_encoder.file_name("int8", isa) == f"model_qint8_{isa}.onnx"
 
 
@@ -324,9 +325,11 @@ def test_usage_errors(args, message):
 
 
 STSB_TEST_SPEARMAN = 82.03  # torch fp32, all-MiniLM-L6-v2 (bench/embed_speed.py, README)
-# int8 (ONNX Runtime dynamic quantisation, avx2 config) as measured here; the issue's bar: within 0.3 of fp32.
-# int8 vectors depend a little on the batches (activation ranges are per batch): these are `sembed embed`'s.
-INT8_SPEARMAN = {"stsb": 82.24, "sick": 77.09}
+# int8 (ONNX Runtime dynamic quantisation) as measured on each instruction set's CPU (the config and ONNX Runtime's
+# kernels both follow it); the issue's bar, checked on every CPU: within 0.3 of fp32. int8 vectors depend a little on
+# the batches (activation ranges are per batch): these are `sembed embed`'s.
+INT8_SPEARMAN = {"avx2": {"stsb": 82.24, "sick": 77.09},  # AMD EPYC, AVX2 + FMA
+                 "avx512_vnni": {"stsb": 82.25, "sick": 77.09}}  # Intel Xeon, AVX-512 VNNI
 FP32_SPEARMAN = {"stsb": 82.03, "sick": 77.15}
 
 
@@ -352,13 +355,17 @@ def test_fp32_onnx_equals_torch_on_stsb_test(monkeypatch, data_dir):
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("kind, path", [("stsb", "stsb/sts-test.csv"), ("sick", "sick/SICK_test_annotated.txt")])
-def test_int8_stays_within_0_3_of_fp32(kind, path, monkeypatch, data_dir):
+def test_int8_stays_within_0_3_of_fp32_on_this_cpu(kind, path, monkeypatch, data_dir, record_property):
+    """Runs on whichever CPU CI has (the instruction set it ran on is in the report's properties and on stdout); the
+    exact figure is pinned where one was measured on that instruction set."""
     monkeypatch.delenv("SEMBED_CACHE")
-    if onnx_encoder.cpu_instruction_set() != "avx2":
-        pytest.skip("pinned on an AVX2 CPU; other instruction sets quantise otherwise")
+    isa = onnx_encoder.cpu_instruction_set()
+    record_property("instruction_set", isa)
+    print(f"int8 quality checked on {isa}")
     int8 = sts_pipeline(kind, data_dir / path, "--backend", "onnx", "--quantize", "int8")
-    assert int8 == pytest.approx(INT8_SPEARMAN[kind], abs=0.01)
-    assert abs(FP32_SPEARMAN[kind] - int8) <= 0.3
+    assert abs(FP32_SPEARMAN[kind] - int8) <= 0.3, f"{isa}: {int8} against fp32's {FP32_SPEARMAN[kind]}"
+    if isa in INT8_SPEARMAN:
+        assert int8 == pytest.approx(INT8_SPEARMAN[isa][kind], abs=0.01)
 
 
 def test_long_texts_with_onnx_are_counted_and_windowed_as_with_torch(model, one_torch_thread):

@@ -23,7 +23,7 @@ def train_help() -> str:
 
 
 def test_the_registry_lists_each_method_once_under_its_module_name():
-    assert tuple(METHODS) == NAMES == ("sbert", "cf", "ta", "nws", "mlm", "poi", "syntax")
+    assert tuple(METHODS) == NAMES == ("sbert", "cf", "ta", "nws", "mlm", "poi", "syntax", "static")
     for name, method in METHODS.items():
         assert method.name == name and sys.modules[method.run.__module__].METHOD is method
 
@@ -44,7 +44,7 @@ def unwrapped(text: str) -> str:
 
 def test_help_is_generated_from_the_registry_and_documents_every_option():
     text = unwrapped(train_help())
-    assert unwrapped("--method sbert|cf|ta|nws|mlm|poi|syntax") in text
+    assert unwrapped("--method sbert|cf|ta|nws|mlm|poi|syntax|static") in text
     for method in METHODS.values():
         assert unwrapped(f"{method.name}: {method.summary}") in text
         assert unwrapped(method.description) in text  # its paragraph of the Methods section

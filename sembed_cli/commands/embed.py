@@ -199,6 +199,12 @@ def embed_command(
     than Transformer, Pooling and Normalize (TA-SBERT's Token Attention,
     Dense) need --backend torch.
 
+    A static model (a sentence-transformers StaticEmbedding directory, as
+    `sembed train --method static` writes it) is run in numpy and tokenizers
+    whatever the backend, without torch: a text is the mean of its
+    word-pieces' vectors, for corpus-scale first passes (retrieval,
+    deduplication, clustering); it ignores word order.
+
     With --npy FILE the vectors go to a float32 matrix (numpy .npy) instead,
     in output order (record by record, text field by text field, embedding
     before embedding_basic and embedding_cf); each record gets the row number

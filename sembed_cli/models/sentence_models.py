@@ -159,11 +159,27 @@ def load_encoder(model: str = DEFAULT_MODEL, device: str = "auto", precision: st
                  quantize: str = "none"):
     """The sentence encoder of `model` and the device it runs on: a SentenceTransformer (backend torch), or an ONNX
     Runtime encoder with the same `encode` (backend onnx, the CPU only; sembed_cli/models/onnx_encoder.py), which imports
-    no torch once the model is exported."""
+    no torch once the model is exported. A static model (`sembed train --method static`) is always run by numpy on the
+    CPU (models/static_model.py), whatever the backend."""
+    from . import static_model  # numpy: not at --help
+
+    if static_model.is_static(resolve_path(model)):
+        if backend == "onnx":
+            raise SembedError(f"'{model}' is a static model: it runs in numpy, without torch or ONNX Runtime",
+                              "leave out --backend and --quantize")
+        return load_static(model), "cpu"
     if backend == "onnx":
         return load_onnx(model, quantize), "cpu"
     resolved = resolve_device(device)
     return load(model, resolved, resolve_precision(precision, resolved)), resolved
+
+
+@functools.lru_cache(maxsize=4)
+def load_static(model: str):
+    """The static model at `model` (numpy and tokenizers only); cached per process."""
+    from . import static_model
+
+    return static_model.load(resolve_path(model))
 
 
 @functools.lru_cache(maxsize=4)

@@ -7,6 +7,7 @@
     mlm     masked-LM: an encoder adapted, or POI stage 1  training/mlm_adaptation.py, masked_lm.py
     poi     POI stage 2, triplets + masked-LM             training/poi_triplet.py
     syntax  the syntax-distillation map                   training/syntax.py
+    static  a static model distilled from a teacher       training/static_distillation.py
 
 A method module declares its recipe, its settings (a frozen dataclass whose
 fields are its options, with their defaults) and `run(job, settings)`, which
@@ -22,5 +23,5 @@ from .method import Job, Method, OptionError, Recipe
 
 __all__ = ["METHODS", "Job", "Method", "OptionError", "Recipe"]
 
-NAMES = ("sbert", "cf", "ta", "nws", "mlm", "poi", "syntax")  # each the module of that name here; --help's order
+NAMES = ("sbert", "cf", "ta", "nws", "mlm", "poi", "syntax", "static")  # each the module of that name here; --help's order
 METHODS: dict[str, Method] = {name: import_module(f"{__name__}.{name}").METHOD for name in NAMES}

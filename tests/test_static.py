@@ -1,0 +1,237 @@
+"""Static fast mode: `train --method static` (training/static_distillation.py) and `embed -m DIR` on its output
+(models/static_model.py): numpy and tokenizers only, the vectors sentence-transformers' StaticEmbedding gives."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sembed_cli.models import sentence_models, static_model
+from sembed_cli.training import static_distillation
+
+from conftest import ROOT, jsonl, sembed
+from test_onnx import IMPORTS_PROBE
+
+TEXTS = ["A man is playing a guitar.", "A woman slices an onion.", "x", "Zebras!! qwzxv 12345", "!!",
+         "a long text of many words " * 40]
+CORPUS = [f"The {animal} {verb} the {thing} near the river." for animal in ("cat", "dog", "horse", "bird")
+          for verb in ("sees", "follows", "ignores") for thing in ("ball", "boat", "tree", "fence")]
+
+
+@pytest.fixture(scope="module")
+def static_dir(tiny_model, tmp_path_factory) -> Path:
+    """The tiny model distilled (16 dimensions, SIF weights from a small corpus)."""
+    out = tmp_path_factory.mktemp("static") / "model"
+    run = sembed("train", "--method", "static", "-m", tiny_model, "--dim", "16", "--device", "cpu", "-o", str(out),
+                 "-q", input=jsonl(*({"text": text} for text in CORPUS)))
+    assert run.exit_code == 0, run.stderr
+    return out
+
+
+def embedded(*args: str, texts=TEXTS) -> np.ndarray:
+    run = sembed("embed", "-q", *args, input=jsonl(*({"text": text, "id": n} for n, text in enumerate(texts))))
+    assert run.exit_code == 0, run.stderr
+    return np.array([record["embedding"] for record in run.records], dtype=np.float32)
+
+
+# --- the runtime ------------------------------------------------------------------------------------------------
+
+
+def test_a_sentence_is_the_mean_of_its_pieces_rows_made_unit_length(static_dir):
+    model = static_model.load(static_dir)
+    ids = model.token_ids(TEXTS)
+    assert ids[4] == [999, 999] and len(ids[5]) == 240  # no special tokens, no truncation
+    expected = np.stack([model.matrix[i].mean(axis=0) for i in ids])
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(model.encode(TEXTS), expected, atol=1e-6)
+    assert not model.encode(["", " "]).any()  # no piece: the zero vector, as StaticEmbedding gives
+
+
+def test_sentence_transformers_loads_the_directory_and_gives_the_same_vectors(static_dir):
+    from sentence_transformers import SentenceTransformer
+
+    theirs = SentenceTransformer(str(static_dir), device="cpu")
+    assert type(theirs[0]).__name__ == "StaticEmbedding"
+    np.testing.assert_allclose(embedded("-m", str(static_dir)), theirs.encode(TEXTS), atol=1e-6)
+
+
+def test_embed_with_a_static_model_imports_no_torch(static_dir):
+    done = subprocess.run([sys.executable, "-c", IMPORTS_PROBE, "embed", "-q", "-m", str(static_dir)],
+                          input=jsonl({"text": "Dogs bark."}), capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "IMPORTED []" in done.stderr
+    assert len(json.loads(done.stdout)["embedding"]) == 16
+
+
+def test_static_vectors_name_their_model_and_are_not_mixed_with_the_teachers(static_dir, tiny_model):
+    pair = jsonl({"text_a": "A dog runs.", "text_b": "A cat sleeps.", "score": 1.0},
+                 {"text_a": "A man sings.", "text_b": "A man is singing.", "score": 4.5})
+    static = sembed("embed", "-q", "-m", str(static_dir), input=pair)
+    teacher = sembed("embed", "-q", "-m", tiny_model, input=pair)
+    identity = static.records[0]["embedding_model"]
+    assert identity.startswith(f"{static_dir}@") and identity != teacher.records[0]["embedding_model"]
+    mixed = sembed("eval", "sts", "-q", input=static.stdout + teacher.stdout)
+    assert mixed.exit_code == 1
+    assert "<stdin>:3:" in mixed.stderr and "vectors of two models cannot be compared" in mixed.stderr
+
+
+def test_npy_and_shards_give_the_jsonl_vectors(static_dir, tmp_path):
+    vectors = embedded("-m", str(static_dir))
+    run = sembed("embed", "-q", "-m", str(static_dir), "--npy", str(tmp_path / "v.npy"),
+                 input=jsonl(*({"text": text} for text in TEXTS)))
+    assert run.exit_code == 0, run.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), vectors)
+    second = sembed("embed", "-q", "-m", str(static_dir), "--shard", "2/2",
+                    input=jsonl(*({"text": text} for text in TEXTS)))
+    np.testing.assert_array_equal(np.array([r["embedding"] for r in second.records], np.float32), vectors[1::2])
+
+
+def test_an_index_of_static_vectors_answers_text_queries_with_the_static_model(static_dir, tmp_path):
+    records = jsonl(*({"text": text, "id": n} for n, text in enumerate(CORPUS)))
+    built = sembed("index", "-q", "-m", str(static_dir), "-o", str(tmp_path / "index"), input=records)
+    assert built.exit_code == 0, built.stderr
+    found = sembed("search", "-q", "--index", str(tmp_path / "index"), "--query", CORPUS[5], "--k", "1")
+    assert found.exit_code == 0, found.stderr
+    assert found.records[0]["neighbors"][0]["id"] == 5
+    assert found.records[0]["neighbors"][0]["score"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_onnx_is_refused_for_a_static_model(static_dir):
+    run = sembed("embed", "-m", str(static_dir), "--backend", "onnx", input=jsonl({"text": "a"}))
+    assert run.exit_code == 1 and run.stdout == ""
+    assert run.stderr == (f"error: '{static_dir}' is a static model: it runs in numpy, without torch or ONNX "
+                          "Runtime (hint: leave out --backend and --quantize)\n")
+
+
+# --- distillation --------------------------------------------------------------------------------------------
+
+
+def test_the_distilled_directory_says_how_it_was_made(static_dir, tiny_model):
+    metadata = json.loads((static_dir / "sembed.json").read_text())
+    assert metadata["method"] == "static" and metadata["teacher"].startswith(f"{tiny_model}@")
+    assert metadata["pca"]["dim"] == 16 and metadata["pca"]["teacher_dim"] == 32
+    assert 0.5 < metadata["pca"]["variance_kept"] < 1
+    assert metadata["weighting"] == {"a": 1e-3, "p": "corpus piece counts", "name": "sif"}
+    assert metadata["data"]["texts"] == len(CORPUS)
+
+
+def test_piece_weights():
+    counts = np.array([0, 1, 3, 996])
+    np.testing.assert_allclose(static_distillation.piece_weights("sif", counts),
+                               [1, 1e-3 / (1e-3 + 0.001), 1e-3 / (1e-3 + 0.003), 1e-3 / (1e-3 + 0.996)], rtol=1e-6)
+    zipf = 1 / np.arange(2, 6)
+    np.testing.assert_allclose(static_distillation.piece_weights("zipf", counts),
+                               1e-4 / (1e-4 + zipf / zipf.sum()), rtol=1e-6)
+    assert static_distillation.piece_weights("none", counts).tolist() == [1, 1, 1, 1]
+
+
+def test_pca_keeps_the_leading_components():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(200, 8)) * np.array([10, 5, 1, 1, 1, 1, 1, 1])
+    reduced, described = static_distillation.pca(vectors, 2)
+    assert reduced.shape == (200, 2) and described["dim"] == 2 and described["teacher_dim"] == 8
+    assert described["variance_kept"] > 0.9
+    assert static_distillation.pca(vectors, 20)[1]["dim"] == 8
+
+
+def test_piece_vectors_are_the_teachers_sentence_vectors_of_each_piece_alone(tiny_model):
+    from sentence_transformers import SentenceTransformer
+
+    teacher = SentenceTransformer(tiny_model, device="cpu")
+    tokenizer = static_distillation.fast_tokenizer(teacher)
+    vectors = static_distillation.piece_vectors(teacher, tokenizer, "cpu", batch=4096)
+    assert vectors.shape == (tokenizer.get_vocab_size(), 32)
+    for word in ("guitar", "onion", "the"):  # each one piece: encode gives [CLS] piece [SEP] too
+        np.testing.assert_allclose(vectors[tokenizer.token_to_id(word)], teacher.encode(word), atol=1e-5)
+
+
+def test_fitting_to_the_teacher_lowers_its_loss_and_keeps_the_format(tiny_model, tmp_path):
+    out = tmp_path / "fitted"
+    run = sembed("train", "--method", "static", "-m", tiny_model, "--dim", "16", "--fit", "teacher", "--epochs", "3",
+                 "--batch-size", "16", "--device", "cpu", "-o", str(out), "-q",
+                 input=jsonl(*({"text": text} for text in CORPUS)))
+    assert run.exit_code == 0, run.stderr
+    history = json.loads((out / "sembed.json").read_text())["fit"]["history"]
+    assert len(history) == 3 and history[-1]["loss"] < history[0]["loss"]
+    assert static_model.is_static(out) and embedded("-m", str(out)).shape == (len(TEXTS), 16)
+
+
+def test_nws_scores_the_pieces_on_neighbouring_sentences(tiny_model, tmp_path):
+    out = tmp_path / "nws"
+    documents = jsonl(*({"doc_id": n // 4, "text": text} for n, text in enumerate(CORPUS)))
+    run = sembed("train", "--method", "static", "-m", tiny_model, "--dim", "16", "--fit", "nws", "--device", "cpu",
+                 "-o", str(out), "-q", input=documents)
+    assert run.exit_code == 0, run.stderr
+    fit = json.loads((out / "sembed.json").read_text())["fit"]
+    assert fit["objective"].startswith("NWS") and len(fit["history"]) == 5 and fit["settings"]["optimizer"] == "AdaGrad"
+    assert static_model.is_static(out)
+    missing = sembed("train", "--method", "static", "-m", tiny_model, "--fit", "nws", "--device", "cpu",
+                     "-o", str(tmp_path / "m"), input=jsonl({"text": "A dog."}))
+    assert missing.exit_code == 1 and missing.stderr.endswith(
+        "error: <stdin>:1: missing key 'doc_id' (the document of the sentence: --fit nws learns from neighbouring "
+        "sentences)\n")
+
+
+@pytest.mark.parametrize("args", [["--fit-vectors"], ["--fit", "nws", "--epochs", "2"], ["--fit-sentences", "9"]])
+def test_fitting_options_need_fit_teacher(args, tmp_path):
+    run = sembed("train", "--method", "static", *args, "-o", str(tmp_path / "m"), input=jsonl({"text": "a"}))
+    assert run.exit_code == 2 and "only with --fit teacher" in " ".join(run.stderr.split())
+
+
+@pytest.mark.parametrize("records, message", [
+    ("", "error: no texts in <stdin> (hint: train --method static reads a corpus of text records (sembed convert "
+         "--from lines|prose|brown))\n"),
+    (jsonl({"text": "fine"}, {"txt": "no text"}), "error: <stdin>:2: missing key 'text'\n"),
+])
+def test_bad_corpora(tiny_model, tmp_path, records, message):
+    run = sembed("train", "--method", "static", "-m", tiny_model, "--device", "cpu", "-o", str(tmp_path / "m"),
+                 input=records)
+    assert run.exit_code == 1 and run.stderr.endswith(message)
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_static_model_is_not_distilled_again(static_dir, tmp_path):
+    run = sembed("train", "--method", "static", "-m", str(static_dir), "--device", "cpu", "-o", str(tmp_path / "m"),
+                 input=jsonl({"text": "a"}))
+    assert run.exit_code == 1
+    assert run.stderr.endswith(f"error: '{static_dir}' is a static model already (hint: distil a transformer "
+                               "model)\n")
+
+
+def test_options_of_static_are_refused_for_other_methods(tmp_path):
+    run = sembed("train", "--method", "nws", "--dim", "8", "-o", str(tmp_path / "m"), input=jsonl({"text": "a"}))
+    assert run.exit_code == 2 and "only for --method static" in " ".join(run.stderr.split())
+
+
+def test_sentence_models_knows_a_static_directory(static_dir, tiny_model):
+    assert static_model.is_static(static_dir) and not static_model.is_static(Path(tiny_model))
+    encoder, device = sentence_models.load_encoder(str(static_dir))
+    assert device == "cpu" and encoder.identity == {"backend": "static"}
+
+
+# --- the real teacher (e2e) ----------------------------------------------------------------------------------
+
+CORPORA = [("prose", "abc", ["--doc-break", "blank"]), ("prose", "state_union", []), ("prose", "inaugural", []),
+           ("lines", "webtext", []), ("lines", "movie_reviews", []), ("brown", "brown", [])]
+# Spearman x100 of `train --method static` (MiniLM, 256 dimensions, SIF from the shared corpora's counts) through
+# `sembed embed | sembed eval sts`, as examples/static_reproduction.sh measured it (examples/results/static.md).
+STATIC_SIF_SPEARMAN = {"stsb": 69.86, "sick": 61.31}
+
+
+@pytest.mark.e2e
+def test_minilm_distilled_with_the_corpora_counts_scores_as_the_reproduction(data_dir, tmp_path):
+    corpus = "".join(sembed("convert", "-q", "--from", kind, str(data_dir / "corpora" / folder), *extra).stdout
+                     for kind, folder, extra in CORPORA)
+    trained = sembed("train", "--method", "static", "--device", "cpu", "-o", str(tmp_path / "static"), "-q",
+                     input=corpus)
+    assert trained.exit_code == 0, trained.stderr
+    for kind, path in (("stsb", "stsb/sts-test.csv"), ("sick", "sick/SICK_test_annotated.txt")):
+        pairs = sembed("convert", "-q", "--from", kind, str(data_dir / path))
+        vectors = sembed("embed", "-q", "-m", str(tmp_path / "static"), input=pairs.stdout)
+        result = json.loads(sembed("eval", "sts", "-q", input=vectors.stdout).stdout)
+        assert result["spearman"] == pytest.approx(STATIC_SIF_SPEARMAN[kind], abs=0.01)
