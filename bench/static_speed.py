@@ -120,8 +120,17 @@ def main() -> None:
                     log(f"round {n + 1}, {threads} thread(s), {name:30s} {result['sentences_per_s']:9.1f} "
                         f"sentences/s, start-up {result['startup_s']:5.2f} s, peak {result['peak_rss_mb']:6.1f} MB, "
                         f"load {result['load_average']:.2f}")
+                    summarise(runs, args, texts, described)
+    summarise(runs, args, texts, described, show=True)
+
+
+def summarise(runs: dict, args, texts: list[str], described: dict, show: bool = False) -> None:
+    """Best figures and per-round ratios to the reference; saved after every round, so a cut-short run keeps its
+    rounds."""
     table = {}
     for threads, by_name in runs.items():
+        if not all(by_name.values()):
+            continue
         reference = by_name["sentence_transformers_encode"]
         table[threads] = {}
         for name, results in by_name.items():
@@ -131,16 +140,19 @@ def main() -> None:
                                     "startup_s": min(r["startup_s"] for r in results),
                                     "peak_rss_mb": max(r["peak_rss_mb"] for r in results)}
             row = table[threads][name]
-            log(f"{threads} thread(s) {name:30s} {row['sentences_per_s']:9.1f} sentences/s "
-                f"(x{row['throughput_ratio']}), start-up {row['startup_s']:5.2f} s, peak {row['peak_rss_mb']:6.1f} MB")
+            if show:
+                log(f"{threads} thread(s) {name:30s} {row['sentences_per_s']:9.1f} sentences/s "
+                    f"(x{row['throughput_ratio']}), start-up {row['startup_s']:5.2f} s, "
+                    f"peak {row['peak_rss_mb']:6.1f} MB")
     result = {"sentences": len(texts), "static_sentences": len(texts) * STATIC_REPEATS, "window": WINDOW,
               "static_model": str(args.static), "model2vec": str(args.model2vec) if args.model2vec else None,
               **described, "load_average_after": [round(x, 2) for x in os.getloadavg()],
               "note": "throughput ratios are per round (the same load), median of rounds; machine shared with other "
                       "jobs", "aim": {"static_throughput_ratio": 50}, "best_by_threads": table, "runs": runs}
     if args.limit is None:
-        log(f"written {save('static_speed', result)}")
-
+        path = save("static_speed", result)
+        if show:
+            log(f"written {path}")
 
 if __name__ == "__main__":
     main()

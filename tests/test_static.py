@@ -235,3 +235,13 @@ def test_minilm_distilled_with_the_corpora_counts_scores_as_the_reproduction(dat
         vectors = sembed("embed", "-q", "-m", str(tmp_path / "static"), input=pairs.stdout)
         result = json.loads(sembed("eval", "sts", "-q", input=vectors.stdout).stdout)
         assert result["spearman"] == pytest.approx(STATIC_SIF_SPEARMAN[kind], abs=0.01)
+
+
+def test_a_missing_runtime_library_is_one_line_naming_the_extra(static_dir, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tokenizers", None)
+    sentence_models.load_static.cache_clear()
+    run = sembed("embed", "-m", str(static_dir), input=jsonl({"text": "a"}))
+    sentence_models.load_static.cache_clear()
+    assert run.exit_code == 1 and run.stderr == (
+        "error: a static model needs tokenizers, which is not installed (hint: pip install 'sembed[static]' "
+        "(tokenizers and safetensors))\n")

@@ -101,8 +101,12 @@ class StaticModel:
 
 def load(path: str | Path) -> StaticModel:
     """The static model in directory `path`; a one-line error when its files are missing or unreadable."""
-    from safetensors.numpy import load_file
-    from tokenizers import Tokenizer
+    try:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+    except ImportError as e:
+        raise SembedError(f"a static model needs {e.name}, which is not installed",
+                          "pip install 'sembed[static]' (tokenizers and safetensors)") from None
 
     path = Path(path)
     try:
