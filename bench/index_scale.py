@@ -228,13 +228,20 @@ def sembed_search(directory: Path, folder: Path, threads: int) -> None:
 
 # --- one size ----------------------------------------------------------------------------------------------
 
-def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, checkpoint=lambda result: None) -> dict:
+def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, checkpoint=lambda result: None,
+             reuse: dict | None = None, raw_too: bool = True) -> dict:
+    """One size's figures; `reuse`: a partial result of an earlier run whose sembed index is on disk (its build
+    figures are kept, the rest measured now); without `raw_too` FAISS alone is not built (a long run cut short)."""
     folder = work / str(size)
     made = make_data(work, size, seed)
     log(f"{size}: data made ({made['seconds']} s)")
     env = {"SEMBED_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"}
     index_dir = folder / "sembed-index"
     result: dict = {"size": size, "threads": threads, "type_asked": index_type}
+    if reuse is not None and (index_dir / "sembed.json").exists():
+        result["sembed"] = dict(reuse["sembed"])
+        meta = json.loads((index_dir / "sembed.json").read_text())
+        return measure(work, size, threads, seed, index_type, result, meta, checkpoint, raw_too, env, folder, index_dir)
     build = timed([*SEMBED, "index", "-q", str(folder / "records.jsonl"), "--npy", str(folder / "vectors.npy"),
                    "--type", index_type, "-o", str(index_dir), "--force", "--seed", str(seed)], env)
     meta = json.loads((index_dir / "sembed.json").read_text())
@@ -246,21 +253,31 @@ def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, ch
     checkpoint(result)
     log(f"{size}: sembed built {meta['type']} ({settings['factory']}) in {build['seconds']} s, "
         f"{build['peak_rss_gb']} GB")
+    return measure(work, size, threads, seed, index_type, result, meta, checkpoint, raw_too, env, folder, index_dir)
+
+
+def measure(work: Path, size: int, threads: int, seed: int, index_type: str, result: dict, meta: dict, checkpoint,
+            raw_too: bool, env: dict, folder: Path, index_dir: Path) -> dict:
+    """Everything after sembed's build: FAISS's own build, search, start-up, update."""
     from sembed_cli.indexes import kinds
 
+    settings = meta["settings"]
+    raw_too = raw_too and settings.get("nprobe") is not None
     sample = kinds.training_size(kinds.create(kinds.Kind(meta["type"], settings["factory"]), 384), size)
-    raw = timed([PYTHON, __file__, "raw-build", str(folder), settings["factory"], str(sample), str(seed),
-                 str(threads)], env)
-    result["raw_faiss"] = {"build_seconds": raw["seconds"], "build_cpu_seconds": raw["cpu_seconds"],
+    if raw_too:
+        raw = timed([PYTHON, __file__, "raw-build", str(folder), settings["factory"], str(sample), str(seed),
+                     str(threads)], env)
+    result["raw_faiss"] = {} if not raw_too else {"build_seconds": raw["seconds"], "build_cpu_seconds": raw["cpu_seconds"],
                            "build_load_average": raw["load_average"], "build_peak_rss_gb": raw["peak_rss_gb"],
                            "disk_bytes": disk_bytes(folder / "raw.faiss") + disk_bytes(folder / "vectors.npy") // 1}
     checkpoint(result)
-    log(f"{size}: raw FAISS built in {raw['seconds']} s, {raw['peak_rss_gb']} GB")
+    if raw_too:
+        log(f"{size}: raw FAISS built in {raw['seconds']} s, {raw['peak_rss_gb']} GB")
     exact = exact_neighbours(folder, np.load(folder / "queries.npy"))
     searched = timed([PYTHON, __file__, "sembed-search", str(index_dir), str(folder), str(threads)], env)
     result["sembed"].update(json.loads(searched["stdout"]), search_peak_rss_gb=searched["peak_rss_gb"],
                             recall_at_10=recall(np.load(folder / "sembed_found.npy"), exact))
-    if settings.get("nprobe"):
+    if raw_too:
         raw_searched = timed([PYTHON, __file__, "raw-search", str(folder), str(settings["nprobe"]), str(threads)], env)
         result["raw_faiss"].update(json.loads(raw_searched["stdout"]), search_peak_rss_gb=raw_searched["peak_rss_gb"],
                                    recall_at_10=recall(np.load(folder / "raw_found.npy"), exact))
@@ -278,7 +295,7 @@ def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, ch
     result["sembed"]["update_2000_seconds"] = updated["seconds"]
     result["sembed"]["update_2000_cpu_seconds"] = updated["cpu_seconds"]
     result["sembed"]["update_2000_peak_rss_gb"] = updated["peak_rss_gb"]
-    if settings.get("nprobe"):
+    if raw_too:
         raw_updated = timed([PYTHON, __file__, "raw-update", str(folder), str(size), str(threads)], env)
         result["raw_faiss"]["update_2000_seconds"] = raw_updated["seconds"]
         result["raw_faiss"]["update_2000_cpu_seconds"] = raw_updated["cpu_seconds"]
@@ -307,6 +324,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "index_scale")
     parser.add_argument("--name", default="index_scale")
+    parser.add_argument("--reuse", action="store_true",
+                        help="measure again over a sembed index an earlier (partial) run left, keeping its build figures")
+    parser.add_argument("--no-raw", action="store_true", help="leave FAISS's own build out (a long run cut short)")
     args = parser.parse_args()
     path = RESULTS / f"{args.name}.json"
     previous = json.loads(path.read_text()).get("runs", []) if path.exists() else []
@@ -316,7 +336,9 @@ def main() -> None:
             partial = [r for r in runs if r["size"] != size] + [{**result, "partial": True}]
             save(args.name, {"how": __doc__.split("\n\n")[1], "runs": sorted(partial, key=lambda r: r["size"])})
 
-        runs.append(run_size(args.work, size, args.threads, args.seed, args.type, checkpoint))
+        earlier = next((r for r in previous if r["size"] == size and "sembed" in r), None) if args.reuse else None
+        runs.append(run_size(args.work, size, args.threads, args.seed, args.type, checkpoint, earlier,
+                             not args.no_raw))
         save(args.name, {"how": __doc__.split("\n\n")[1], "runs": sorted(runs, key=lambda r: r["size"])})
 
 
