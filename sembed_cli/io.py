@@ -721,7 +721,8 @@ def float32_vector(record: dict, key: str, size: int | None = None, cosine: bool
     value = record.get(key)
     array = None
     if isinstance(value, list) and value and set(map(type, value)) <= _NUMBERS:
-        array = np.asarray(value, dtype=np.float32)
+        with np.errstate(over="ignore"):  # past float32's range: inf here, then `vector`'s message
+            array = np.asarray(value, dtype=np.float32)
     elif isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind == "f":
         array = np.asarray(value, dtype=np.float32)
     if array is None or not np.isfinite(array).all():  # the precise message: what, where

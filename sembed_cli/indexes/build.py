@@ -58,7 +58,7 @@ class TextEmbedder:
             self.encoder, self.device = sentence_models.load_encoder(
                 self.choice.name, self.choice.device, backend=self.choice.backend, quantize=self.choice.quantize)
             self.long_texts = LongTexts(self.encoder, self.choice.long_text)
-            console.say(f"embedding texts with {self.check.identity} on {self.device}")
+            log.info(f"embedding texts with {self.check.identity} on {self.device}")
         if self.choice.long_text == "error":
             for text in texts:
                 self.long_texts.check({"text": text}, "text")
@@ -102,7 +102,7 @@ class ModelCheck:
             raise SembedError(f"the index at '{old.path}' holds vectors of '{old.identity}', but '{choice.name}' is "
                               f"'{identity}', another model", "update with the index's model (leave out --model)")
         if self.reader.uses_vectors:
-            console.warn(f"the records' vectors carry no embedding_model: taken to be of --model '{identity}'")
+            log.warning(f"the records' vectors carry no embedding_model: taken to be of --model '{identity}'")
             dimension = old.dimension if old is not None else model_dimension(choice)
             if self.reader.dimension != dimension:
                 raise SembedError(f"'{self.reader.embedding_key}' has {self.reader.dimension} dimensions, but the "
@@ -166,7 +166,7 @@ def build_index(source: RecordSource, output: Path, settings: IndexSettings, cho
             built = build_into(work, entries, settings, embedder, source.rejects, trained)
             embedder.report()
             if source.summary():
-                console.warn(source.summary())
+                log.warning(source.summary())
             metadata = index_metadata(built, check.identity, settings, reader,
                                       query_backend(embedder, reader, choice), source.rejects, choice.name)
             regression = labelled_regression(work, settings.text_key, built.data_sha256)
@@ -176,7 +176,7 @@ def build_index(source: RecordSource, output: Path, settings: IndexSettings, cho
     finally:
         if trained is not None:
             trained.close()
-    console.say(f"wrote {output}: {built.count} vectors of {built.dimension} dimensions, {built.kind.name} index "
+    log.info(f"wrote {output}: {built.count} vectors of {built.dimension} dimensions, {built.kind.name} index "
                 f"({built.kind.factory})" + (f"; {built.changes.repeated} repeated record(s) indexed once"
                                              if built.changes.repeated else ""))
     return metadata
@@ -224,7 +224,7 @@ def labelled_regression(work: Path, text_key: str, digest: str):
     found = ngram_classifier.labelled(payloads, text_key)
     if found is None:
         return None
-    console.say(f"fitting the n-gram regression of taste --neighbours on {len(found[0])} labelled names")
+    log.info(f"fitting the n-gram regression of taste --neighbours on {len(found[0])} labelled names")
     return ngram_classifier.NgramClassifier.fit(*found, digest)
 
 
@@ -289,14 +289,14 @@ def _update(loaded: VectorIndex, source: RecordSource, settings: IndexSettings, 
     updated = update_in_place(loaded, entries, embedder, source.rejects, choices.sync, settings.batch_size, metadata)
     embedder.report()
     if source.summary():
-        console.warn(source.summary())
+        log.warning(source.summary())
     changes = updated.changes
-    console.say(f"{changes.added} new, {changes.replaced} changed, {changes.unchanged} unchanged record(s)"
+    log.info(f"{changes.added} new, {changes.replaced} changed, {changes.unchanged} unchanged record(s)"
                 + (f", {changes.synced} removed (not in the input)" if choices.sync else "")
                 + (f", {changes.repeated} repeated (indexed once)" if changes.repeated else "")
                 + f"; {updated.count} in all")
     if embedder.count:
-        console.say(f"embedded {embedder.count} texts")
+        log.info(f"embedded {embedder.count} texts")
     if choices.retrain:
         return rebuild(loaded.path, replace(settings, requested_type=built.get("requested_type", "auto")))
     return metadata(updated)
@@ -318,7 +318,7 @@ def rebuild(directory: Path, settings: IndexSettings) -> dict:
             write_metadata(work, fresh, METADATA_FILE)
     finally:
         old.close()
-    console.say(f"rebuilt {directory}: {built.count} vectors, {built.kind.name} index ({built.kind.factory})")
+    log.info(f"rebuilt {directory}: {built.count} vectors, {built.kind.name} index ({built.kind.factory})")
     return fresh
 
 
@@ -335,7 +335,7 @@ def copy_regression(source: Path, work: Path) -> None:
 def convert_legacy(old: VectorIndex) -> VectorIndex:
     """A sembed 0.1 index (records.jsonl) rewritten in today's format, in place (same rows, type and settings)."""
     directory = old.path
-    console.say(f"converting {directory}, written by sembed 0.1, to the SQLite records store")
+    log.info(f"converting {directory}, written by sembed 0.1, to the SQLite records store")
     settings = IndexSettings(requested_type=old.settings.get("requested_type", old.metadata.get("type", "auto")),
                              text_key=old.settings.get("text_key", "text"),
                              embedding_key=old.settings.get("embedding_key", "embedding"),
@@ -373,5 +373,5 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
     finally:
         for piece in loaded:
             piece.close()
-    console.say(f"wrote {output}: {count} vectors from {len(pieces)} pieces, {kind.name} index")
+    log.info(f"wrote {output}: {count} vectors from {len(pieces)} pieces, {kind.name} index")
     return meta
