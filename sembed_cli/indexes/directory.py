@@ -143,8 +143,14 @@ class VectorIndex:
         """The unit vectors of `rows`: from the kept vectors, else from FAISS's own exact storage."""
         if self.vectors is not None:
             return self.vectors.read(np.asarray(rows, dtype=np.int64), self.row_count)
-        return np.stack([self.index.reconstruct(int(row)) for row in rows]) if len(rows) else \
-            np.zeros((0, self.dimension), dtype=np.float32)
+        if not len(rows):
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        ivf = kinds.ivf_of(self.index)
+        if ivf is not None and ivf.direct_map.type == 0:  # inverted lists find a row by id only through a map
+            import faiss
+
+            ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
+        return np.stack([self.index.reconstruct(int(row)) for row in rows])
 
     def close(self) -> None:
         self.store.close()
