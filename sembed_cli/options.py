@@ -81,13 +81,20 @@ Device = Annotated[str, typer.Option("--device", envvar="SEMBED_DEVICE", metavar
                                      help="auto (CUDA when present), cpu, cuda or cuda:N.")]
 
 
+def _thread_count(text: str) -> int:
+    try:
+        return threads.count(text)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
 def _threads(value: Optional[int]) -> Optional[int]:
     threads.configure(value)
     return value
 
 
 Threads = Annotated[Optional[int], typer.Option(
-    "--threads", min=1, metavar="N", envvar="SEMBED_THREADS", callback=_threads, show_default=False,
+    "--threads", metavar="N", envvar=threads.VARIABLE, parser=_thread_count, callback=_threads, show_default=False,
     help="CPU threads to compute with (torch, BLAS, FAISS; also OMP_NUM_THREADS). Default: the usable cores less "
          "those other processes keep busy now (measured over 0.2 s), at least 1, so a busy machine does not slow it "
          "down many times over; give each of N jobs on one machine cores/N.")]

@@ -1,7 +1,7 @@
 """How many CPU threads a command computes with, set once for every library that keeps a thread pool.
 
-Precedence: ``--threads N``, then ``SEMBED_THREADS``, then ``OMP_NUM_THREADS``, then a default that fits the
-machine as it is now: the cores this process may run on (its CPU affinity, and the cgroup's CPU quota) less the
+Precedence: ``--threads N``, then ``SEMBED_THREADS`` (parsed here, by `count`, for the command line and the
+library alike), then ``OMP_NUM_THREADS``, then a default that fits the machine as it is now: the cores this process may run on (its CPU affinity, and the cgroup's CPU quota) less the
 work already running on them, rounded, and at least one. The work running is measured, not remembered: the
 machine's busy time in /proc/stat over a fifth of a second while this process waits (the one-minute load average
 lags by minutes: on a quiet machine it still counts the script's previous command, and a default taken from it
@@ -29,6 +29,8 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+VARIABLE = "SEMBED_THREADS"
+
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
                     "RAYON_NUM_THREADS")  # tokenizers' batch encoding (a static model's whole work)
@@ -37,6 +39,44 @@ LOADAVG = Path("/proc/loadavg")
 PROC_STAT = Path("/proc/stat")
 SAMPLE_SECONDS = 0.2  # long enough for 20 clock ticks a core at the usual 100 Hz
 USER_OMP_THREADS = os.environ.get("OMP_NUM_THREADS", "")  # as the user set it, before `apply` sets it for libraries
+
+
+class _Request:
+    """What the command line asked for (--threads, or SEMBED_THREADS through it), once `configure` has run."""
+
+    configured = False
+    threads: int | None = None
+
+
+_request = _Request()
+
+
+def count(text: str) -> int:
+    """A thread count as --threads and SEMBED_THREADS give it; ValueError unless it is a positive whole number."""
+    try:
+        threads = int(text)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"must be a positive whole number, got {text!r}")
+    return threads
+
+
+def requested_count() -> int | None:
+    """The thread count the user asked for: --threads or SEMBED_THREADS as the command line read them, or, in a
+    process without sembed's command line, SEMBED_THREADS; None when neither is given (a library such as ONNX Runtime
+    then keeps its own default). A bad SEMBED_THREADS is a SembedError."""
+    if _request.configured:
+        return _request.threads
+    value = os.environ.get(VARIABLE)
+    if not value:
+        return None
+    try:
+        return count(value)
+    except ValueError as e:
+        from .errors import SembedError
+
+        raise SembedError(f"{VARIABLE} {e}") from None
 
 
 def usable_cores() -> int:
@@ -107,8 +147,8 @@ def default_threads() -> int:
 
 
 def choose(requested: int | None) -> tuple[int, str]:
-    """The thread count and where it came from: the option (or SEMBED_THREADS, which typer folds into it),
-    OMP_NUM_THREADS, or the machine."""
+    """The thread count and where it came from: the option (or SEMBED_THREADS, which the option reads through
+    `count`), OMP_NUM_THREADS, or the machine."""
     if requested is not None:
         return requested, "--threads"
     if USER_OMP_THREADS.isdigit() and int(USER_OMP_THREADS) > 0:
@@ -143,6 +183,7 @@ def _torch(threads: int) -> None:
 
 def configure(requested: int | None) -> int:
     """Choose the thread count, apply it, and log the choice (shown with -v)."""
+    _request.configured, _request.threads = True, requested
     threads, origin = choose(requested)
     apply(threads)
     if origin == "default" and log.isEnabledFor(logging.DEBUG):  # measuring other work again costs 0.2 s

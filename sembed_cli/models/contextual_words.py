@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..errors import SembedError
 from . import sentence_models
+from .transformer_loading import loaded_window, masked_lm_report_left_out, offline
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +77,7 @@ class WordEncoder:
         self.device = device
         self.num_layers = model.config.num_hidden_layers
         self.dimension = 2 * model.config.hidden_size
-        limits = [n for n in (getattr(tokenizer, "model_max_length", None),
-                              getattr(model.config, "max_position_embeddings", None))
-                  if isinstance(n, int) and 0 < n < 1_000_000]
-        self.max_length = min(limits) if limits else 512
+        self.max_length = loaded_window(model, tokenizer)
         self.special = len(tokenizer(["x"], is_split_into_words=True)["input_ids"]) - len(
             tokenizer(["x"], is_split_into_words=True, add_special_tokens=False)["input_ids"])  # [CLS] + [SEP]: 2
 
@@ -90,7 +88,7 @@ class WordEncoder:
         `layer` overrides round(2/3 * L) (from_description uses it to repeat a recorded recipe)."""
         path = transformer_path(model)
         resolved = sentence_models.resolve_device(device)
-        sentence_models.offline()
+        offline()
         import torch
         from transformers import AutoConfig, AutoModel, AutoTokenizer
         from transformers.utils import logging as transformers_logging
@@ -104,7 +102,7 @@ class WordEncoder:
                     torch.manual_seed(seed)
                     encoder = AutoModel.from_config(config)
             else:
-                with sentence_models.masked_lm_report_left_out():
+                with masked_lm_report_left_out():
                     encoder = AutoModel.from_pretrained(str(path))
         except (OSError, ValueError) as e:
             raise SembedError(f"cannot load the word encoder at '{path}': {e}", sentence_models.MODEL_HINT) from None

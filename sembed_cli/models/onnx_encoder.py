@@ -61,7 +61,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import threads as thread_count
 from ..errors import SembedError
+from .transformer_loading import masked_lm_report_left_out, offline, token_window
 
 BACKENDS = ("torch", "onnx")
 QUANTIZATIONS = ("none", "int8")
@@ -76,7 +78,6 @@ FP32_FILE = "model.onnx"
 LOCK_FILE = ".sembed-export.lock"
 CACHE_ENV = "SEMBED_CACHE"
 MISSING, FOREIGN = "missing", "not written by sembed"
-THREADS_ENV = "SEMBED_THREADS"
 # sentence-transformers' legacy Pooling config keys, in the order it concatenates the modes.
 LEGACY_POOLING = {"pooling_mode_cls_token": "cls", "pooling_mode_max_tokens": "max", "pooling_mode_mean_tokens": "mean",
                   "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
@@ -150,12 +151,9 @@ def pooling_modes(config: dict) -> tuple[str, ...]:
 
 
 def transformer_max_length(folder: Path, max_seq_length: int | None) -> int:
-    """The longest input in tokens, as sentence-transformers caps it: max_seq_length, else the tokenizer's
-    model_max_length, never beyond the model's position embeddings."""
-    limits = [max_seq_length, read_json(folder / "tokenizer_config.json", {}).get("model_max_length"),
-              read_json(folder / "config.json", {}).get("max_position_embeddings")]
-    usable = [int(limit) for limit in limits if isinstance(limit, (int, float)) and 0 < limit < 1e9]
-    return min(usable) if usable else 512
+    """The longest input in tokens of the Transformer at `folder` (`token_window` of its settings files)."""
+    return token_window(max_seq_length, read_json(folder / "tokenizer_config.json", {}).get("model_max_length"),
+                        read_json(folder / "config.json", {}).get("max_position_embeddings"))
 
 
 def read_json(path: Path, default=None):
@@ -355,8 +353,6 @@ def build(pipeline: Pipeline, folder: Path, key: str, quantize: str, isa: str, t
 def export_fp32(pipeline: Pipeline, path: Path, key: str) -> None:
     """torch.onnx.export of the Transformer: input_ids, attention_mask (token_type_ids) -> last_hidden_state."""
     log.debug("exporting %s to ONNX at %s (once)", pipeline.transformer, path)
-    from .sentence_models import masked_lm_report_left_out, offline
-
     offline()
     import torch
     from transformers import AutoModel, AutoTokenizer
@@ -526,20 +522,7 @@ def fast_tokenizer(pipeline: Pipeline):
     return tokenizer
 
 
-def threads_from_environment() -> int | None:
-    value = os.environ.get(THREADS_ENV)
-    if not value:
-        return None
-    try:
-        threads = int(value)
-    except ValueError:
-        threads = 0
-    if threads < 1:
-        raise SembedError(f"{THREADS_ENV} must be a positive whole number, got {value!r}")
-    return threads
-
-
 def load(model: Path, quantize: str = "none", threads: int | None = None) -> OnnxEncoder:
     """The ONNX encoder of the sentence-transformers model at `model`: exported on first use, then reused."""
     import_onnxruntime()  # the missing extra is the first thing to say
-    return OnnxEncoder(read_pipeline(model), quantize, threads or threads_from_environment())
+    return OnnxEncoder(read_pipeline(model), quantize, threads or thread_count.requested_count())

