@@ -87,20 +87,22 @@ class ModelCheck:
         from ..models import model_identity
 
         old, choice = self.old, self.choice
+        refuse = model_identity.refuse_another_model
         labelled = self.reader.models.identity if self.reader.uses_vectors else None
-        if old is not None and labelled is not None and old.identity is not None and not labelled.same(old.identity):
-            raise SembedError(f"the records' vectors are of '{labelled}', but the index at '{old.path}' holds "
-                              f"vectors of '{old.identity}'", "embed them with the index's model, or build a new index")
+        held, where = (old.identity, old.path) if old is not None else (None, None)
+        refuse(labelled, held, f"the records' vectors are of '{labelled}', but the index at "
+                               f"'{where}' holds vectors of '{held}'",
+               "embed them with the index's model, or build a new index")
         if labelled is not None:
-            if choice.given and not labelled.same(model_identity.of_sentence_model(choice.name)):
-                raise SembedError(f"the records' vectors are of '{labelled}', not of --model '{choice.name}'",
-                                  "leave out --model: the index takes the records' model")
+            if choice.given:
+                refuse(labelled, model_identity.of_sentence_model(choice.name),
+                       f"the records' vectors are of '{labelled}', not of --model '{choice.name}'",
+                       "leave out --model: the index takes the records' model")
             self.identity = labelled
             return
         identity = model_identity.of_sentence_model(choice.name)
-        if old is not None and old.identity is not None and not identity.same(old.identity):
-            raise SembedError(f"the index at '{old.path}' holds vectors of '{old.identity}', but '{choice.name}' is "
-                              f"'{identity}', another model", "update with the index's model (leave out --model)")
+        refuse(identity, held, f"the index at '{where}' holds vectors of '{held}', but '{choice.name}' is "
+                               f"'{identity}', another model", "update with the index's model (leave out --model)")
         if self.reader.uses_vectors:
             log.warning(f"the records' vectors carry no embedding_model: taken to be of --model '{identity}'")
             dimension = old.dimension if old is not None else model_dimension(choice)

@@ -273,13 +273,13 @@ class VectorIndex:
         """Refuse queries embedded by the model `name` (of `fingerprint`) when it is not the index's: by the
         index's embedding_model, or the fingerprint of an index written before identities."""
         if self.identity is not None:
-            from ..models.model_identity import of_sentence_model
+            from ..models.model_identity import of_sentence_model, refuse_another_model
 
             theirs = of_sentence_model(name)
-            if theirs.digest != self.identity.digest:
-                raise SembedError(f"the index at '{self.path}' holds vectors of the model '{self.identity}', but the "
-                                  f"queries are embedded with '{theirs}', another model",
-                                  "search with the index's model (leave out --model), or rebuild the index")
+            refuse_another_model(theirs, self.identity, f"the index at '{self.path}' holds vectors of the model "
+                                 f"'{self.identity}', but the queries are embedded with '{theirs}', another model",
+                                 "search with the index's model (leave out --model), or rebuild the index",
+                                 weights_only=True)
             return
         if fingerprint != self.metadata.get("model_fingerprint"):
             raise SembedError(f"the index at '{self.path}' holds vectors of the model '{self.metadata.get('model')}', "

@@ -199,6 +199,24 @@ def read(record: dict, key: str = FIELD) -> Identity | None:
 UNLABELLED = "no 'embedding_model' (vectors of an unknown model)"
 
 
+def of_another_model(found: Identity | None, expected: Identity | None, *, weights_only: bool = False) -> bool:
+    """Whether vectors of `found` are another model's than `expected`'s, so that the two are never compared, indexed
+    together or searched with one another. Where either is unknown (None) the other is taken at its word.
+    `weights_only` compares the model files alone, not the settings: a query model, which has none, against an
+    index whose vectors carry W_cf."""
+    if found is None or expected is None:
+        return False
+    return found.digest != expected.digest if weights_only else not found.same(expected)
+
+
+def refuse_another_model(found: Identity | None, expected: Identity | None, message: str, hint: str | None = None, *,
+                         weights_only: bool = False, error: type[SembedError] = SembedError) -> None:
+    """Raise `error(message, hint)` when vectors of `found` are another model's than `expected`'s
+    (`of_another_model`): the one check behind every "vectors of another model" refusal."""
+    if of_another_model(found, expected, weights_only=weights_only):
+        raise error(message, hint)
+
+
 class OneModel:
     """The check that every record's vectors come from one model: the first record read decides.
 
@@ -229,10 +247,9 @@ class OneModel:
     def agree(self, other: Identity | None, what: str, hint: str | None = None) -> None:
         """The records' identity against another source's (an .npy sidecar); a SembedError naming both. Where
         either says nothing, the other is taken at its word."""
-        if not self.decided or self.identity is None or other is None:
-            return
-        if not self.identity.same(other):
-            raise SembedError(f"the records' vectors are of {name(self.identity)}, but {what} of {name(other)}", hint)
+        if self.decided:
+            refuse_another_model(self.identity, other,
+                                 f"the records' vectors are of {name(self.identity)}, but {what} of {name(other)}", hint)
 
 
 def name(identity: Identity | None) -> str:

@@ -80,10 +80,10 @@ class QueryEncoder:
         except SembedError as e:
             raise SembedError(f"the index's model '{identity}' is not at hand: {e.message}",
                               "pass the same model with --model, or query with embeddings") from None
-        if theirs.digest != identity.digest:
-            raise SembedError(f"the index at '{self.loaded.path}' holds vectors of the model '{identity}', but the "
+        model_identity.refuse_another_model(
+            theirs, identity, f"the index at '{self.loaded.path}' holds vectors of the model '{identity}', but the "
                               f"queries are embedded with '{theirs}', another model",
-                              "search with the index's model (leave out --model), or rebuild the index")
+            "search with the index's model (leave out --model), or rebuild the index", weights_only=True)
         cf = dict(identity.settings).get("cf")
         self.cf_weight = float(cf) if cf is not None else None
         self._encoder = self.load(name)
@@ -125,9 +125,9 @@ class WordVectorQueries:
         sif_component = settings.get("sif_component", "corpus")
         found = model_identity.of_word_vector_method(word_vectors.identity(vectors), settings["method"], salience,
                                                      sif_component)
-        if not found.same(identity):
-            raise SembedError(f"the index at '{index_path}' holds vectors of '{identity}', but its word vectors and "
-                              f"salience table are now '{found}'", "query with embeddings, or rebuild the index")
+        model_identity.refuse_another_model(
+            found, identity, f"the index at '{index_path}' holds vectors of '{identity}', but its word vectors and "
+                             f"salience table are now '{found}'", "query with embeddings, or rebuild the index")
         table = SalienceTable.load(salience) if salience is not None else None
         self.embedder = SentenceEmbedder(settings["method"], vectors, table, sif_component)
 
