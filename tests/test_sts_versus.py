@@ -177,7 +177,6 @@ def test_versus_refuses_files_of_other_pairs(tmp_path, change, message):
 @pytest.mark.parametrize("args, message", [
     (["--versus", "b.jsonl", "--versus-key", "sbert"], "give the other model once: --versus FILE or --versus-key NAME"),
     (["--versus-key", "sbert", "--cf-grid", "0:1:0.5"], "--versus-key compares two models over all pairs; leave out --cf-grid"),
-    (["--versus-key", "sbert", "--group-by", "genre"], "--versus-key compares two models over all pairs; leave out --group-by"),
     (["--versus", "b.jsonl", "--pairs", "p.jsonl"], "--versus compares two models over all pairs; leave out --pairs"),
     (["--versus", "-"], "--versus names the input itself: give the other model's records"),
     (["--versus-key", "sbert", "--resamples", "0"], "Invalid value for '--resamples': Input should be greater than or equal to 1"),
@@ -192,3 +191,57 @@ def test_versus_key_without_those_vectors_is_a_bad_record():
     run = sembed("eval", "sts", "--versus-key", "sbert", input=jsonl(*records))
     assert run.exit_code == 1
     assert run.stderr == "error: <stdin>:1: missing key 'sbert_a' (run sembed embed first)\n"
+
+
+def test_versus_with_group_by_compares_each_group_and_all_pairs(tmp_path):
+    a = side(A_COSINES + A_COSINES, MODEL_A)
+    b = side(B_COSINES + B_COSINES, MODEL_B)
+    for records in (a, b):
+        for i, record in enumerate(records):
+            record["genre"] = "news" if i < 4 else "forum"
+            record["text_a"] = f"a{i}"
+    other = tmp_path / "b.jsonl"
+    other.write_text(jsonl(*b))
+    run = sembed("eval", "sts", "--versus", str(other), "--group-by", "genre", "--resamples", "50",
+                 input=jsonl(*a))
+    assert run.exit_code == 0, run.stderr
+    [report] = run.records
+    assert report["group_by"] == "genre" and list(report["groups"]) == ["news", "forum"]
+    for group in report["groups"].values():
+        assert group["difference"]["pearson"] == 11.9523 and group["difference"]["spearman"] == 20.0
+        assert group["a"]["n"] == group["b"]["n"] == group["difference"]["n"] == 4
+        assert group["a"]["embedding_model"] == MODEL_A and group["b"]["embedding_model"] == MODEL_B
+    assert report["difference"]["n"] == 8
+    table = run.stderr[run.stderr.index("STS: two models"):]
+    assert "┃ group ┃" in table and "│ news  │" in table and "│ forum │" in table and "│ all   │" in table
+
+
+def test_versus_group_with_an_undefined_correlation_is_reported_not_fatal():
+    records = side(A_COSINES + [(0.5, math.sqrt(0.75))], MODEL_A)
+    for record, (c, s) in zip(records, B_COSINES + [(0.1, math.sqrt(0.99))]):
+        record |= {"sbert_a": [1.0, 0.0], "sbert_b": [c, s], "genre": "news"}
+    records[-1]["genre"] = "alone"
+    run = sembed("eval", "sts", "--versus-key", "sbert", "--group-by", "genre", "--resamples", "20",
+                 input=jsonl(*records))
+    assert run.exit_code == 0, run.stderr
+    [report] = run.records
+    assert report["groups"]["alone"] == {"n": 1, "undefined": "correlation undefined: 1 pair(s), at least 2 needed"}
+    assert report["groups"]["news"]["difference"]["spearman"] == 20.0
+    assert "group 'alone': correlation undefined: 1 pair(s), at least 2 needed" in run.stderr
+
+
+def test_the_table_never_cuts_two_long_model_names_alike(monkeypatch, capsys):
+    from sembed_cli import console
+
+    monkeypatch.setattr(console.console, "_width", 80)
+    long = "/models/experiments/2026/a-very-long-directory-name/cf-bert-large-finetuned-on-stsb@9c0e41d2b7a5;cf=0."
+    metrics = {"similarity": "cosine", "n": 4, "pearson": 80.0, "pearson_ci": None, "spearman": 80.0,
+               "spearman_ci": None}
+    difference = {"n": 4, "pearson": 1.0, "pearson_ci": None, "spearman": 1.0, "spearman_ci": None,
+                  "interval": sts.INTERVAL, "resamples": 10}
+    report = {"task": "sts", "gold": "score", "a": {**metrics, "embedding_model": long + "2"},
+              "b": {**metrics, "embedding_model": long + "3"}, "difference": difference}
+    sts.print_report(report)
+    rows = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("│ a     │", "│ b     │"))]
+    assert len(rows) == 2 and long + "2" in rows[0] and long + "3" in rows[1]
+    assert console.console.width == 80  # the console keeps its width for what follows

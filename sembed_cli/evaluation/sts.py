@@ -201,13 +201,33 @@ def paired_difference(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: 
 
 
 def compare(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: np.ndarray, names: tuple[str, str],
-            gold_name: str, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
+            gold_name: str, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, group_by: str | None = None,
+            groups: Sequence[str] | None = None) -> dict:
     """The JSON object of `eval sts --versus`: each model's metrics (`a`, `b`, as `report` writes them) and
-    their paired difference a - b (`paired_difference`). `names`: what gives each side's similarity."""
+    their paired difference a - b (`paired_difference`). `names`: what gives each side's similarity. With
+    `groups` (each pair's `group_by` value) the same per group, first-seen order, under "groups"; a group where a
+    correlation is undefined gets its n and the reason under "undefined", so the other groups still count."""
+    head = {"task": "sts", "gold": gold_name, **({"group_by": group_by} if group_by is not None else {})}
+    result = {**head, **paired_report(similarity_a, similarity_b, gold, names, gold_name, resamples, seed)}
+    if groups is not None:
+        labels = np.asarray(groups, dtype=object)
+        result["groups"] = {}
+        for name in dict.fromkeys(groups):
+            mask = labels == name
+            try:
+                result["groups"][name] = paired_report(similarity_a[mask], similarity_b[mask], gold[mask], names,
+                                                       gold_name, resamples, seed)
+            except UndefinedCorrelation as e:
+                result["groups"][name] = {"n": int(mask.sum()), "undefined": e.message}
+    return result
+
+
+def paired_report(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: np.ndarray, names: tuple[str, str],
+                  gold_name: str, resamples: int, seed: int) -> dict:
+    """"a", "b" and "difference" of `compare` over one set of pairs."""
     sides = {side: {"similarity": name, **correlation(similarity, gold, name, gold_name).as_dict()}
              for side, name, similarity in (("a", names[0], similarity_a), ("b", names[1], similarity_b))}
-    return {"task": "sts", "gold": gold_name, **sides,
-            "difference": paired_difference(similarity_a, similarity_b, gold, resamples, seed)}
+    return {**sides, "difference": paired_difference(similarity_a, similarity_b, gold, resamples, seed)}
 
 
 def undefined_groups(result: dict) -> list[str]:
@@ -406,33 +426,36 @@ class VersusSide:
     whose identity `models` checks under NAME_model."""
 
     def __init__(self, text_keys: tuple[str, str], keys: tuple[str, str], similarity_key: str | None, gold_key: str,
-                 identity_field: str | None = None, models: OneModel | None = None):
+                 identity_field: str | None = None, models: OneModel | None = None, group_by: str | None = None):
         self.similarity = PairSimilarity(*keys, similarity_key)
         if identity_field is not None:  # the other model's vectors in the same records: never a similarity field
             self.similarity.decided = True
-        self.text_keys, self.gold_key = text_keys, gold_key
+        self.text_keys, self.gold_key, self.group_by = text_keys, gold_key, group_by
         self.identity_field, self.models = identity_field, models
 
     def __call__(self, record: dict) -> tuple:
         if self.identity_field is not None:
             self.models({FIELD: record.get(self.identity_field)})
         text_a, text_b = self.text_keys
-        return (record.get(text_a), record.get(text_b)), gold_score(record, self.gold_key), self.similarity(record)
+        group = io.group(record, self.group_by) if self.group_by else None
+        return ((record.get(text_a), record.get(text_b)), gold_score(record, self.gold_key), self.similarity(record),
+                group)
 
 
 def evaluate_versus(input: str, versus: str | None = None, versus_key: str | None = None,
                     text_keys: tuple[str, str] = PAIR_TEXT_KEYS, similarity_key: str | None = None,
                     gold_key: str = "score", resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
-                    skip_errors: bool = False) -> dict:
+                    skip_errors: bool = False, group_by: str | None = None) -> dict:
     """The report of `sembed eval sts --versus FILE | --versus-key NAME`: both models' similarity of every scored
     pair, compared (`compare`). `versus`: the other model's records of the same pairs in the same order (their
-    texts and scores must agree); `versus_key`: its vectors in the same records, NAME_a and NAME_b (one of the two)."""
+    texts and scores must agree); `versus_key`: its vectors in the same records, NAME_a and NAME_b (one of the two).
+    `group_by`: also compare per value of this field, as the input's records give it."""
     if (versus is None) == (versus_key is None):
         raise ValueError("compare with one other model: give versus or versus_key")
     models = {"a": OneModel(), "b": OneModel()}
     embeddings = pair_keys(text_keys, "embedding")
     texts = pair_keys(text_keys, "text")
-    side_a = VersusSide(texts, embeddings, similarity_key, gold_key)
+    side_a = VersusSide(texts, embeddings, similarity_key, gold_key, group_by=group_by)
     if versus is not None:
         side_b = VersusSide(texts, embeddings, similarity_key, gold_key)
         rows_a = read_all(RecordSource(input, skip_errors=skip_errors), side_a, models["a"])
@@ -453,22 +476,28 @@ def evaluate_versus(input: str, versus: str | None = None, versus_key: str | Non
         rows = read_all(RecordSource(input, skip_errors=skip_errors), lambda r: (side_a(r), side_b(r)), models["a"])
         rows_a, rows_b = [row[0] for row in rows], [row[1] for row in rows]
         names = (side_a.similarity.name, side_b.similarity.name)
-    scored = [(a[1], a[2], b[2]) for a, b in zip(rows_a, rows_b) if a[1] is not None]
+    scored = [(a[1], a[2], b[2], a[3]) for a, b in zip(rows_a, rows_b) if a[1] is not None]
     if len(scored) < len(rows_a):
         log.warning(unscored_warning(len(rows_a) - len(scored), gold_key))
     if not scored:
         raise no_gold(gold_key)
-    gold, similarity_a, similarity_b = (np.array(column) for column in zip(*scored))
-    result = compare(similarity_a, similarity_b, gold, names, gold_key, resamples, seed)
+    gold, similarity_a, similarity_b = (np.array(column) for column in list(zip(*scored))[:3])
+    groups = [row[3] for row in scored] if group_by is not None else None
+    result = compare(similarity_a, similarity_b, gold, names, gold_key, resamples, seed, group_by, groups)
     for side in ("a", "b"):
         identity = models[side].identity
-        result[side][FIELD] = None if identity is None else str(identity)
+        for entry in (result, *result.get("groups", {}).values()):
+            if side in entry:
+                entry[side][FIELD] = None if identity is None else str(identity)
     if len(scored) < len(rows_a):
         result["unscored"] = len(rows_a) - len(scored)
     undefined = result["difference"].get("undefined_resamples")
     if undefined:
         log.warning(f"{undefined} of {resamples} bootstrap resamples left out: a correlation was undefined in them "
                      "(a column that did not vary)")
+    for name, entry in result.get("groups", {}).items():
+        if "undefined" in entry:
+            log.warning(f"group '{name}': {entry['undefined']}")
     return result
 
 
@@ -500,19 +529,32 @@ def correlation_table(result: dict):
 
 
 def versus_table(result: dict):
-    """a, b and a - b, one row each."""
+    """a, b and a - b, one row each; with groups, those three rows per group, then over all pairs."""
     from rich.table import Table
 
     difference = result["difference"]
+    grouped_rows = "groups" in result
     table = Table(title=f"STS: two models vs {result['gold']} (x100; a, b: Fisher 95% CI; a - b: "
                         f"{difference['interval']}, {difference['resamples']} resamples)", title_justify="left")
-    for column in ("", "model", "n", "Pearson", "95% CI", "Spearman", "95% CI"):
-        table.add_column(column, justify="left" if column in ("", "model") else "right")
-    for side in ("a", "b"):
-        m = result[side]
-        table.add_row(side, m.get("embedding_model") or m["similarity"], *tables.correlation_cells(m))
-    table.add_row("a - b", "", str(difference["n"]), f"{difference['pearson']:+.2f}",
-                  tables.interval(difference["pearson_ci"]), f"{difference['spearman']:+.2f}",
-                  tables.interval(difference["spearman_ci"]))
+    table.add_column("", no_wrap=True)
+    if grouped_rows:
+        tables.add_name_column(table, "group")
+    tables.add_name_column(table, "model")
+    for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
+        table.add_column(column, justify="right", no_wrap=True)
+    blocks = [*result.get("groups", {}).items(), ("all", result)] if grouped_rows else [(None, result)]
+    for name, entry in blocks:
+        group = [name] if grouped_rows else []
+        if "undefined" in entry:
+            table.add_row("", *group, entry["undefined"], str(entry["n"]), "-", "-", "-", "-",
+                          end_section=True)
+            continue
+        for position, side in enumerate(("a", "b")):
+            m = entry[side]
+            table.add_row(side, *(group if position == 0 else [""] * len(group)),
+                          m.get("embedding_model") or m["similarity"], *tables.correlation_cells(m))
+        change = entry["difference"]
+        table.add_row("a - b", *[""] * len(group), "", str(change["n"]), f"{change['pearson']:+.2f}",
+                      tables.interval(change["pearson_ci"]), f"{change['spearman']:+.2f}",
+                      tables.interval(change["spearman_ci"]), end_section=grouped_rows)
     return table
-

@@ -28,7 +28,8 @@ SimilarityKey = Annotated[Optional[str], typer.Option(
 GoldKey = Annotated[str, typer.Option("--gold-key", metavar="KEY", help="The gold similarity score field.")]
 GroupBy = Annotated[Optional[str], typer.Option(
     "--group-by", metavar="FIELD", show_default=False,
-    help="Also report each value of this field on its own (e.g. genre), then all pairs.")]
+    help="Also report each value of this field on its own (e.g. genre), then all pairs; with --versus, each "
+         "value's paired comparison.")]
 CfGrid = Annotated[Optional[str], typer.Option(
     "--cf-grid", metavar="START:STOP:STEP", callback=_grid, show_default=False,
     help="Sweep W_cf (STOP included, or a list: 0,0.2,2) over the parts `embed --keep-parts` wrote: "
@@ -111,7 +112,9 @@ def sts_command(
     (--resamples draws of the test pairs with replacement, the same draw for
     both models, seeded by --seed; the 2.5th and 97.5th percentiles). Each
     side must be of one model, as always; the two may differ, that being
-    the point. Not with --cf-grid, --group-by, --pairs or --npy.
+    the point. With --group-by, "groups" holds the same three per value
+    of that field (the input's), each group resampled on its own. Not with
+    --cf-grid, --pairs or --npy.
 
     Fewer than two pairs, or a constant similarity or score column, leaves
     the correlation undefined: an error.
@@ -135,7 +138,7 @@ def sts_command(
         if versus is not None and versus_key is not None:
             raise typer.BadParameter("give the other model once: --versus FILE or --versus-key NAME",
                                      param_hint="--versus-key")
-        for given, name in ((cf_grid, "--cf-grid"), (group_by, "--group-by"), (pairs, "--pairs"), (npy, "--npy")):
+        for given, name in ((cf_grid, "--cf-grid"), (pairs, "--pairs"), (npy, "--npy")):
             if given is not None:
                 raise typer.BadParameter(f"{option} compares two models over all pairs; leave out {name}",
                                          param_hint=name)
@@ -143,7 +146,7 @@ def sts_command(
             raise typer.BadParameter("--versus names the input itself: give the other model's records",
                                      param_hint="--versus")
         report = sts.evaluate_versus(input, versus, versus_key, pair_text_keys(text_keys), similarity_key, gold_key,
-                                     resamples, seed, skip_errors)
+                                     resamples, seed, skip_errors, group_by)
     else:
         if cf_grid is not None and similarity_key is not None:
             raise typer.BadParameter("--cf-grid sweeps embedding parts; it cannot use --similarity-key",
