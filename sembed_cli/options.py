@@ -179,8 +179,7 @@ Precision = Annotated[ModelPrecision, typer.Option(
 MaskedLMPrecision = Annotated[ModelPrecision, typer.Option(
     "--precision", metavar="|".join(PRECISIONS),
     help="The masked-LM's precision: auto is fp16 on CUDA, and on the CPU bf16 where the CPU does bf16 natively "
-         "(AVX512-BF16, AMX; faster there: 1.25x for gensets, 2.3x for taste in their benchmarks, with the "
-         "quality they show), else fp32. "
+         "(AVX512-BF16, AMX; faster there, with the quality the docs show), else fp32. "
          "Fix it for output that matches across machines.")]
 LongText = Annotated[Literal["truncate", "window", "error"], typer.Option(
     "--long-text", metavar="truncate|window|error", envvar="SEMBED_LONG_TEXT",

@@ -4,15 +4,13 @@ Precedence: ``--threads N``, then ``SEMBED_THREADS`` (parsed here, by `count`, f
 library alike), then ``OMP_NUM_THREADS``, then a default that fits the machine as it is now: the cores this process may run on (its CPU affinity, and the cgroup's CPU quota) less the
 work already running on them, rounded, and at least one. The work running is measured, not remembered: the
 machine's busy time in /proc/stat over a fifth of a second while this process waits (the one-minute load average
-lags by minutes: on a quiet machine it still counts the script's previous command, and a default taken from it
-chose 1 thread where 2 ran 1.3-1.6x faster, bench/threads.py). Where /proc/stat cannot be read, the larger of the
+lags by minutes, still counting a script's previous command). Where /proc/stat cannot be read, the larger of the
 load average and the processes runnable now stands in.
 
 Why not the libraries' own default (one thread per core): their parallel regions are many and short, and each
 waits for its slowest thread; when another process holds a core, that thread is descheduled for a whole time
-slice and every region waits for it. On a 2-core machine with one other busy process `train --method nws` ran
-22-30 times slower with torch's default than with one thread (issue 14; bench/threads.py measures the default
-against fixed settings, quiet and under contention).
+slice and every region waits for it, which on a shared machine costs many times the work (bench/threads.py
+measures the default against fixed settings, quiet and under contention; the figures are in the docs).
 
 `apply` sets torch's intra-op (and, when still possible, inter-op) threads, the BLAS and OpenMP pools already
 loaded (through threadpoolctl), FAISS's OpenMP when loaded, and the ``OMP_NUM_THREADS`` family of variables so

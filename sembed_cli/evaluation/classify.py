@@ -10,8 +10,7 @@ The classifier is scikit-learn's LogisticRegression (L-BFGS, multinomial for
 more than two classes, deterministic). SentEval picks the inverse L2 strength
 C in {0.25, 0.5, 1, 2, 4, 8} by an inner 10-fold search on every training
 split (`c=None` does that here); the fixed DEFAULT_C = 1 (scikit-learn's own)
-lands within a few tenths of a point of it with all-MiniLM-L6-v2 (MR 76.84
-against 77.03, SICK-E 82.93 against 82.91) at a sixtieth of the fits.
+lands within a few tenths of a point of it at a sixtieth of the fits.
 Features are not scaled, as in SentEval.
 """
 
@@ -134,7 +133,7 @@ def cross_validate(features: np.ndarray, labels: Sequence[str], folds: int = DEF
     accuracies: list[float] = []
     chosen: list[float] = []
     # One BLAS thread: these fits are small, and OpenBLAS threads that spin against other busy processes
-    # made a 10-fold SICK-E run 35 times slower on a shared 2-core machine (56 s against 1.5 s).
+    # slow a run many times over on a shared machine.
     with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         warnings.filterwarnings("ignore", message="The least populated class")  # said once, in notes

@@ -36,13 +36,9 @@ saturate on 8-bit ones, VNNI's as well as AVX2's VPMADDUBSW, and 7 bits
 cannot), arm64 (signed 8-bit per-channel weights).
 
 The exported graph is not run through ONNX Runtime's offline transformer
-optimiser (`onnxruntime.transformers.optimizer`, model_type "bert"): with an
-eager-attention export it fuses every pattern (EmbedLayerNormalization, 6
-Attention, 12 SkipLayerNormalization, 6 BiasGelu; QAttention once
-quantised), yet at one thread on an AVX2 CPU the fused graph ran slower
-than the plain export under the session's own ORT_ENABLE_ALL fusions
-(all-MiniLM-L6-v2, CPU seconds, interleaved: fp32 1.01x against 1.08x the
-torch reference, int8 1.31x against 1.43x).
+optimiser (`onnxruntime.transformers.optimizer`, model_type "bert"): its
+fused graph ran slower than the plain export under the session's own
+ORT_ENABLE_ALL fusions.
 """
 
 from __future__ import annotations
@@ -228,13 +224,8 @@ class Int8Config:
 def int8_config(isa: str) -> Int8Config:
     """Signed per-channel weights everywhere; on x86 (avx2, avx512, avx512_vnni) 7-bit ones, so that ONNX Runtime's
     u8s8 kernels cannot saturate (AVX2's VPMADDUBSW sums pairs of u8 x s8 products in int16; with 8-bit weights the
-    AVX-512 VNNI path lost as much). Unsigned weights would take the slower u8u8 kernel. Measured with
-    all-MiniLM-L6-v2 through `sembed embed` (Spearman x100, STS-B test / SICK-R test, fp32 82.03 / 77.15), on an
-    AVX2 CPU: per-channel 7-bit QInt8 82.24 / 77.09 (1.7x torch at one thread, CPU seconds); per-channel 7-bit
-    QUInt8 82.02 / 77.03 (1.4x); per-channel QInt8 81.65 / 76.94 (saturated); per-channel QUInt8 81.85 / 77.03;
-    per-tensor QUInt8 81.64 / 76.90; per-tensor QInt8 81.64 / 76.36. On an AVX-512 VNNI CPU (Xeon): per-channel
-    7-bit QInt8 82.25 / 77.09; per-channel QInt8 81.65 / 77.01 (the earlier config, 0.38 below fp32); per-channel
-    QUInt8 81.85 / 77.03."""
+    AVX-512 VNNI path lost as much). Unsigned weights would take the slower u8u8 kernel. Of the configurations
+    measured on STS-B and SICK-R this one keeps the fp32 quality and is the fastest."""
     return Int8Config("QInt8", per_channel=True, reduce_range=isa != "arm64")
 
 
@@ -253,8 +244,8 @@ def import_onnxruntime():
 
 def session_options(threads: int | None):
     """All of ONNX Runtime's graph optimisations; `threads` intra-op threads that sleep, not spin, between parallel
-    regions: spinning ones fight every other process for the cores (int8 MiniLM at 2 threads on this busy 2-core
-    machine, interleaved: 15.8 CPU-s and 15.8 s wall spinning, 9.9 and 9.9 not)."""
+    regions: spinning ones fight every other process for the cores, and on a busy machine cost more time than
+    they save."""
     ort = import_onnxruntime()
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
