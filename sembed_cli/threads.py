@@ -1,11 +1,11 @@
 """How many CPU threads a command computes with, set once for every library that keeps a thread pool.
 
 Precedence: ``--threads N``, then ``SEMBED_THREADS`` (parsed here, by `count`, for the command line and the
-library alike), then ``OMP_NUM_THREADS``, then a default that fits the machine as it is now: the cores this process may run on (its CPU affinity, and the cgroup's CPU quota) less the
-work already running on them, rounded, and at least one. The work running is measured, not remembered: the
-machine's busy time in /proc/stat over a fifth of a second while this process waits (the one-minute load average
-lags by minutes, still counting a script's previous command). Where /proc/stat cannot be read, the larger of the
-load average and the processes runnable now stands in.
+library alike), then ``OMP_NUM_THREADS``, then a default that fits the machine as it is now: the cores this process
+may run on (its CPU affinity, and the cgroup's CPU quota) less the work already running on them, rounded, and at
+least one. The work running is measured, not remembered: the machine's busy time in /proc/stat over a fifth of a
+second while this process waits (the one-minute load average lags by minutes, still counting a script's previous
+command). Where /proc/stat cannot be read, the larger of the load average and the processes runnable now stands in.
 
 Why not the libraries' own default (one thread per core): their parallel regions are many and short, and each
 waits for its slowest thread; when another process holds a core, that thread is descheduled for a whole time

@@ -248,8 +248,8 @@ class OneModel:
         """The records' identity against another source's (an .npy sidecar); a SembedError naming both. Where
         either says nothing, the other is taken at its word."""
         if self.decided:
-            refuse_another_model(self.identity, other,
-                                 f"the records' vectors are of {name(self.identity)}, but {what} of {name(other)}", hint)
+            refuse_another_model(self.identity, other, f"the records' vectors are of {name(self.identity)}, but {what} "
+                                                       f"of {name(other)}", hint)
 
 
 def name(identity: Identity | None) -> str:
