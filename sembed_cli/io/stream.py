@@ -36,6 +36,8 @@ from .rejects import Rejects
 
 log = logging.getLogger(__name__)
 
+PLAIN_TEXT_HINT = 'this looks like plain text: pass --lines to read each line as a record {"text": LINE}'
+
 
 class Shard:
     """One of N round-robin shares of a stream (SPEC section 6): the k-th non-blank line (k from 0) belongs to
@@ -70,14 +72,20 @@ class RecordSource:
     Blank lines are ignored but counted, so line numbers stay physical. With a
     `shard`, lines of other shards are passed over unread (their errors are
     theirs to report).
+
+    `lines` is the command's --lines: True reads plain text, False JSONL; None
+    where the command has no --lines, so no error suggests it. With False, a
+    first line (blank lines aside) that is not JSON and opens with neither `{`
+    nor `[` is plain text read by mistake: its error says to pass --lines.
     """
 
     def __init__(self, path: str = STDIN, *, skip_errors: bool = False, shard: Shard | None = None,
-                 lines: bool = False):
+                 lines: bool | None = None):
         self.path = path
         self.rejects = Rejects(display_name(path), skip_errors)
         self.shard = shard
-        self.lines = lines or path.lower().endswith(TEXT_SUFFIXES)  # plain text: each line is {"text": line}
+        self.offers_lines = lines is not None
+        self.lines = bool(lines) or path.lower().endswith(TEXT_SUFFIXES)  # plain text: each line is {"text": line}
         self.position = ReadPosition()
         self.line = 0  # the physical line of the record last read
 
@@ -100,7 +108,7 @@ class RecordSource:
                 try:
                     record = loads(text)
                 except orjson.JSONDecodeError as e:
-                    reject(line, f"invalid JSON: {json_problem(e)}")
+                    reject(line, f"invalid JSON: {json_problem(e)}", self._text_hint(text) if position == 0 else None)
                     continue
             if not isinstance(record, dict):
                 reject(line, f"expected a JSON object, got {json_type(record)}")
@@ -112,6 +120,13 @@ class RecordSource:
                     reject(line, e.message, e.hint)
                     continue
             yield record
+
+    def _text_hint(self, text: str) -> str | None:
+        """The hint for an input whose first line is not JSON and opens with neither an object nor an array: plain
+        text, where the command can read it with --lines (a JSONL input with a broken line further on gets none)."""
+        if self.offers_lines and not text.lstrip().startswith(("{", "[")):
+            return PLAIN_TEXT_HINT
+        return None
 
     def summary(self) -> str | None:
         return self.rejects.summary()
@@ -129,7 +144,7 @@ class StreamOptions:
 
     input: str = STDIN
     output: str = STDIN
-    lines: bool = False
+    lines: bool | None = None  # None: the command has no --lines (RecordSource)
     force: bool = False
     shard: Shard | None = None
     skip_errors: bool = False
