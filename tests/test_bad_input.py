@@ -1,7 +1,7 @@
 """The bad-input catalogue (issue 14, item 9): what users feed sembed by mistake, and what it answers.
 
 Each case asserts the exit status, the exact one-line message on stderr and that no record before the bad one
-is lost; none may report an "internal error". The record-stream rules themselves are in sembed_cli/io.py and the
+is lost; none may report an "internal error". The record-stream rules themselves are in sembed_cli/io/ and the
 README's "The record stream"; tests/test_stream.py covers the ordinary paths. (Damaged indexes, wrong-model
 vectors, eval on too few records and --device are catalogued with their own commands' tests.)
 """
@@ -290,13 +290,13 @@ def test_a_full_disk_keeps_the_whole_batches_before_it(tmp_path, monkeypatch):
     """ENOSPC in the second batch: the first batch is in FILE, no half record, no temporary file."""
     import builtins
 
-    import sembed_cli.io as io
+    from sembed_cli.io import stream
 
     def opening(path, mode="r", *args, **kwargs):
         file = builtins.open(path, mode, *args, **kwargs)
         return FullDisk(file) if "w" in mode else file
 
-    monkeypatch.setattr(io, "open", opening, raising=False)
+    monkeypatch.setattr(stream, "open", opening, raising=False)
     out = tmp_path / "out.jsonl"
     records = "".join(jsonl({"text": f"Sentence {n}.", "id": n}) for n in range(5))
     run = sembed("normalize", "-b", "2", "-o", str(out), input=records)

@@ -10,7 +10,7 @@ import pytest
 import scipy.stats
 
 from conftest import jsonl, sembed
-from sembed_cli.evaluation import classify, entailment, sts
+from sembed_cli.evaluation import cf_sweep, classify, entailment, pair_similarity, statistics, sts
 
 # --- the pure functions ------------------------------------------------------------------------------
 
@@ -19,9 +19,9 @@ Y = np.array([4.8, 0.4, 2.5, 3.0, 3.0, 1.2, 5.0, 1.0])
 
 
 def test_pearson_and_spearman_equal_scipy_on_the_same_numbers():
-    assert sts.pearson(X, Y) == pytest.approx(scipy.stats.pearsonr(X, Y).statistic, abs=1e-12)
-    assert sts.spearman(X, Y) == pytest.approx(scipy.stats.spearmanr(X, Y).statistic, abs=1e-12)
-    result = sts.correlation(X, Y)
+    assert statistics.pearson(X, Y) == pytest.approx(scipy.stats.pearsonr(X, Y).statistic, abs=1e-12)
+    assert statistics.spearman(X, Y) == pytest.approx(scipy.stats.spearmanr(X, Y).statistic, abs=1e-12)
+    result = statistics.correlation(X, Y)
     assert result.n == 8
     assert result.as_dict()["pearson"] == round(100 * scipy.stats.pearsonr(X, Y).statistic, 4)
     assert result.as_dict()["spearman"] == round(100 * scipy.stats.spearmanr(X, Y).statistic, 4)
@@ -30,31 +30,32 @@ def test_pearson_and_spearman_equal_scipy_on_the_same_numbers():
 def test_fisher_interval_matches_a_hand_computation():
     # NWS eq. 11-12 by hand: F(0.5) = 1/2 ln 3 = 0.549306; 1.96 / sqrt(28 - 3) = 0.392;
     # tanh(0.549306 - 0.392) = 0.156021, tanh(0.549306 + 0.392) = 0.735822
-    low, high = sts.fisher_interval(0.5, 28)
+    low, high = statistics.fisher_interval(0.5, 28)
     assert low == pytest.approx(0.156021, abs=1e-6) and high == pytest.approx(0.735822, abs=1e-6)
     # F(-0.3) = -0.309520; 1.96 / 3 = 0.653333: tanh(-0.962853) = -0.745547, tanh(0.343814) = 0.330878
-    low, high = sts.fisher_interval(-0.3, 12)
+    low, high = statistics.fisher_interval(-0.3, 12)
     assert low == pytest.approx(-0.745547, abs=1e-6) and high == pytest.approx(0.330878, abs=1e-6)
-    assert sts.fisher_interval(0.9, 3) is None  # eq. 12 needs n > 3
-    assert sts.fisher_interval(1.0, 10) == (1.0, 1.0)
+    assert statistics.fisher_interval(0.9, 3) is None  # eq. 12 needs n > 3
+    assert statistics.fisher_interval(1.0, 10) == (1.0, 1.0)
 
 
 def test_undefined_correlations_say_why():
-    with pytest.raises(sts.UndefinedCorrelation, match=r"^correlation undefined: 1 pair\(s\), at least 2 needed$"):
-        sts.correlation(np.array([0.5]), np.array([3.0]))
-    with pytest.raises(sts.UndefinedCorrelation, match="every gold score is 3 "):
-        sts.correlation(X, np.full(8, 3.0))
+    undefined = statistics.UndefinedCorrelation
+    with pytest.raises(undefined, match=r"^correlation undefined: 1 pair\(s\), at least 2 needed$"):
+        statistics.correlation(np.array([0.5]), np.array([3.0]))
+    with pytest.raises(statistics.UndefinedCorrelation, match="every gold score is 3 "):
+        statistics.correlation(X, np.full(8, 3.0))
 
 
 def test_cf_cosines_equal_the_cosine_of_recombined_vectors():
     rng = np.random.default_rng(0)
     parts = rng.normal(size=(20, 4, 16))  # per pair: basic_a, cf_a, basic_b, cf_b
-    reader = sts.CfParts()
+    reader = cf_sweep.CfParts()
     dots = np.stack([reader(dict(zip(reader.keys, [p.tolist() for p in pair]))) for pair in parts])
     for w in (0.0, 0.2, 1.0, 6.0):
         u, v = parts[:, 0] + w * parts[:, 1], parts[:, 2] + w * parts[:, 3]
         direct = (u * v).sum(1) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1)
-        assert np.allclose(sts.cf_cosines(dots, w), direct, atol=1e-12)
+        assert np.allclose(cf_sweep.cf_cosines(dots, w), direct, atol=1e-12)
 
 
 def test_grid_specs():
@@ -114,11 +115,11 @@ def pair_records(n: int = 12, seed: int = 0, dim: int = 6, **extra) -> list[dict
 
 
 def cosines(records: list[dict], a: str = "embedding_a", b: str = "embedding_b") -> np.ndarray:
-    """Each pair's cosine by sts.cosine, the function eval uses (test_sts_writes_each_pairs_similarity checks it
-    against numpy's): a pair of one vector twice has a cosine within a bit or two of 1, and which way that bit
+    """Each pair's cosine by pair_similarity.cosine, the function eval uses (test_sts_writes_each_pairs_similarity
+    checks it against numpy's): a pair of one vector twice has a cosine within a bit or two of 1, and which way that bit
     falls decides its rank in Spearman's rho (numpy 2.4.6's sums moved it), so a reference computed another way
     would test the bit, not the correlation."""
-    return np.array([sts.cosine(np.array(r[a]), np.array(r[b]), a, b) for r in records])
+    return np.array([pair_similarity.cosine(np.array(r[a]), np.array(r[b]), a, b) for r in records])
 
 
 def test_sts_reports_pearson_and_spearman_x100_with_intervals():
@@ -496,7 +497,7 @@ def test_cf_grid_on_huge_parts_equals_the_unscaled_sweep():
 
 
 def test_pearson_of_huge_columns():
-    assert sts.pearson(X * 1e300, Y) == pytest.approx(scipy.stats.pearsonr(X, Y).statistic, abs=1e-12)
+    assert statistics.pearson(X * 1e300, Y) == pytest.approx(scipy.stats.pearsonr(X, Y).statistic, abs=1e-12)
 
 
 def test_classify_on_12_records_uses_fewer_folds_with_a_warning():

@@ -9,7 +9,7 @@ import pytest
 from conftest import jsonl
 from sembed_cli import console
 from sembed_cli.errors import SembedError
-from sembed_cli.evaluation import classify, entailment, poi, salience, structure, sts
+from sembed_cli.evaluation import classify, entailment, poi, salience, statistics, structure, sts
 from sembed_cli.models.salience import SalienceTable
 
 # Six scored pairs of 2-d vectors (cosines 1, 0.8, 0.6, 0, -0.6, -1), two genres, and an unscored pair.
@@ -32,7 +32,7 @@ def written(tmp_path, name: str, records) -> str:
 
 def test_sts_evaluate_counts_unscored_pairs_and_groups(tmp_path, capsys):
     report = sts.evaluate(written(tmp_path, "pairs.jsonl", PAIRS), group_by="genre")
-    expected = sts.grouped(COSINES, GOLD, ["news", "news", "forum", "news", "forum", "forum"],
+    expected = statistics.grouped(COSINES, GOLD, ["news", "news", "forum", "news", "forum", "forum"],
                            "cosine(embedding_a, embedding_b)", "score")
     assert report == {"task": "sts", "similarity": "cosine(embedding_a, embedding_b)", "gold": "score",
                       "group_by": "genre", **expected, "unscored": 1}
@@ -58,7 +58,7 @@ def test_sts_evaluate_sweeps_w_cf_over_the_parts(tmp_path):
     parts = np.array([[r[key] for key in keys] for r in records])
     u, v = parts[:, 0] + 0.5 * parts[:, 1], parts[:, 2] + 0.5 * parts[:, 3]
     cosines = (u * v).sum(1) / np.linalg.norm(u, axis=1) / np.linalg.norm(v, axis=1)
-    at_half = sts.correlation(cosines, np.arange(8.0)).as_dict()
+    at_half = statistics.correlation(cosines, np.arange(8.0)).as_dict()
     assert report["cf_grid"][1]["pearson"] == pytest.approx(at_half["pearson"], abs=1e-4)
     assert report["best_cf_weight"] == max(report["cf_grid"], key=lambda entry: entry["pearson"])["cf_weight"]
 
@@ -67,7 +67,7 @@ def test_sts_evaluate_versus_a_file_and_a_key(tmp_path):
     other = [{**pair, "embedding_b": [1.0, 0.1 * i]} for i, pair in enumerate(PAIRS)]
     report = sts.evaluate_versus(written(tmp_path, "a.jsonl", PAIRS), written(tmp_path, "b.jsonl", other),
                                  resamples=50, seed=1)
-    assert report["a"]["pearson"] == sts.correlation(COSINES, GOLD).as_dict()["pearson"]
+    assert report["a"]["pearson"] == statistics.correlation(COSINES, GOLD).as_dict()["pearson"]
     assert report["difference"]["pearson"] == round(report["a"]["pearson"] - report["b"]["pearson"], 4)
     assert (report["unscored"], report["difference"]["resamples"], report["a"]["embedding_model"]) == (1, 50, None)
     both = [{**pair, "other_a": o["embedding_a"], "other_b": o["embedding_b"]} for pair, o in zip(PAIRS, other)]

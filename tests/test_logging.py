@@ -70,7 +70,7 @@ def test_the_stream_reports_skipped_records_as_a_warning_record(caplog, tmp_path
         written = run_stream(RecordSource(str(source), skip_errors=True), None, iter, str(tmp_path / "out.jsonl"), 1,
                              "copying")
     assert written == 1
-    assert [(r.name, r.levelname) for r in caplog.records] == [("sembed_cli.io", "WARNING")]
+    assert [(r.name, r.levelname) for r in caplog.records] == [("sembed_cli.io.stream", "WARNING")]
     assert caplog.records[0].getMessage().startswith(f"skipped 1 bad record(s) in {source}: line 2; first: invalid")
 
 

@@ -48,6 +48,32 @@ def test_blank_lines_are_ignored_but_counted():
     assert [r["id"] for r in run.records] == [1]
 
 
+PLAIN_TEXT = ("error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1 (hint: this looks "
+              'like plain text: pass --lines to read each line as a record {"text": LINE})\n')
+
+
+@pytest.mark.parametrize("command", ["embed", "parse", "spo", "normalize"])
+def test_plain_text_read_as_jsonl_says_to_pass_lines(command):
+    """printf 'hello\n' | sembed embed: a first line that is not JSON and opens with neither { nor [ is text."""
+    run = sembed(command, input="\nhello\nworld\n")
+    assert (run.exit_code, run.stdout, run.stderr) == (1, "", PLAIN_TEXT.replace("<stdin>:1:", "<stdin>:2:"))
+
+
+def test_the_lines_hint_comes_only_where_the_input_is_text_and_the_command_reads_text():
+    assert sembed("normalize", input="hello\n").stderr == PLAIN_TEXT
+    with_lines = sembed("normalize", "--lines", input="hello\n")
+    assert with_lines.exit_code == 0 and with_lines.records == [{"text": "hello", "text_raw": "hello"}]
+    an_object = sembed("normalize", input="{hello\n")  # broken JSON, not text
+    assert (an_object.exit_code, an_object.stderr) == (
+        1, "error: <stdin>:1: invalid JSON: unexpected character, expected a string key at column 2\n")
+    after_json = sembed("normalize", input=jsonl(GOOD[0]) + "hello\n")  # JSONL with one broken line
+    assert (after_json.exit_code, after_json.stderr) == (
+        1, "error: <stdin>:2: invalid JSON: unexpected character, expected a JSON value at column 1\n")
+    no_lines_option = sembed("eval", "sts", input="hello\n")  # eval reads vectors: --lines is no help
+    assert (no_lines_option.exit_code, no_lines_option.stderr) == (
+        1, "error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1\n")
+
+
 BAD_LINES = [
     ('{"text": "ok", "id": 3', "error: {f}:3: invalid JSON: unexpected end of data at column 23"),
     ('{"id": 3}', "error: {f}:3: missing key 'text' (or 'text_a'/'text_b'; --text-key names another)"),

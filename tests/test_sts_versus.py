@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import jsonl, sembed
-from sembed_cli.evaluation import sts
+from sembed_cli.evaluation import statistics
 
 GOLD = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
 PERFECT = np.array([0.0, 1.0, 2.0, 3.0, 4.0])  # r = rho = 1
@@ -32,7 +32,7 @@ def bootstrap_by_hand(a: np.ndarray, b: np.ndarray, gold: np.ndarray, resamples:
 
 
 def test_paired_difference_point_figures_are_exact():
-    result = sts.paired_difference(PERFECT, SWAPPED, GOLD, resamples=200, seed=3)
+    result = statistics.paired_difference(PERFECT, SWAPPED, GOLD, resamples=200, seed=3)
     assert result["pearson"] == 10.0 and result["spearman"] == 10.0  # 100 * (1 - 0.9)
     assert result["n"] == 5 and result["of"] == "a - b" and result["resamples"] == 200 and result["seed"] == 3
     assert result["interval"] == "paired bootstrap over the test pairs, 95% percentile interval"
@@ -42,18 +42,18 @@ def test_paired_difference_interval_is_the_documented_bootstrap():
     rng = np.random.default_rng(0)
     gold = rng.uniform(0, 5, 40)
     a, b = gold + rng.normal(0, 1, 40), gold + rng.normal(0, 2, 40)
-    result = sts.paired_difference(a, b, gold, resamples=300, seed=7)
+    result = statistics.paired_difference(a, b, gold, resamples=300, seed=7)
     expected = bootstrap_by_hand(a, b, gold, 300, 7)
     assert result["pearson_ci"] == pytest.approx(expected["pearson"], abs=1e-4)
     assert result["spearman_ci"] == pytest.approx(expected["spearman"], abs=1e-4)
     assert "undefined_resamples" not in result
     assert result["pearson_ci"][0] < result["pearson"] < result["pearson_ci"][1]
-    assert sts.paired_difference(a, b, gold, resamples=300, seed=7) == result  # seeded
-    assert sts.paired_difference(a, b, gold, resamples=300, seed=8)["pearson_ci"] != result["pearson_ci"]
+    assert statistics.paired_difference(a, b, gold, resamples=300, seed=7) == result  # seeded
+    assert statistics.paired_difference(a, b, gold, resamples=300, seed=8)["pearson_ci"] != result["pearson_ci"]
 
 
 def test_paired_difference_counts_resamples_with_an_undefined_correlation():
-    result = sts.paired_difference(PERFECT, SWAPPED, GOLD, resamples=200, seed=3)
+    result = statistics.paired_difference(PERFECT, SWAPPED, GOLD, resamples=200, seed=3)
     expected = bootstrap_by_hand(PERFECT, SWAPPED, GOLD, 200, 3)
     assert result["undefined_resamples"] == 200 - expected["defined"] > 0  # 5 pairs: some draws repeat one pair
     assert result["pearson_ci"] == pytest.approx(expected["pearson"], abs=1e-4)
@@ -63,9 +63,9 @@ def test_paired_difference_counts_resamples_with_an_undefined_correlation():
 def test_a_model_against_itself_or_a_monotone_copy_differs_by_exactly_zero():
     rng = np.random.default_rng(1)
     gold, a = rng.uniform(0, 5, 30), rng.uniform(-1, 1, 30)
-    same = sts.paired_difference(a, a, gold, resamples=100)
+    same = statistics.paired_difference(a, a, gold, resamples=100)
     assert (same["pearson"], same["pearson_ci"], same["spearman"], same["spearman_ci"]) == (0.0, [0.0, 0.0], 0.0, [0.0, 0.0])
-    cubed = sts.paired_difference(a, a ** 3, gold, resamples=100)  # the same ranks: the same rho in every resample
+    cubed = statistics.paired_difference(a, a ** 3, gold, resamples=100)  # the same ranks: the same rho in every resample
     assert cubed["spearman"] == 0.0 and cubed["spearman_ci"] == [0.0, 0.0] and cubed["pearson"] != 0.0
 
 
@@ -73,7 +73,7 @@ def test_swapping_the_models_negates_the_difference_and_its_interval():
     rng = np.random.default_rng(2)
     gold = rng.uniform(0, 5, 25)
     a, b = gold + rng.normal(0, 1, 25), gold + rng.normal(0, 1.5, 25)
-    ab, ba = sts.paired_difference(a, b, gold, 150, 4), sts.paired_difference(b, a, gold, 150, 4)
+    ab, ba = statistics.paired_difference(a, b, gold, 150, 4), statistics.paired_difference(b, a, gold, 150, 4)
     for name in ("pearson", "spearman"):
         assert ba[name] == -ab[name]
         assert ba[f"{name}_ci"] == pytest.approx([-ab[f"{name}_ci"][1], -ab[f"{name}_ci"][0]], abs=1e-4)
@@ -118,7 +118,7 @@ def test_versus_file_reports_both_models_and_their_difference(tmp_path):
     assert difference["spearman"] == 20.0
     assert (difference["resamples"], difference["seed"], difference["n"]) == (200, 1, 4)
     a, b = np.array([c for c, _ in A_COSINES]), np.array([c for c, _ in B_COSINES])
-    assert difference == sts.paired_difference(a, b, np.arange(4.0), 200, 1)
+    assert difference == statistics.paired_difference(a, b, np.arange(4.0), 200, 1)
     assert "a - b" in run.stderr and "+11.95" in run.stderr
     assert difference["undefined_resamples"] > 0  # 4 pairs: some resamples draw one pair four times
     assert f"{difference['undefined_resamples']} of 200 bootstrap resamples left out" in run.stderr

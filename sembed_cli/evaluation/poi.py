@@ -16,7 +16,7 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_number, json_type
 from . import tables
 from .records import read_all
-from .sts import BOOTSTRAP_CHUNK, BOOTSTRAP_RESAMPLES
+from .statistics import BOOTSTRAP_CHUNK, BOOTSTRAP_RESAMPLES
 
 BETA = 0.5
 
@@ -76,7 +76,7 @@ def f_beta_of(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
 def paired_f_difference(predicted_a: np.ndarray, predicted_b: np.ndarray, gold: np.ndarray,
                         resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
     """F0.5 of predictions A minus that of predictions B on the same records, with a paired bootstrap 95% interval
-    (the percentile interval, as evaluation.sts.paired_difference: the records drawn with replacement by
+    (the percentile interval, as evaluation.statistics.paired_difference: the records drawn with replacement by
     `numpy.random.default_rng(seed)`, the same draw for both)."""
     predicted_a, predicted_b, gold = (np.asarray(x, dtype=bool) for x in (predicted_a, predicted_b, gold))
     draws = np.random.default_rng(seed).integers(0, len(gold), (resamples, len(gold)))

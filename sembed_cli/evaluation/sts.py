@@ -1,14 +1,10 @@
-"""Semantic textual similarity: correlation of predicted similarity with gold scores.
+"""Semantic textual similarity: correlation of predicted similarity with gold scores (`sembed eval sts`).
 
-Pearson's r (NWS paper, Samardzhiev et al., eq. 10) and Spearman's rho (the
-Pearson correlation of the average ranks, as scipy.stats.spearmanr), both x100,
-each with a 95% confidence interval from the Fisher transformation (NWS eq.
-11-12). The interval is written for Pearson's r; it is applied to rho the same
-way, the usual approximation.
-
-Per record only a few numbers are kept, never the vectors: one similarity (or,
-for a W_cf sweep, the ten dot products that give the cosine for every W), the
-gold score and the group.
+Each record gives its pair's similarity (`pair_similarity`; for a W_cf sweep,
+its CF parts' ten dot products, `cf_sweep`), its gold score and its group; the
+report is Pearson's r and Spearman's rho x100 with Fisher 95% intervals, per
+group and overall (`statistics`). Two models on the same pairs are compared by
+a paired bootstrap. Per record only a few numbers are kept, never the vectors.
 """
 
 from __future__ import annotations
@@ -17,114 +13,21 @@ import logging
 import math
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .. import io
 from ..errors import SembedError
 from ..io import RecordSink, RecordSource, check_number, display_name
 from ..models.model_identity import FIELD, OneModel
-from .. import io
-from . import tables
+from . import sts_tables, tables
+from .cf_sweep import CfParts, cf_cosines
+from .pair_similarity import PairSimilarity
 from .records import pair_keys, read_all
+from .statistics import BOOTSTRAP_RESAMPLES, UndefinedCorrelation, correlation, grouped, paired_difference
 
 log = logging.getLogger(__name__)
-
-FISHER_Z95 = 1.96  # the two-sided 95% normal quantile of NWS eq. 12
-
-
-class UndefinedCorrelation(SembedError):
-    """Fewer than two pairs, or a column that does not vary."""
-
-
-def pearson(x: np.ndarray, y: np.ndarray) -> float:
-    """NWS eq. 10: sum((x - mean x)(y - mean y)) / (sqrt(sum (x - mean x)^2) sqrt(sum (y - mean y)^2))."""
-    dx, dy = x - x.mean(), y - y.mean()
-    dx, dy = io.unit_scaled(dx), io.unit_scaled(dy)  # the same r, without overflow in the sums of squares
-    r = float(dx @ dy / math.sqrt(float(dx @ dx) * float(dy @ dy)))
-    return max(-1.0, min(1.0, r))  # rounding can step past +-1, where eq. 11 is undefined
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rho: Pearson's r of the ranks, tied values sharing their average rank."""
-    from scipy.stats import rankdata
-
-    return pearson(rankdata(x), rankdata(y))
-
-
-def fisher_interval(r: float, n: int) -> tuple[float, float] | None:
-    """The 95% confidence interval of a correlation r over n pairs, NWS eq. 11-12.
-
-    eq. 11: F(r) = 1/2 log((1 + r) / (1 - r));  eq. 12: tanh(F(r) +- 1.96 / sqrt(n - 3)).
-    None when n <= 3, where eq. 12 is undefined; [r, r] for a perfect correlation.
-    """
-    if n <= 3:
-        return None
-    if abs(r) >= 1.0:
-        return (r, r)
-    f = 0.5 * math.log((1 + r) / (1 - r))  # eq. 11
-    half = FISHER_Z95 / math.sqrt(n - 3)  # eq. 12
-    return (math.tanh(f - half), math.tanh(f + half))
-
-
-@dataclass(frozen=True)
-class Correlation:
-    """Pearson's r and Spearman's rho (as fractions, not x100) with their eq. 12 intervals."""
-
-    n: int
-    pearson: float
-    spearman: float
-    pearson_ci: tuple[float, float] | None
-    spearman_ci: tuple[float, float] | None
-
-    def as_dict(self, digits: int = 4) -> dict:
-        """The JSON form: correlations and intervals x100, as STS results are reported."""
-
-        def scaled(value: float) -> float:
-            return round(100 * value, digits)
-
-        def interval(ci: tuple[float, float] | None) -> list[float] | None:
-            return None if ci is None else [scaled(ci[0]), scaled(ci[1])]
-
-        return {"n": self.n, "pearson": scaled(self.pearson), "pearson_ci": interval(self.pearson_ci),
-                "spearman": scaled(self.spearman), "spearman_ci": interval(self.spearman_ci)}
-
-
-def correlation(similarity: np.ndarray, gold: np.ndarray, similarity_name: str = "similarity",
-                gold_name: str = "gold score") -> Correlation:
-    """Pearson and Spearman between two equally long columns; `UndefinedCorrelation` when they cannot be."""
-    similarity, gold = np.asarray(similarity, dtype=np.float64), np.asarray(gold, dtype=np.float64)
-    n = len(gold)
-    if n < 2:
-        raise UndefinedCorrelation(f"correlation undefined: {n} pair(s), at least 2 needed")
-    for column, name in ((gold, gold_name), (similarity, similarity_name)):
-        if np.ptp(column) == 0:
-            raise UndefinedCorrelation(f"correlation undefined: every {name} is {column[0]:g} "
-                                       f"(a constant column over {n} pairs)")
-    r, rho = pearson(similarity, gold), spearman(similarity, gold)
-    return Correlation(n, r, rho, fisher_interval(r, n), fisher_interval(rho, n))
-
-
-def grouped(similarity: np.ndarray, gold: np.ndarray, groups: Sequence[str] | None,
-            similarity_name: str = "similarity", gold_name: str = "gold score") -> dict:
-    """Metrics over all pairs, and with `groups` per group (first-seen order) under "groups".
-
-    Over all pairs an undefined correlation is an error; in one group it gives
-    null metrics and the reason under "undefined", so the other groups still count.
-    """
-    result = correlation(similarity, gold, similarity_name, gold_name).as_dict()
-    if groups is not None:
-        names = np.asarray(groups, dtype=object)
-        result["groups"] = {}
-        for name in dict.fromkeys(groups):
-            mask = names == name
-            try:
-                result["groups"][name] = correlation(similarity[mask], gold[mask], similarity_name, gold_name).as_dict()
-            except UndefinedCorrelation as e:
-                result["groups"][name] = {"n": int(mask.sum()), "pearson": None, "pearson_ci": None,
-                                          "spearman": None, "spearman_ci": None, "undefined": e.message}
-    return result
 
 
 def report(kept: np.ndarray, gold: np.ndarray, similarity_name: str, gold_name: str, group_by: str | None = None,
@@ -141,63 +44,6 @@ def report(kept: np.ndarray, gold: np.ndarray, similarity_name: str, gold_name: 
              for w in grid]
     best = max(sweep, key=lambda entry: entry["pearson"])
     return {**head, "n": len(gold), "cf_grid": sweep, "best_cf_weight": best["cf_weight"]}
-
-
-# --- two models on the same pairs ------------------------------------------------------------------------
-
-BOOTSTRAP_RESAMPLES = 1000
-BOOTSTRAP_CHUNK = 100  # resamples ranked at a time: a few MB per array even for SICK's 4,927 pairs
-INTERVAL = "paired bootstrap over the test pairs, 95% percentile interval"
-
-
-def rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson's r (NWS eq. 10) of every row of x with the same row of y; NaN where a row does not vary."""
-    dx, dy = x - x.mean(axis=1, keepdims=True), y - y.mean(axis=1, keepdims=True)
-    for d in (dx, dy):  # one scale per row, as `pearson`: the same r, without overflow in the sums of squares
-        peak = np.max(np.abs(d), axis=1, keepdims=True)
-        np.divide(d, peak, out=d, where=peak > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.einsum("ij,ij->i", dx, dy) / np.sqrt(np.einsum("ij,ij->i", dx, dx) * np.einsum("ij,ij->i", dy, dy))
-    return np.clip(r, -1.0, 1.0)
-
-
-def paired_difference(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: np.ndarray,
-                      resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
-    """Pearson and Spearman of A minus those of B over the same pairs (x100), each with a paired bootstrap 95%
-    interval (Efron & Tibshirani 1993, the percentile interval).
-
-    The resamples are the rows of `numpy.random.default_rng(seed).integers(0, n, (resamples, n))`: n pairs
-    drawn with replacement, the same draw for both models, so each resample compares them on one set of pairs
-    and what the pairs share (how hard they are) cancels. The interval is the 2.5th and 97.5th percentile
-    (numpy's linear interpolation) of the resampled differences; the point figure is the difference over all
-    pairs. A resample where either correlation is undefined (a column that does not vary, likely only with a
-    handful of pairs) is left out and counted under "undefined_resamples"; the interval is null when all are.
-    """
-    from scipy.stats import rankdata
-
-    similarity_a, similarity_b, gold = (np.asarray(column, dtype=np.float64)
-                                        for column in (similarity_a, similarity_b, gold))
-    a, b = correlation(similarity_a, gold), correlation(similarity_b, gold)
-    draws = np.random.default_rng(seed).integers(0, len(gold), (resamples, len(gold)))
-    differences: dict[str, list[np.ndarray]] = {"pearson": [], "spearman": []}
-    for start in range(0, resamples, BOOTSTRAP_CHUNK):
-        rows = draws[start:start + BOOTSTRAP_CHUNK]
-        x_a, x_b, y = similarity_a[rows], similarity_b[rows], gold[rows]
-        differences["pearson"].append(rowwise_pearson(x_a, y) - rowwise_pearson(x_b, y))
-        x_a, x_b, y = (rankdata(column, axis=1) for column in (x_a, x_b, y))
-        differences["spearman"].append(rowwise_pearson(x_a, y) - rowwise_pearson(x_b, y))
-    result = {"n": len(gold), "of": "a - b"}
-    undefined = 0
-    for name, point in (("pearson", a.pearson - b.pearson), ("spearman", a.spearman - b.spearman)):
-        spread = np.concatenate(differences[name])
-        defined = spread[~np.isnan(spread)]
-        undefined = max(undefined, len(spread) - len(defined))
-        ci = None if not len(defined) else [round(100 * float(q), 4) for q in np.percentile(defined, [2.5, 97.5])]
-        result[name], result[f"{name}_ci"] = round(100 * point, 4), ci
-    result.update({"interval": INTERVAL, "resamples": resamples, "seed": seed})
-    if undefined:
-        result["undefined_resamples"] = undefined
-    return result
 
 
 def compare(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: np.ndarray, names: tuple[str, str],
@@ -238,99 +84,6 @@ def undefined_groups(result: dict) -> list[str]:
         problems += [f"group '{name}'{where}: {metrics['undefined']}"
                      for name, metrics in entry.get("groups", {}).items() if "undefined" in metrics]
     return problems
-
-
-# --- what one record keeps -------------------------------------------------------------------------
-
-
-def cosine(a: np.ndarray, b: np.ndarray, key_a: str, key_b: str) -> float:
-    """The cosine of two finite vectors, each scaled by its largest absolute value first, so vectors of any
-    magnitude (1e200, 1e-200) give the cosine their directions have."""
-    a, b = io.unit_scaled(a), io.unit_scaled(b)
-    norm_a, norm_b = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    io.nonzero(key_a, norm_a)
-    io.nonzero(key_b, norm_b)
-    return max(-1.0, min(1.0, float(a @ b) / (norm_a * norm_b)))
-
-
-class PairSimilarity:
-    """Reads one record's predicted similarity: the cosine of two embeddings, or a similarity field.
-
-    Without `similarity_key` the first record decides: its embeddings when it
-    has either, else its SIMILARITY_FIELD; every later record must match.
-    """
-
-    SIMILARITY_FIELD = "similarity"
-
-    def __init__(self, key_a: str = "embedding_a", key_b: str = "embedding_b", similarity_key: str | None = None):
-        self.key_a, self.key_b, self.similarity_key = key_a, key_b, similarity_key
-        self.decided = similarity_key is not None
-        self.dimension = io.Dimension()
-
-    @property
-    def name(self) -> str:
-        return self.similarity_key or f"cosine({self.key_a}, {self.key_b})"
-
-    def __call__(self, record: dict) -> float:
-        if not self.decided:
-            self.decided = True
-            if self.key_a not in record and self.key_b not in record and self.SIMILARITY_FIELD in record:
-                self.similarity_key = self.SIMILARITY_FIELD
-        if self.similarity_key is not None:
-            return check_number(record, self.similarity_key, "the predicted similarity")
-        a, b = io.vector(record, self.key_a), io.vector(record, self.key_b)
-        self.dimension.check({self.key_a: a, self.key_b: b})
-        return cosine(a, b, self.key_a, self.key_b)
-
-
-# The ten dot products of one pair's CF parts (a, c: side A's basic and cf parts; b, d: side B's), from
-# which the cosine of u = a + W c and v = b + W d follows for any W (CF-BERT eq. 1).
-AA, AC, CC, BB, BD, DD, AB, AD, CB, CD = range(10)
-
-
-class CfParts:
-    """Reads one record's kept CF parts and keeps their ten dot products, not the vectors."""
-
-    def __init__(self, keys_a: tuple[str, str] = ("embedding_basic_a", "embedding_cf_a"),
-                 keys_b: tuple[str, str] = ("embedding_basic_b", "embedding_cf_b")):
-        self.keys = (*keys_a, *keys_b)
-        self.dimension = io.Dimension()
-
-    @property
-    def name(self) -> str:
-        basic_a, cf_a, basic_b, cf_b = self.keys
-        return f"cosine({basic_a} + W * {cf_a}, {basic_b} + W * {cf_b})"
-
-    def __call__(self, record: dict) -> np.ndarray:
-        hint = "run sembed embed --keep-parts first"
-        vectors = {key: io.vector(record, key, hint) for key in self.keys}
-        self.dimension.check(vectors)
-        for key, v in vectors.items():
-            io.nonzero(key, float(np.max(np.abs(v))))
-        a, c, b, d = vectors.values()
-        # the cosine of a + W c and b + W d is the same with each side's parts scaled by one factor: scale them so
-        # that the dot products cannot overflow
-        peak_a, peak_b = max(np.max(np.abs(a)), np.max(np.abs(c))), max(np.max(np.abs(b)), np.max(np.abs(d)))
-        low, high = io.SAFE_MAGNITUDES
-        if not (low <= peak_a <= high and low <= peak_b <= high):
-            a, c, b, d = a / peak_a, c / peak_a, b / peak_b, d / peak_b
-        return np.array([a @ a, a @ c, c @ c, b @ b, b @ d, d @ d, a @ b, a @ d, c @ b, c @ d])
-
-
-def cf_cosines(dots: np.ndarray, weight: float) -> np.ndarray:
-    """cos(a + W c, b + W d) for every row of dots (n x 10), CF-BERT eq. 1 expanded:
-    u.v = a.b + W (a.d + c.b) + W^2 c.d;  |u|^2 = a.a + 2W a.c + W^2 c.c;  |v|^2 likewise."""
-    w = weight
-    uv = dots[:, AB] + w * (dots[:, AD] + dots[:, CB]) + w * w * dots[:, CD]
-    uu = dots[:, AA] + 2 * w * dots[:, AC] + w * w * dots[:, CC]
-    vv = dots[:, BB] + 2 * w * dots[:, BD] + w * w * dots[:, DD]
-    # a + W c can vanish only when the parts point in opposite directions: then the cosine is undefined
-    scale = np.minimum(dots[:, AA] + w * w * dots[:, CC], dots[:, BB] + w * w * dots[:, DD])
-    degenerate = np.minimum(uu, vv) <= 1e-12 * scale
-    if degenerate.any():
-        n = int(np.argmax(degenerate)) + 1
-        raise SembedError(f"cosine undefined at W_cf = {weight:g}: basic + W * cf is a zero vector in record {n}")
-    return uv / np.sqrt(uu * vv)
 
 
 def parse_grid(spec: str) -> list[float]:
@@ -503,58 +256,4 @@ def evaluate_versus(input: str, versus: str | None = None, versus_key: str | Non
 
 def print_report(result: dict) -> None:
     """The report of `evaluate` or `evaluate_versus` as a table on stderr (none with -q)."""
-    tables.show(versus_table(result) if "difference" in result else correlation_table(result))
-
-
-def correlation_table(result: dict):
-    """One row per group (and 'all'), one block of rows per W_cf of a sweep."""
-    from rich.table import Table
-
-    grid = result.get("cf_grid")
-    table = Table(title=f"STS: {result['similarity']} vs {result['gold']} (x100, Fisher 95% CI)", title_justify="left")
-    if grid is not None:
-        table.add_column("W_cf", justify="right")
-    if "groups" in (grid[0] if grid else result):
-        table.add_column("group")
-    for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
-        table.add_column(column, justify="right")
-    for entry in grid or [result]:
-        lead = [f"{entry['cf_weight']:g}"] if grid is not None else []
-        rows = [*entry.get("groups", {}).items(), ("all", entry)] if "groups" in entry else [(None, entry)]
-        for position, (name, m) in enumerate(rows):
-            # a rule above each 'all' row, and below it when several W_cf blocks follow
-            table.add_row(*lead, *([name] if name is not None else []), *tables.correlation_cells(m),
-                          end_section=len(rows) > 1 and (position == len(rows) - 2 or (grid is not None and name == "all")))
-    return table
-
-
-def versus_table(result: dict):
-    """a, b and a - b, one row each; with groups, those three rows per group, then over all pairs."""
-    from rich.table import Table
-
-    difference = result["difference"]
-    grouped_rows = "groups" in result
-    table = Table(title=f"STS: two models vs {result['gold']} (x100; a, b: Fisher 95% CI; a - b: "
-                        f"{difference['interval']}, {difference['resamples']} resamples)", title_justify="left")
-    table.add_column("", no_wrap=True)
-    if grouped_rows:
-        tables.add_name_column(table, "group")
-    tables.add_name_column(table, "model")
-    for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
-        table.add_column(column, justify="right", no_wrap=True)
-    blocks = [*result.get("groups", {}).items(), ("all", result)] if grouped_rows else [(None, result)]
-    for name, entry in blocks:
-        group = [name] if grouped_rows else []
-        if "undefined" in entry:
-            table.add_row("", *group, entry["undefined"], str(entry["n"]), "-", "-", "-", "-",
-                          end_section=True)
-            continue
-        for position, side in enumerate(("a", "b")):
-            m = entry[side]
-            table.add_row(side, *(group if position == 0 else [""] * len(group)),
-                          m.get("embedding_model") or m["similarity"], *tables.correlation_cells(m))
-        change = entry["difference"]
-        table.add_row("a - b", *[""] * len(group), "", str(change["n"]), f"{change['pearson']:+.2f}",
-                      tables.interval(change["pearson_ci"]), f"{change['spearman']:+.2f}",
-                      tables.interval(change["spearman_ci"]), end_section=grouped_rows)
-    return table
+    tables.show(sts_tables.versus_table(result) if "difference" in result else sts_tables.correlation_table(result))

@@ -248,7 +248,7 @@ def embed_records(records: Iterable[dict], embedder: SentenceEmbedder, fields: T
 
 def correlation_with_norms(table: SalienceTable, norms: list[tuple[str, float]]) -> dict:
     """Pearson and Spearman (x100, Fisher 95% CI) of the scores of the words in `norms` with their ratings."""
-    from ..evaluation.sts import correlation
+    from ..evaluation.statistics import correlation
 
     index = {word: i for i, word in enumerate(table.words)}
     lowercase = bool(table.metadata["vectors"].get("lowercase"))

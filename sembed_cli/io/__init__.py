@@ -1,0 +1,41 @@
+"""The record stream and its parts: JSONL in, JSONL out, with exact error locations.
+
+One module a job; the names the rest of sembed uses are importable from here (`from ..io import RecordSource`):
+
+    lines          reading an input line by line: stdin or a file, gzip by its magic bytes, the encoding, a BOM
+                   (STDIN, display_name, ReadPosition, LineDecoder, AUTO_ENCODING, text_lines)
+    rejects        the bad-input policy of one input: stop at FILE:LINE, or count and go on (Rejects)
+    json_codec     JSON values exactly: integers past 64 bits digit for digit (loads, dumps, json_type)
+    atomic_files   files written under a temporary name, renamed at the end (temporary_sibling, write_json_atomic)
+    stream         the two ends of a command and the options that make them (RecordSource, RecordSink, Shard,
+                   StreamOptions, run_stream)
+    batches        records in batches for a model, a partial batch before an input error (batched, text_jobs,
+                   map_texts)
+    fields         a record's text, number, label and group fields, checked (TextFields, check_text, check_number,
+                   counted_keys, derived_key, label, group)
+    vector_fields  a record's vectors, checked (vector, float32_vector, Dimension, nonzero, unit_scaled,
+                   SAFE_MAGNITUDES)
+
+The rules of the stream live in these modules and only there (README, "The record stream"): a UTF-8 byte-order
+mark opens a file harmlessly; gzip is read by its magic bytes and written for a `.gz` output; plain text lines are
+records with `--lines` or a `.txt` input; pass-through values come out as they came in (integers of any size digit
+for digit); `-o FILE` never replaces an existing file without --force, is never an input, and is written under a
+temporary name renamed at the end, also after an error or an interrupt.
+"""
+
+from .atomic_files import temporary_sibling, write_json_atomic
+from .batches import batched, map_texts, text_jobs
+from .fields import TextFields, check_number, check_text, counted_keys, derived_key, group, label
+from .json_codec import dumps, json_type, loads
+from .lines import AUTO_ENCODING, STDIN, LineDecoder, ReadPosition, display_name, text_lines
+from .rejects import Rejects
+from .stream import RecordSink, RecordSource, Shard, StreamOptions, run_stream
+from .vector_fields import SAFE_MAGNITUDES, Dimension, float32_vector, nonzero, unit_scaled, vector
+
+__all__ = [
+    "AUTO_ENCODING", "SAFE_MAGNITUDES", "STDIN", "Dimension", "LineDecoder", "ReadPosition", "RecordSink",
+    "RecordSource", "Rejects", "Shard", "StreamOptions", "TextFields", "batched", "check_number", "check_text",
+    "counted_keys", "derived_key", "display_name", "dumps", "float32_vector", "group", "json_type", "label", "loads",
+    "map_texts", "nonzero", "run_stream", "temporary_sibling", "text_jobs", "text_lines", "unit_scaled", "vector",
+    "write_json_atomic",
+]
