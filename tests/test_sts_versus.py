@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import jsonl, sembed
-from sembed_cli.evaluation import statistics
+from sembed_cli.evaluation import statistics, sts
 
 GOLD = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
 PERFECT = np.array([0.0, 1.0, 2.0, 3.0, 4.0])  # r = rho = 1
@@ -238,7 +238,7 @@ def test_the_table_never_cuts_two_long_model_names_alike(monkeypatch, capsys):
     metrics = {"similarity": "cosine", "n": 4, "pearson": 80.0, "pearson_ci": None, "spearman": 80.0,
                "spearman_ci": None}
     difference = {"n": 4, "pearson": 1.0, "pearson_ci": None, "spearman": 1.0, "spearman_ci": None,
-                  "interval": sts.INTERVAL, "resamples": 10}
+                  "interval": statistics.INTERVAL, "resamples": 10}
     report = {"task": "sts", "gold": "score", "a": {**metrics, "embedding_model": long + "2"},
               "b": {**metrics, "embedding_model": long + "3"}, "difference": difference}
     sts.print_report(report)
