@@ -86,7 +86,7 @@ def test_the_graph_draws_packages_and_keeps_the_shell_apart(tmp_path):
     (package / "main.py").write_text("from .commands import spo\n")
     (package / "commands/spo.py").write_text("from ..text import spo\nfrom .. import io\n")
     (package / "text/spo.py").write_text("from .. import io\n")
-    (package / "training/methods/__init__.py").write_text("def run():\n    from .. import io\n")
+    (package / "training/methods/__init__.py").write_text("def run():\n    from ... import io\n")
     assert package_edges(import_graph(tmp_path), tmp_path) == [
         ("commands", "root"), ("commands", "text"), ("main", "commands"), ("text", "root"),
         ("training.methods", "root")]
