@@ -1,4 +1,4 @@
-"""The man pages and the README command reference match --help; --help is instant."""
+"""The man pages and the command reference (docs/commands.md) match --help; --help is instant."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from conftest import ROOT
 from sembed_cli import manpage
 
 
-def test_man_pages_and_readme_reference_are_current():
+def test_man_pages_and_command_reference_are_current():
     stale = [str(p.relative_to(ROOT)) for p in manpage.stale()]
     assert stale == [], f"regenerate with: python -m sembed_cli.manpage  (stale: {stale})"
 
