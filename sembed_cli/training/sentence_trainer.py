@@ -301,7 +301,8 @@ def train_and_save(job: Job, settings: SentenceSettings, *, method: str,
         model = parts.prepare_model(model)
     loss = make_loss(model)
     processes = world_size()
-    log.info(f"training {method} on {data['records']} pairs from {base_model}: {schedule.epochs} epoch(s), "
+    span = f"at most {schedule.max_steps} step(s)" if schedule.max_steps else f"{schedule.epochs} epoch(s)"
+    log.info(f"training {method} on {data['records']} pairs from {base_model}: {span}, "
              f"batch {schedule.batch_size}, on {resolved_device}"
              + (f" in each of {processes} processes (global batch {schedule.batch_size * processes})"
                 if processes > 1 else ""))
