@@ -177,8 +177,8 @@ class ConsoleProgress(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "loss" in logs:
-            log.info(f"{progress_label(state.global_step, state.max_steps, state.epoch or 0.0, state.num_train_epochs)}"
-                     f": mean loss {float(logs['loss']):.4f}")
+            label = progress_label(state.global_step, state.max_steps, state.epoch or 0.0, state.num_train_epochs)
+            log.info(f"{label}: mean loss {float(logs['loss']):.4f}")
 
     def on_save(self, args, state, control, **kwargs):
         log.debug("checkpoint at step %d in %s", state.global_step, args.output_dir)
@@ -270,7 +270,8 @@ class MethodParts:
 
 def train_and_save(job: Job, settings: SentenceSettings, *, method: str,
                    make_data: Callable[[], tuple[dict[str, list], dict]],
-                   make_loss: Callable[[object], torch.nn.Module], described: dict, fields: dict | None = None, parts: MethodParts = MethodParts()) -> dict:
+                   make_loss: Callable[[object], torch.nn.Module], described: dict, fields: dict | None = None,
+                   parts: MethodParts = MethodParts()) -> dict:
     """The whole `train` flow of a sentence-encoder method; returns the metadata written as `sembed.json`.
 
     `make_data` reads the training data: (columns, the metadata's `data`
