@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sembed_cli.io import RecordSource
 from sembed_cli.training.job import Job
-from sembed_cli.training.methods import mlm, nws
+from sembed_cli.training.methods import mlm, nws, syntax
 from sembed_cli.training.model_card import model_card, write_model_card
 
 
@@ -40,13 +40,19 @@ def test_the_card_says_how_the_model_was_trained(tmp_path):
 
 
 def test_a_method_without_a_base_model_or_a_library_says_so(tmp_path):
-    metadata = {"method": "nws", "vectors": {"spec": "glove-6b-50d", "dim": 50}, "data": {"sentences": 9},
+    metadata = {"method": "nws", "vectors": {"vectors": "glove-6b-50d", "dim": 50}, "data": {"sentences": 9},
                 "created": "2026-11-25", "versions": {"sembed": "0.1.0"}}
     card = model_card(job_of(tmp_path, nws.RECIPE), nws.Settings(), metadata, library=None)
     assert card.startswith("---\ntags:\n- sembed\n- sembed-nws\nbase_model: \"glove-6b-50d\"\n---\n")
     assert "on `" + str(tmp_path / "corpus.jsonl") + "`." in card  # the data file, where the metadata names none
     assert "\n- batch size: 128 pairs\n" in card and "warm-up" not in card  # nws has no schedule to warm up
     assert "\n- init: isf\n" in card and "\n- vectors: glove-6b-50d\n" in card
+
+
+def test_syntax_names_the_frozen_encoder_it_read(tmp_path):
+    metadata = {"method": "syntax", "encoder": {"model": "/models/all-MiniLM-L6-v2", "model_name": "all-MiniLM-L6-v2"}}
+    card = model_card(job_of(tmp_path, syntax.RECIPE), syntax.Settings(), metadata, library=None)
+    assert "Trained with `sembed train --method syntax` from `all-MiniLM-L6-v2` on `" in card
 
 
 def test_write_model_card_replaces_the_base_models_card(tmp_path):

@@ -27,8 +27,8 @@ def _value(value: Any) -> str:
 def _base_model(metadata: dict) -> str | None:
     for key in BASE_MODEL_KEYS:
         value = metadata.get(key)
-        if isinstance(value, dict):  # word vectors and encoders describe themselves as a dict
-            value = value.get("spec") or value.get("model") or value.get("name")
+        if isinstance(value, dict):  # word vectors (nws) and the frozen encoder (syntax) describe themselves as a dict
+            value = value.get("vectors") or value.get("model_name") or value.get("model")
         if value:
             return str(value)
     return None

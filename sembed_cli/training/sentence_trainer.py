@@ -132,7 +132,7 @@ def quiet_libraries() -> None:
 
 class Trainer(SentenceTransformerTrainer):
     """sentence-transformers' trainer without its model-card callback, which encodes example texts for a hub
-    widget at start-up (with a progress bar of its own); the saved model still gets its README."""
+    widget at start-up (with a progress bar of its own); the saved model gets sembed's card (`model_card`)."""
 
     def add_model_card_callback(self, default_args_dict: dict) -> None:
         pass
