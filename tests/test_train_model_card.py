@@ -37,6 +37,7 @@ def test_the_card_says_how_the_model_was_trained(tmp_path):
                  "- sembed 0.1.0, 2026-11-25T05:00:00+00:00",
                  "- command line: `sembed train --method mlm prose.jsonl`"):
         assert f"\n{line}\n" in body, line
+    assert "\n- model: " not in body  # the start model is said once, in the first line
 
 
 def test_a_method_without_a_base_model_or_a_library_says_so(tmp_path):

@@ -30,7 +30,7 @@ from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, fin
 
 log = logging.getLogger(__name__)
 
-HEADS = 4
+HEADS = 4  # attention heads: --hidden is a multiple of them (`training/methods/mlm.py` checks)
 MAX_LENGTH = 48  # characters, [CLS] and [SEP] included; longer names are cut
 DROPOUT = 0.1  # the paper's attention and hidden dropout
 
