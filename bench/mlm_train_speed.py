@@ -36,13 +36,14 @@ def training_batches(tokenizer, records: Path, steps: int, seed: int) -> list[di
     """`steps` + WARMUP batches of BATCH training sentences (held-out ones left out), masked as train masks them."""
     import orjson
 
-    from sembed_cli.training.mlm_adaptation import DEFAULT_HOLDOUT, MaskedSentences, WordMasking, held_out
+    from sembed_cli.training.methods.mlm import Settings
+    from sembed_cli.training.mlm_adaptation import MaskedSentences, WordMasking, held_out
 
     texts = []
     with open(records, "rb") as f:
         for line in f:
             text = orjson.loads(line).get("text")
-            if isinstance(text, str) and text.strip() and not held_out(text, DEFAULT_HOLDOUT):
+            if isinstance(text, str) and text.strip() and not held_out(text, Settings.holdout):
                 texts.append(text)
             if len(texts) == SENTENCES:
                 break

@@ -11,6 +11,7 @@ corpus, the epoch's seconds and sentences (and tokens) per second, with --thread
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 import time
 from pathlib import Path
@@ -19,7 +20,9 @@ from common import convert_corpora, log, save
 
 from sembed_cli.models import word_vectors
 from sembed_cli.io import RecordSource
-from sembed_cli.training.word_saliency import Settings, train_nws
+from sembed_cli.training.job import Job
+from sembed_cli.training.methods import nws
+from sembed_cli.training.word_saliency import train_nws
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -41,8 +44,9 @@ def main() -> None:
             tick = time.perf_counter()
             vectors = word_vectors.load(spec)
             load_seconds = time.perf_counter() - tick
-            table = train_nws(RecordSource(str(corpus)), Path(tmp) / f"table-{len(result['runs'])}", vectors,
-                              Settings(epochs=1), device="cpu")
+            job = Job(RecordSource(str(corpus)), Path(tmp) / f"table-{len(result['runs'])}",
+                      dataclasses.replace(nws.RECIPE, epochs=1), None, 42, "cpu", resume=False, force=False)
+            table = train_nws(job, nws.Settings(), vectors)
             epoch = table.metadata["history"][0]
             run = {"vectors": spec, "dim": vectors.dim, "sentences": table.sentences, "tokens": table.tokens,
                    "vectors_load_seconds": round(load_seconds, 1), "epoch_seconds": epoch["seconds"],

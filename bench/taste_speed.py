@@ -40,11 +40,12 @@ def untrained_model(names: list[str]):
     from transformers import BertForMaskedLM
 
     from sembed_cli.text import char_tokenizer
-    from sembed_cli.training.masked_lm import CharBertShape
+    from sembed_cli.training.char_bert import CharBertShape
+    from sembed_cli.training.methods import mlm
 
     torch.manual_seed(0)
     tokenizer = char_tokenizer.build(names)
-    return BertForMaskedLM(CharBertShape().config(tokenizer)).eval(), tokenizer
+    return BertForMaskedLM(CharBertShape.of(mlm.Settings()).config(tokenizer)).eval(), tokenizer
 
 
 def batched_run(taster: Taster, names: list[str], batch_size: int) -> tuple[float, list[tuple[int, int]]]:
@@ -108,7 +109,7 @@ def main() -> None:
             f"{batched[precision]['speedup']:.2f}x; same hits as fp32 for {100 * same:.1f}% of names")
     log(f"one masked copy a time (fp32)  {len(names) / single_s:8.1f} names/s ({single_s:.2f}s)")
     result = {
-        "names": len(names), "masked_copies": copies, "model": args.model or "untrained CharBertShape() (4 x 128)",
+        "names": len(names), "masked_copies": copies, "model": args.model or "untrained character BERT (4 x 128)",
         "device": "cpu", "torch_threads": torch.get_num_threads(), "batch_size_records": args.batch_size,
         "auto_precision": auto, "one_copy_at_a_time_names_per_s": round(len(names) / single_s, 1),
         "one_copy_at_a_time_s": round(single_s, 2), "batched": batched,

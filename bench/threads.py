@@ -72,10 +72,16 @@ def convert(path: Path) -> None:
 
 
 def nws_rate(corpus: Path, vectors, work: Path) -> float:
-    from sembed_cli.training.word_saliency import Settings, train_nws
+    import dataclasses
 
-    table = train_nws(RecordSource(str(corpus)), work / f"nws-{time.monotonic_ns()}", vectors, Settings(epochs=1),
-                      device="cpu")
+    from sembed_cli.training.job import Job
+    from sembed_cli.training.methods import nws
+    from sembed_cli.training.word_saliency import train_nws
+
+    one_epoch = dataclasses.replace(nws.RECIPE, epochs=1)
+    job = Job(RecordSource(str(corpus)), work / f"nws-{time.monotonic_ns()}", one_epoch, None, 42, "cpu",
+              resume=False, force=False)
+    table = train_nws(job, nws.Settings(), vectors)
     return table.metadata["history"][0]["sentences_per_second"]
 
 

@@ -1,4 +1,5 @@
-"""The layers of sembed_cli: `commands/` is a leaf, library code loads no CLI, and the README's paper table is true.
+"""The layers of sembed_cli: `commands/` is a leaf, library code loads no CLI, no module is part of an import
+circle, and the README's paper table is true.
 
 spaCy's library never imports its `cli/`; sembed's library modules (text/,
 models/, training/, evaluation/, readers/ and the root's stream) never import
@@ -85,6 +86,49 @@ def imports_of_the_cli(graph: dict[str, set[str]]) -> list[str]:
             for target in sorted(targets) if is_cli(target)]
 
 
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of `graph`: its strongly connected components of more than one module (Tarjan's
+    algorithm, iterative), each sorted, the list sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, targets = work[-1]
+            target = next((t for t in targets if t in graph), None)
+            if target is not None:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                elif target in on_stack:
+                    low[module] = min(low[module], index[target])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == index[module]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == module:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
 def paper_table_paths(readme: Path) -> list[list[list[Path]]]:
     """The README's paper table: for each paper, the files (backticked) of each column after the paper's name,
     as paths; library, trainer and command paths are relative to `sembed_cli/`, the examples' to the checkout."""
@@ -100,6 +144,27 @@ def paper_table_paths(readme: Path) -> list[list[list[Path]]]:
 
 def test_no_module_outside_commands_and_main_imports_the_commands():
     assert imports_of_the_cli(import_graph()) == []
+
+
+def test_no_import_circle_among_sembed_modules():
+    """Layers import downwards only: a circle (two modules that import each other, or a longer loop) means two
+    sources of truth held together by import order, as the trainers and the method registry once were."""
+    found = [" <-> ".join(m.removeprefix(PACKAGE + ".") for m in circle) for circle in circles(import_graph())]
+    assert not found, f"{len(found)} import circle(s): " + "; ".join(found)
+
+
+def test_trainers_import_nothing_of_the_method_registry():
+    """Settings flow one way: `training/methods/X.py` declares them and hands them to its trainer."""
+    registry = f"{PACKAGE}.training.methods"
+    offenders = [f"{module} -> {target}" for module, targets in sorted(import_graph().items())
+                 if module.startswith(f"{PACKAGE}.training.") and not module.startswith(registry)
+                 for target in sorted(targets) if target == registry or target.startswith(registry + ".")]
+    assert offenders == []
+
+
+def test_circles_finds_every_loop_and_only_loops():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"f"}, "f": {"e"}, "g": {"g", "a"}}
+    assert circles(graph) == [["a", "b", "c"], ["e", "f"]]
 
 
 def test_the_graph_sees_imports_inside_functions(tmp_path):
@@ -144,6 +209,10 @@ def main() -> None:
     print(f"{len(graph)} modules, {edges} edges, {len(offenders)} into {CLI} from outside it and {shell}")
     for line in offenders:
         print(f"  {line}")
+    loops = circles(graph)
+    print(f"{len(loops)} import circle(s)")
+    for circle in loops:
+        print(f"  {' <-> '.join(circle)}")
 
 
 if __name__ == "__main__":

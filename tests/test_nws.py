@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -15,6 +16,8 @@ torch = pytest.importorskip("torch")
 from sembed_cli.models import word_vectors  # noqa: E402
 from sembed_cli.io import RecordSource  # noqa: E402
 from sembed_cli.training import word_saliency as trainer  # noqa: E402
+from sembed_cli.training.job import Job  # noqa: E402
+from sembed_cli.training.methods import nws  # noqa: E402
 from sembed_cli.models.salience import SalienceTable, isf  # noqa: E402
 
 TOPICS = {"pets": "dog cat puppy kitten".split(), "music": "guitar piano song drum".split(),
@@ -106,13 +109,18 @@ def test_same_seed_same_table_and_refusal_to_overwrite(tmp_path, vectors_file):
     assert again.stderr == f"error: {a} already exists (hint: pass --force to replace it, or choose another -o)\n"
 
 
+def nws_job(tmp_path, name: str) -> Job:
+    """The job `train --method nws --epochs 3 --batch-size 8 --device cpu -o NAME` gives the trainer."""
+    recipe = dataclasses.replace(nws.RECIPE, epochs=3, batch_size=8)
+    return Job(RecordSource_of(tmp_path, corpus()), tmp_path / name, recipe, None, 42, "cpu", resume=False,
+               force=False)
+
+
 def test_resume_ends_where_an_uninterrupted_run_does(tmp_path, vectors_file, monkeypatch):
-    trainer.train_nws(RecordSource_of(tmp_path, corpus()), tmp_path / "whole",
-                      word_vectors.load(vectors_file), trainer.Settings(epochs=3, batch_size=8), device="cpu")
+    trainer.train_nws(nws_job(tmp_path, "whole"), nws.Settings(), word_vectors.load(vectors_file))
     original = interrupt_at_call(monkeypatch, trainer.PairBatches, "loss", 14)  # in epoch 2 (9 steps an epoch)
     with pytest.raises(KeyboardInterrupt):
-        trainer.train_nws(RecordSource_of(tmp_path, corpus()), tmp_path / "resumed", word_vectors.load(vectors_file),
-                          trainer.Settings(epochs=3, batch_size=8), device="cpu")
+        trainer.train_nws(nws_job(tmp_path, "resumed"), nws.Settings(), word_vectors.load(vectors_file))
     assert (tmp_path / "resumed.checkpoints" / "checkpoint-1").is_dir()
     monkeypatch.setattr(trainer.PairBatches, "loss", original)
     interrupted_again, _ = train(tmp_path, vectors_file, "--epochs", "3", "--batch-size", "8", name="resumed")

@@ -21,7 +21,8 @@ torch = pytest.importorskip("torch")
 from sembed_cli.text import char_tokenizer  # noqa: E402
 from sembed_cli.models.taste import NeighbourVote, Taster  # noqa: E402
 from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
-from sembed_cli.training.masked_lm import MLM_IGNORE, mask_one  # noqa: E402
+from sembed_cli.training.char_bert import mask_one  # noqa: E402
+from sembed_cli.training.masked_lm_loop import MLM_IGNORE  # noqa: E402
 from sembed_cli.training.poi_triplet import batch_all_triplet_loss  # noqa: E402
 
 PLACES = ["Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Bristol", "Clinton", "Salem",
@@ -136,14 +137,14 @@ def test_same_seed_same_model(stage1, tmp_path):
 
 
 def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(stage1, tmp_path, monkeypatch):
-    from sembed_cli.training import masked_lm
+    from sembed_cli.training import char_bert
 
     out = tmp_path / "resumed"
     args = ("train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "--checkpoint-steps", "1",
             "-o", str(out))
-    real = interrupt_at_call(monkeypatch, masked_lm, "mlm_loss", 2)
+    real = interrupt_at_call(monkeypatch, char_bert, "mlm_loss", 2)
     assert sembed(*args, input=names_records()).exit_code == 130
-    monkeypatch.setattr(masked_lm, "mlm_loss", real)
+    monkeypatch.setattr(char_bert, "mlm_loss", real)
     refused = sembed(*args, input=names_records())
     assert refused.exit_code == 1 and "holds the checkpoints of an unfinished run" in refused.stderr
     assert sembed(*args, "--resume", input=names_records()).exit_code == 0

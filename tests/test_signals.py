@@ -93,13 +93,13 @@ def test_embed_keeps_every_finished_batch_and_its_npy_rows(tiny_model, tmp_path,
 SLOW_STEPS = """
 import time
 from pathlib import Path
-from sembed_cli.training import masked_lm
-real, steps = masked_lm.mlm_loss, Path({steps!r})
+from sembed_cli.training import char_bert
+real, steps = char_bert.mlm_loss, Path({steps!r})
 def slow(*args):  # each step waits, and counts itself, so the test knows training is under way
     time.sleep(0.2)
     steps.write_text(str(int(steps.read_text() or 0) + 1) if steps.exists() else "1")
     return real(*args)
-masked_lm.mlm_loss = slow
+char_bert.mlm_loss = slow
 """
 
 

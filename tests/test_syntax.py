@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -11,6 +12,8 @@ import torch
 from sembed_cli.io import RecordSource
 from sembed_cli.models.syntax_map import SyntaxMap
 from sembed_cli.training import syntax as trainer
+from sembed_cli.training.job import Job
+from sembed_cli.training.methods import syntax
 
 from conftest import interrupt_at_call, jsonl, sembed
 
@@ -117,14 +120,17 @@ def test_random_init_control_is_recorded(tmp_path, tiny_model):
 def test_resume_ends_where_an_uninterrupted_run_does(tmp_path, tiny_model, monkeypatch):
     path = tmp_path / "sets.jsonl"
     path.write_text(jsonl(*gensets_records()))
-    settings = trainer.Settings(epochs=3, batch_size=64, dimension=4)
-    whole = trainer.train_syntax(RecordSource(str(path)), tmp_path / "whole", model=tiny_model, settings=settings,
-                                 device="cpu")
+    settings = syntax.Settings(model=tiny_model, dimension=4)
+    recipe = dataclasses.replace(syntax.RECIPE, epochs=3, batch_size=64)
+
+    def job(name: str) -> Job:  # as `train --method syntax --epochs 3 --batch-size 64 --device cpu -o NAME` builds it
+        return Job(RecordSource(str(path)), tmp_path / name, recipe, None, 42, "cpu", resume=False, force=False)
+
+    whole = trainer.train_syntax(job("whole"), settings)
     # in epoch 2 (7 held-out batches at most before, 7 steps an epoch)
     original = interrupt_at_call(monkeypatch, trainer, "batch_loss", 8)
     with pytest.raises(KeyboardInterrupt):
-        trainer.train_syntax(RecordSource(str(path)), tmp_path / "resumed", model=tiny_model, settings=settings,
-                             device="cpu")
+        trainer.train_syntax(job("resumed"), settings)
     monkeypatch.setattr(trainer, "batch_loss", original)
     assert (tmp_path / "resumed.checkpoints" / trainer.VECTORS_FILE).exists()
     run, out = train(tmp_path, tiny_model, "--epochs", "3", "--dimension", "4", "--resume", name="resumed")

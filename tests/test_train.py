@@ -132,6 +132,31 @@ def test_model_directory_loads_and_records_how_it_was_made(tiny_model, tmp_path)
     assert set(meta["versions"]) >= {"sembed", "torch", "transformers", "sentence-transformers"}
     assert all(meta["versions"][name] for name in ("sembed", "torch", "transformers", "sentence-transformers"))
     assert meta["training"]["steps"] == 3  # 40 pairs in batches of 16
+    card = (tmp_path / "m" / "README.md").read_text()  # the tiny base model's card is replaced by how this was made
+    assert card.startswith("---\nlibrary_name: sentence-transformers\n")
+    assert f"Trained with `sembed train --method cf` from `{tiny_model}` on `<stdin>`." in card
+    for line in ("- records: 40", "- epochs: 1", "- optimiser steps: 3", "- batch size: 16 pairs",
+                 "- learning rate: 2e-05 (AdamW)", "- seed: 7", "- cf_weight: 0.3",
+                 f"- sembed {meta['versions']['sembed']}"):
+        assert f"\n{line}" in card, line
+
+
+def test_max_steps_inside_an_epoch_reports_the_steps_not_epoch_zero(tiny_model, tmp_path):
+    run = sembed("train", "--method", "sbert", "-m", tiny_model, "-o", str(tmp_path / "m"), "--max-steps", "1",
+                 "--checkpoint-steps", "0", input=jsonl(*pairs()))
+    assert run.exit_code == 0, run.stderr
+    assert "step 1/1 (0.33 of an epoch): mean loss " in run.stderr  # 3 steps an epoch
+    assert "epoch 0/" not in run.stderr and ": at most 1 step(s), batch 16" in run.stderr
+    assert "- epochs: 4 (stopped after --max-steps 1)" in (tmp_path / "m" / "README.md").read_text()
+
+
+@pytest.mark.parametrize("step, steps, epoch, epochs, label", [
+    (120, 120, 1 / 3, 1, "step 120/120 (0.33 of an epoch)"),
+    (20, 40, 2.0, 4, "epoch 2/4 (step 20/40)"),
+    (30, 30, 1.5, 2, "step 30/30 (1.50 epochs)"),
+])
+def test_progress_label_says_what_is_true(step, steps, epoch, epochs, label):
+    assert sentence_trainer.progress_label(step, steps, epoch, epochs) == label
 
 
 def test_sbert_records_no_cf_weight(tiny_model, tmp_path):

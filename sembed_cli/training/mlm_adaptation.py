@@ -50,7 +50,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Protocol
 
 import torch
 
@@ -60,12 +60,11 @@ from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
 from . import checkpoints
-from .masked_lm import COMMAND, MLM_IGNORE, LoopSchedule, finish, length_batches, run_loop
-from .methods.mlm import Settings as MlmSettings
+from .job import Job
+from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, finish, length_batches, run_loop
 
 log = logging.getLogger(__name__)
 
-DEFAULT_HOLDOUT = MlmSettings.holdout
 LOG_STEPS = 100  # a loss line on stderr every so many steps: an epoch of the corpora is thousands
 HOLDOUT_RULE = ("held out when the SHA-256 of the UTF-8 text, its first 8 bytes read as a big-endian number over "
                 "2^64, is below the share")
@@ -316,18 +315,29 @@ def head_lr_scale(scale: float):
     return lambda name: scale if name.startswith("cls.") else 1.0
 
 
-def adapt_encoder(source: RecordSource, output: Path, *, base_model: str = sentence_models.DEFAULT_MODEL,
-                  schedule: LoopSchedule = LoopSchedule(), masking: WordMasking = WordMasking(),
-                  holdout: float = DEFAULT_HOLDOUT, head_scale: float = HEAD_LR_SCALE, text_key: str = "text",
-                  device: str = "auto", precision: str = "fp32", resume: bool = False, force: bool = False) -> dict:
-    """A BERT masked-LM from the encoder of `base_model`, trained on the prose of `source`; writes `output`."""
+class AdaptationSettings(LoopSettings, Protocol):
+    """mlm's settings (without --from-scratch) that this module reads (`training/methods/mlm.py` declares them)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def holdout(self) -> float: ...
+    @property
+    def precision(self) -> str: ...
+
+
+def adapt_encoder(job: Job, settings: AdaptationSettings) -> dict:
+    """A BERT masked-LM from the encoder of --model, trained on the prose of the job's input and written to its
+    output; returns the metadata."""
+    base_model, holdout, text_key = settings.model, settings.holdout, job.text_key()
+    schedule, masking, head_scale = LoopSchedule.of(job, settings), WordMasking(), HEAD_LR_SCALE
     if not 0.0 <= holdout < 1.0:
         raise SembedError(f"--holdout must be in [0, 1), got {holdout}")
-    refuse_existing(output, force)
-    resolved = sentence_models.resolve_device(device)
-    precision = precisions.resolve_training(precision, resolved)
+    refuse_existing(job.output, job.force)
+    resolved = sentence_models.resolve_device(job.device)
+    precision = precisions.resolve_training(settings.precision, resolved)
     model, tokenizer, directory, new_head = start_model(base_model, schedule.seed, DROPOUT)
-    texts, data = read_prose(source, text_key, holdout)
+    texts, data = read_prose(job.source, text_key, holdout)
     pieces = [ids for ids in tokenizer(texts, truncation=True, max_length=masking.max_length)["input_ids"]
               if len(ids) > 2]
     if len(pieces) < len(texts):
@@ -336,15 +346,15 @@ def adapt_encoder(source: RecordSource, output: Path, *, base_model: str = sente
     data["word_pieces"] = sum(len(p) - 2 for p in pieces)
     held = {"share": holdout, "rule": HOLDOUT_RULE, "text_key": text_key,
             "function": f"{__name__}.held_out(text, share)"}
-    settings = {"head": "new (BERT's; bias: log word-piece frequency of the training text)" if new_head
-                else "the base model's", "head_lr_scale": head_scale,
-                "learning_rates": f"encoder and word-piece embeddings {schedule.learning_rate:g}, prediction head "
-                                  f"{schedule.learning_rate * head_scale:g} (peak)",
-                "mask_embedding": "the mean word-piece embedding at the median length" if new_head else "the base's",
-                "dropout": DROPOUT,
-                **masking.settings(), **schedule.settings(), "holdout": holdout, "text_key": text_key}
-    run = {"method": "mlm", "base_model": str(directory.resolve()), "data": data, "settings": settings}
-    checkpoint_dir, resume_from = checkpoints.prepare(output, run, resume, force)
+    described = {"head": "new (BERT's; bias: log word-piece frequency of the training text)" if new_head
+                 else "the base model's", "head_lr_scale": head_scale,
+                 "learning_rates": f"encoder and word-piece embeddings {schedule.learning_rate:g}, prediction head "
+                                   f"{schedule.learning_rate * head_scale:g} (peak)",
+                 "mask_embedding": "the mean word-piece embedding at the median length" if new_head else "the base's",
+                 "dropout": DROPOUT,
+                 **masking.settings(), **schedule.settings(), "holdout": holdout, "text_key": text_key}
+    run = {"method": "mlm", "base_model": str(directory.resolve()), "data": data, "settings": described}
+    checkpoint_dir, resume_from = checkpoints.prepare(job.output, run, job.resume, job.force)
     torch.manual_seed(schedule.seed)
     random.seed(schedule.seed)
     if new_head:
@@ -362,7 +372,7 @@ def adapt_encoder(source: RecordSource, output: Path, *, base_model: str = sente
                        precision=precision)
     summary["cpu_seconds"] = round(time.process_time() - cpu_started, 1)  # all threads: a busy machine's measure
     summary["sentences_seen"] = min(steps * schedule.batch_size, len(pieces) * schedule.epochs)
-    metadata = describe(COMMAND, data, settings, method="mlm", stage="masked-LM adaptation of an encoder",
+    metadata = describe(COMMAND, data, described, method="mlm", stage="masked-LM adaptation of an encoder",
                         base_model=str(base_model), held_out=held, training=summary, seed=schedule.seed)
-    return finish(output, model.cpu(), tokenizer, sequence_length(directory, model.config), metadata, force,
+    return finish(job, settings, model.cpu(), tokenizer, sequence_length(directory, model.config), metadata,
                   checkpoint_dir)

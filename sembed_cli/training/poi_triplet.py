@@ -23,7 +23,7 @@ import logging
 import math
 import random
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Protocol
 
 import torch
 
@@ -34,14 +34,35 @@ from ..errors import SembedError
 from ..io import RecordSource
 from . import checkpoints
 from ..models.masked_lm import load_masked_lm
-from .masked_lm import (COMMAND, MLM_IGNORE, LoopSchedule, encode_names, finish, length_batches, mask_one,
-                        read_train_split, run_loop)
-from .methods.poi import Settings as PoiSettings
+from .char_bert import encode_names, mask_one, read_train_split
+from .job import Job
+from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, finish, length_batches, run_loop
 
 log = logging.getLogger(__name__)
 
 DISTANCES = ("euclidean", "cosine", "manhattan")
-DEFAULT_MARGIN = PoiSettings.margin  # on unit-length embeddings (Euclidean distances lie in [0, 2])
+
+
+class PoiSettings(LoopSettings, Protocol):
+    """poi's settings that this module reads (`training/methods/poi.py` declares them). The margin is on unit-length
+    embeddings (Euclidean distances lie in [0, 2])."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def distance(self) -> str: ...
+    @property
+    def margin(self) -> float: ...
+    @property
+    def triplet_weight(self) -> float: ...
+    @property
+    def variants(self) -> int: ...
+    @property
+    def variant_weight(self) -> float: ...
+    @property
+    def ngram_weight(self) -> float: ...
+    @property
+    def precision(self) -> str: ...
 
 
 def pairwise_distances(embeddings: torch.Tensor, distance: str) -> torch.Tensor:
@@ -168,17 +189,17 @@ class TripletAndMaskedLoss:
         return total, parts
 
 
-def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: LoopSchedule = LoopSchedule(),
-              distance: str = "euclidean", margin: float = DEFAULT_MARGIN, triplet_weight: float = 1.0,
-              variants: int = 0, variant_weight: float = 1.0, ngram_weight: float = 0.0, text_key: str = "text",
-              device: str = "auto", precision: str = "fp32", resume: bool = False,
-              force: bool = False) -> dict:
-    """POI paper stage 2 on the stage-1 model `base_model`; writes the model directory `output`."""
+def train_poi(job: Job, settings: PoiSettings) -> dict:
+    """POI paper stage 2 on the stage-1 model --model; writes the job's model directory and returns its metadata."""
+    base_model, distance, margin = settings.model, settings.distance, settings.margin
+    triplet_weight, variants, variant_weight = settings.triplet_weight, settings.variants, settings.variant_weight
+    ngram_weight = settings.ngram_weight
+    schedule, text_key = LoopSchedule.of(job, settings), job.text_key()
     if distance not in DISTANCES:
         raise SembedError(f"unknown distance '{distance}'", f"use one of {', '.join(DISTANCES)}")
-    refuse_existing(output, force)
-    resolved = sentence_models.resolve_device(device)
-    precision = precisions.resolve_training(precision, resolved)
+    refuse_existing(job.output, job.force)
+    resolved = sentence_models.resolve_device(job.device)
+    precision = precisions.resolve_training(settings.precision, resolved)
     model, tokenizer = load_masked_lm(base_model, "cpu")
     base_metadata = {}
     if (Path(base_model) / sentence_models.METADATA_FILE).exists():
@@ -186,14 +207,14 @@ def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: 
     if not hasattr(model, "bert"):
         raise SembedError(f"'{base_model}' is not a BERT masked-LM", "start from `sembed train --method mlm` output")
     max_length = model.config.max_position_embeddings
-    names, labels, data = read_labelled_names(source, text_key)
-    settings = {"distance": distance, "margin": margin, "triplet_weight": triplet_weight,
-                "variants_per_poi_name": variants, "variant_weight": variant_weight if variants else 0.0,
-                "ngram_weight": ngram_weight,
-                "mining": "batch all (Moindrot 2018)", "non_poi": "one class", **schedule.settings(),
-                "text_key": text_key}
-    run = {"method": "poi", "base_model": str(Path(base_model).resolve()), "data": data, "settings": settings}
-    checkpoint_dir, resume_from = checkpoints.prepare(output, run, resume, force)
+    names, labels, data = read_labelled_names(job.source, text_key)
+    described = {"distance": distance, "margin": margin, "triplet_weight": triplet_weight,
+                 "variants_per_poi_name": variants, "variant_weight": variant_weight if variants else 0.0,
+                 "ngram_weight": ngram_weight,
+                 "mining": "batch all (Moindrot 2018)", "non_poi": "one class", **schedule.settings(),
+                 "text_key": text_key}
+    run = {"method": "poi", "base_model": str(Path(base_model).resolve()), "data": data, "settings": described}
+    checkpoint_dir, resume_from = checkpoints.prepare(job.output, run, job.resume, job.force)
     torch.manual_seed(schedule.seed)
     random.seed(schedule.seed)
     batches = LabelledBatches(tokenizer, names, labels, schedule.batch_size, max_length, schedule.seed,
@@ -205,7 +226,7 @@ def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: 
                        TripletAndMaskedLoss(distance, margin, triplet_weight, variant_weight if variants else 0.0),
                        schedule, resolved, checkpoint_dir,
                        resume_from, precision=precision)
-    metadata = describe(COMMAND, data, settings, method="poi", stage="poi stage 2 (triplet + masked LM)",
+    metadata = describe(COMMAND, data, described, method="poi", stage="poi stage 2 (triplet + masked LM)",
                         base_model=str(base_model), base_model_data=base_metadata.get("data"), training=summary,
                         seed=schedule.seed)
     ngrams = None
@@ -213,5 +234,5 @@ def train_poi(source: RecordSource, output: Path, *, base_model: str, schedule: 
         from ..models.poi_lookup import CharNgrams
 
         ngrams = CharNgrams.fit([name for name, is_poi in zip(names, labels) if is_poi])
-    return finish(output, model.cpu(), tokenizer, max_length, metadata, force, checkpoint_dir,
+    return finish(job, settings, model.cpu(), tokenizer, max_length, metadata, checkpoint_dir,
                   extra=(lambda directory: ngrams.save(directory, ngram_weight)) if ngrams else None)

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Optional, Protocol
 
 import torch
 from sentence_transformers import SentenceTransformerTrainer
@@ -28,11 +29,38 @@ from ..models import sentence_models
 from ..distributed import is_main_process, world_size  # under torchrun only rank 0 writes artifacts
 from ..artifacts import building, describe, refuse_existing, write_metadata
 from . import checkpoints
-from .methods.sbert import RECIPE  # SBERT's, declared once with the `train --method sbert` options
+from .job import Job
+from .model_card import write_model_card
+from .scored_pairs import PairFields, ScoreRange
 
 log = logging.getLogger(__name__)
 
 COMMAND = "sembed train"
+WEIGHT_DECAY = 0.01  # sentence-transformers' `fit` for SBERT, as AdamW's weight decay
+MAX_GRAD_NORM = 1.0  # and its gradient clipping
+
+
+class SentenceSettings(Protocol):
+    """The settings of sbert, cf and ta that this module reads (declared in `training/methods/`)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def score_range(self) -> Optional[str]: ...
+    @property
+    def max_steps(self) -> Optional[int]: ...
+    @property
+    def checkpoint_steps(self) -> int: ...
+
+
+def score_range_of(settings: SentenceSettings) -> ScoreRange:
+    """--score-range as a `ScoreRange` (0:5, STS-B's, when not given)."""
+    return ScoreRange.parse(settings.score_range) if settings.score_range else ScoreRange()
+
+
+def pair_fields_of(job: Job) -> PairFields:
+    """The two text fields of a pair: --text-key given twice, else text_a and text_b."""
+    return PairFields(*job.text_keys) if job.text_keys else PairFields()
 
 
 @dataclass(frozen=True)
@@ -44,14 +72,21 @@ class Schedule:
     "Adam, learning rate 2e-5, 10% linear warm-up, batch 16".
     """
 
-    epochs: int = RECIPE.epochs
-    batch_size: int = RECIPE.batch_size
-    learning_rate: float = RECIPE.lr
-    warmup_ratio: float = RECIPE.warmup
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    warmup_ratio: float
+    weight_decay: float = WEIGHT_DECAY
+    max_grad_norm: float = MAX_GRAD_NORM
     max_steps: int | None = None  # stop after this many optimiser steps (the schedule spans them)
     seed: int = 42
+
+    @classmethod
+    def of(cls, job: Job, settings: SentenceSettings) -> Schedule:
+        """The job's recipe (with --epochs, --batch-size, --lr, --warmup applied), --max-steps and --seed."""
+        recipe = job.recipe
+        return cls(epochs=recipe.epochs, batch_size=recipe.batch_size, learning_rate=recipe.lr,
+                   warmup_ratio=recipe.warmup or 0.0, max_steps=settings.max_steps, seed=job.seed)
 
     def settings(self) -> dict:
         return {"optimizer": "AdamW", "scheduler": "linear warm-up, then linear decay", **asdict(self)}
@@ -97,7 +132,7 @@ def quiet_libraries() -> None:
 
 class Trainer(SentenceTransformerTrainer):
     """sentence-transformers' trainer without its model-card callback, which encodes example texts for a hub
-    widget at start-up (with a progress bar of its own); the saved model still gets its README."""
+    widget at start-up (with a progress bar of its own); the saved model gets sembed's card (`model_card`)."""
 
     def add_model_card_callback(self, default_args_dict: dict) -> None:
         pass
@@ -126,8 +161,7 @@ class Trainer(SentenceTransformerTrainer):
 class ConsoleProgress(TrainerCallback):
     """Training progress through the sembed console: a bar on a terminal, one line per epoch in any case."""
 
-    def __init__(self, epochs: int):
-        self.epochs = epochs
+    def __init__(self) -> None:
         self._ticks: Iterator[None] | None = None
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -143,8 +177,8 @@ class ConsoleProgress(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs and "loss" in logs:
-            log.info(f"epoch {round(state.epoch or 0)}/{self.epochs}: mean loss {float(logs['loss']):.4f} "
-                     f"(step {state.global_step}/{state.max_steps})")
+            label = progress_label(state.global_step, state.max_steps, state.epoch or 0.0, state.num_train_epochs)
+            log.info(f"{label}: mean loss {float(logs['loss']):.4f}")
 
     def on_save(self, args, state, control, **kwargs):
         log.debug("checkpoint at step %d in %s", state.global_step, args.output_dir)
@@ -156,6 +190,16 @@ class ConsoleProgress(TrainerCallback):
         if self._ticks is not None:
             self._ticks.close()  # leaves the bar's context, so the terminal is clean
             self._ticks = None
+
+
+def progress_label(step: int, steps: int, epoch: float, epochs: int) -> str:
+    """Where training stands, as true as the numbers allow: "epoch 2/4 (step 20/40)" at an epoch's end, and
+    "step 120/120 (0.33 of an epoch)" where --max-steps ends the run inside an epoch (`epochs` then counts the
+    epochs the steps reach, as the Trainer's state does)."""
+    if epoch >= 1 and abs(epoch - round(epoch)) < 1e-6:
+        return f"epoch {round(epoch)}/{epochs} (step {step}/{steps})"
+    share = f"{epoch:.2g} of an epoch" if epoch < 1 else f"{epoch:.2f} epochs"
+    return f"step {step}/{steps} ({share})"
 
 
 def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: Schedule, device: str,
@@ -191,7 +235,7 @@ def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: 
         use_cpu=device == "cpu",
         learning_rate_mapping=learning_rates or {},
     )
-    progress = ConsoleProgress(schedule.epochs)
+    progress = ConsoleProgress()
     trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
                       callbacks=[checkpoints.EpochEndCheckpoints(), checkpoints.CheckpointOnSignal(), progress,
                                  *callbacks])
@@ -224,31 +268,33 @@ class MethodParts:
     validate: Callable[[object, torch.nn.Module], dict] | None = None  # held-out figures for the metadata
 
 
-def train_and_save(output: Path, *, method: str, base_model: str, make_data: Callable[[], tuple[dict[str, list], dict]],
-                   make_loss: Callable[[object], torch.nn.Module], schedule: Schedule, device: str, settings: dict,
-                   checkpoint_steps: int, resume: bool, force: bool, fields: dict | None = None,
+def train_and_save(job: Job, settings: SentenceSettings, *, method: str,
+                   make_data: Callable[[], tuple[dict[str, list], dict]],
+                   make_loss: Callable[[object], torch.nn.Module], described: dict, fields: dict | None = None,
                    parts: MethodParts = MethodParts()) -> dict:
     """The whole `train` flow of a sentence-encoder method; returns the metadata written as `sembed.json`.
 
     `make_data` reads the training data: (columns, the metadata's `data`
-    part); `make_loss` builds the loss around the loaded model. `settings` are
-    the method's own settings, `fields` its top-level metadata (cf_weight...),
-    `parts` its other hooks.
+    part); `make_loss` builds the loss around the loaded model. `described`
+    are the method's own settings as the metadata records them, `fields` its
+    top-level metadata (cf_weight...), `parts` its other hooks.
     """
-    refuse_existing(output, force)  # before reading the data or loading a model
+    output, base_model, device = job.output, settings.model, job.device
+    schedule, checkpoint_steps = Schedule.of(job, settings), settings.checkpoint_steps
+    refuse_existing(output, job.force)  # before reading the data or loading a model
     quiet_libraries()
     resolved_device = sentence_models.resolve_device(device)
     columns, data = make_data()
-    all_settings = {**settings, **schedule.settings(), "checkpoint_steps": checkpoint_steps, "device": device}
+    all_settings = {**described, **schedule.settings(), "checkpoint_steps": checkpoint_steps, "device": device}
     fingerprint = {"method": method, "base_model": base_model,
                    "data": {"records": data["records"], "sha256": data["sha256"]},
                    "settings": {key: value for key, value in all_settings.items()
                                 if key not in ("checkpoint_steps", "device")}}  # free to change between resumes
     if is_main_process():
-        checkpoint_dir, resume_from = checkpoints.prepare(output, fingerprint, resume, force)
+        checkpoint_dir, resume_from = checkpoints.prepare(output, fingerprint, job.resume, job.force)
     else:  # the other ranks of a distributed run only read what rank 0 prepares
         checkpoint_dir = checkpoints.directory_for(output)
-        resume_from = checkpoints.latest(checkpoint_dir) if resume else None
+        resume_from = checkpoints.latest(checkpoint_dir) if job.resume else None
 
     set_seed(schedule.seed)  # before building anything a method initialises at random
     model = sentence_models.open_model(base_model, resolved_device)  # fresh: never the one `embed` caches
@@ -256,7 +302,8 @@ def train_and_save(output: Path, *, method: str, base_model: str, make_data: Cal
         model = parts.prepare_model(model)
     loss = make_loss(model)
     processes = world_size()
-    log.info(f"training {method} on {data['records']} pairs from {base_model}: {schedule.epochs} epoch(s), "
+    span = f"at most {schedule.max_steps} step(s)" if schedule.max_steps else f"{schedule.epochs} epoch(s)"
+    log.info(f"training {method} on {data['records']} pairs from {base_model}: {span}, "
              f"batch {schedule.batch_size}, on {resolved_device}"
              + (f" in each of {processes} processes (global batch {schedule.batch_size * processes})"
                 if processes > 1 else ""))
@@ -268,9 +315,10 @@ def train_and_save(output: Path, *, method: str, base_model: str, make_data: Cal
     if parts.validate is not None:
         metadata["validation"] = parts.validate(run.model, loss)
     if is_main_process():
-        with building(output, force) as work:
+        with building(output, job.force) as work:
             run.model.save(str(work))
             write_metadata(work, metadata, sentence_models.METADATA_FILE)
+            write_model_card(work, job, settings, metadata)
         checkpoints.remove(checkpoint_dir)
         log.info(f"wrote {output} ({run.steps} steps in {run.seconds:.0f}s, final epoch loss "
                  f"{run.epoch_losses[-1] if run.epoch_losses else float('nan'):.4f})")

@@ -13,21 +13,27 @@ subject-predicate-object part `sembed spo` builds; W_cf = 0 is SBERT.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from typing import Protocol
 
 import torch
 from torch import nn
 
 from ..errors import SembedError
-from ..io import RecordSource
-from .scored_pairs import PairFields, ScoreRange, read_scored_pairs
-from .methods.cf import Settings as CfSettings
-from .sentence_trainer import Schedule, train_and_save
+from .job import Job
+from .scored_pairs import read_scored_pairs
+from .sentence_trainer import SentenceSettings, pair_fields_of, score_range_of, train_and_save
 
 log = logging.getLogger(__name__)
 
 METHODS = ("sbert", "cf")
-DEFAULT_CF_WEIGHT = CfSettings.cf_weight  # the paper's choice after its grid search (section 5, Table 7)
+SPO_BATCH_SIZE = 1000  # texts a batch while building the missing s_cf fields as `sembed spo` does
+
+
+class CfSettings(SentenceSettings, Protocol):
+    """cf's settings: sbert's and W_cf (`training/methods/cf.py` declares them)."""
+
+    @property
+    def cf_weight(self) -> float: ...
 
 
 def component_focus(basic: torch.Tensor, cf: torch.Tensor, cf_weight: float) -> torch.Tensor:
@@ -43,7 +49,7 @@ class ComponentFocusCosineLoss(nn.Module):
     is the mean squared error between cos(u, v) and the scaled gold score.
     """
 
-    def __init__(self, model, cf_weight: float = DEFAULT_CF_WEIGHT):
+    def __init__(self, model, cf_weight: float):
         super().__init__()
         self.model = model
         self.cf_weight = cf_weight
@@ -72,18 +78,26 @@ def make_loss(method: str, cf_weight: float):
     return build
 
 
-def train_siamese(source: RecordSource, output: Path, *, method: str, base_model: str, schedule: Schedule,
-                  cf_weight: float = DEFAULT_CF_WEIGHT, score_range: ScoreRange = ScoreRange(),
-                  fields: PairFields = PairFields(), device: str = "auto", checkpoint_steps: int = 500,
-                  resume: bool = False, force: bool = False, spo_batch_size: int = 1000) -> dict:
-    """Fine-tune `base_model` on the scored pairs of `source` with `method` (sbert or cf) and write it to `output`.
+def train_sbert(job: Job, settings: SentenceSettings) -> dict:
+    """Fine-tune --model as SBERT on the scored pairs of the job's input and write it to the job's output.
 
-    Returns the model's metadata (also written as `output`/sembed.json).
+    Returns the model's metadata (also written as sembed.json in the output).
     """
+    return train_siamese(job, settings, "sbert", 0.0)
+
+
+def train_cf(job: Job, settings: CfSettings) -> dict:
+    """As `train_sbert`, each side embedded with component focusing at W_cf (CF-BERT eq. 1)."""
+    return train_siamese(job, settings, "cf", settings.cf_weight)
+
+
+def train_siamese(job: Job, settings: SentenceSettings, method: str, cf_weight: float) -> dict:
+    """sbert or cf (`method`) on the scored pairs of the job's input; returns the model's metadata."""
     uses_cf = method == "cf"
+    source, fields, score_range = job.source, pair_fields_of(job), score_range_of(settings)
 
     def make_data() -> tuple[dict[str, list], dict]:
-        pairs = read_scored_pairs(source, fields, score_range, uses_cf, spo_batch_size)
+        pairs = read_scored_pairs(source, fields, score_range, uses_cf, SPO_BATCH_SIZE)
         summary = source.summary()
         if summary:
             log.warning(summary)
@@ -92,11 +106,10 @@ def train_siamese(source: RecordSource, output: Path, *, method: str, base_model
                               "train reads records with text_a, text_b and score, e.g. from sembed convert")
         return pairs.columns, pairs.describe(source.rejects.name, len(source.rejects.skipped))
 
-    settings = {"loss": "cosine similarity, MSE against the scaled score", "score_range": str(score_range),
-                "text_keys": list(fields.texts), "score_key": fields.score}
+    described: dict[str, object] = {"loss": "cosine similarity, MSE against the scaled score",
+                                    "score_range": str(score_range), "text_keys": list(fields.texts),
+                                    "score_key": fields.score}
     if uses_cf:
-        settings["cf_weight"] = cf_weight
-    return train_and_save(output, method=method, base_model=base_model, make_data=make_data,
-                          make_loss=make_loss(method, cf_weight), schedule=schedule, device=device, settings=settings,
-                          checkpoint_steps=checkpoint_steps, resume=resume, force=force,
-                          fields={"cf_weight": cf_weight} if uses_cf else None)
+        described["cf_weight"] = cf_weight
+    return train_and_save(job, settings, method=method, make_data=make_data, make_loss=make_loss(method, cf_weight),
+                          described=described, fields={"cf_weight": cf_weight} if uses_cf else None)

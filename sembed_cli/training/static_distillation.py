@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -45,6 +46,11 @@ from ..artifacts import ContentHash, building, describe, refuse_existing, write_
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, dumps
 from ..models.word_vectors import WordVectors
+from .job import Job, Recipe
+from .model_card import write_model_card
+
+if TYPE_CHECKING:
+    from .word_saliency import NwsSettings
 
 log = logging.getLogger(__name__)
 
@@ -55,20 +61,29 @@ TOKEN_BATCH = 1024  # vocabulary pieces a teacher forward pass
 FIT_WORDS = (5, 40)  # the corpus sentences --fit teacher learns from: 5 to 40 words, like the STS sets'
 
 
-@dataclass(frozen=True)
-class Settings:
-    """How `train --method static` distils; the defaults are `training/methods/static.py`'s options."""
+class StaticSettings(Protocol):
+    """static's settings that this module reads (`training/methods/static.py` declares them)."""
 
-    model: str
-    dim: int
-    weighting: str
-    fit: str
-    fit_vectors: bool
-    fit_sentences: int
-    epochs: int
-    batch_size: int
-    learning_rate: float
-    seed: int
+    @property
+    def model(self) -> str: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def weighting(self) -> str: ...
+    @property
+    def fit(self) -> str: ...
+    @property
+    def fit_vectors(self) -> bool: ...
+    @property
+    def fit_sentences(self) -> int: ...
+
+
+def described(job: Job, settings: StaticSettings) -> dict:
+    """The run's settings as the metadata records them."""
+    recipe = job.recipe
+    return {"model": settings.model, "dim": settings.dim, "weighting": settings.weighting, "fit": settings.fit,
+            "fit_vectors": settings.fit_vectors, "fit_sentences": settings.fit_sentences, "epochs": recipe.epochs,
+            "batch_size": recipe.batch_size, "learning_rate": recipe.lr, "seed": job.seed}
 
 
 @dataclass
@@ -192,28 +207,30 @@ def teacher_vectors(teacher, texts: list[str], batch_size: int = 64) -> np.ndarr
 
 
 def fit_to_teacher(vectors: np.ndarray, weights: np.ndarray, ids: list[list[int]], targets: np.ndarray,
-                   settings: Settings, device: str) -> tuple[np.ndarray, np.ndarray, list[dict]]:
-    """Learn log-weights (and with fit_vectors the vectors) so that the static sentence vectors' cosine matrix over
-    a batch matches the teacher's: Adam, `settings.epochs` passes, batches of `settings.batch_size` sentences."""
+                   recipe: Recipe, seed: int, fit_vectors: bool, device: str
+                   ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """Learn log-weights (and with `fit_vectors` the vectors) so that the static sentence vectors' cosine matrix over
+    a batch matches the teacher's: Adam at `recipe.lr`, `recipe.epochs` passes, batches of `recipe.batch_size`
+    sentences."""
     import torch
 
-    generator = np.random.default_rng(settings.seed)
-    torch.manual_seed(settings.seed)
+    generator = np.random.default_rng(seed)
+    torch.manual_seed(seed)
     lengths = np.fromiter((len(piece) for piece in ids), dtype=np.int64, count=len(ids))
     usable = np.flatnonzero(lengths)
     log_weights = torch.nn.Parameter(torch.log(torch.as_tensor(weights, device=device)))
-    table = torch.nn.Parameter(torch.as_tensor(vectors, device=device), requires_grad=settings.fit_vectors)
-    optimizer = torch.optim.Adam([log_weights, table] if settings.fit_vectors else [log_weights],
-                                 lr=settings.learning_rate)
+    table = torch.nn.Parameter(torch.as_tensor(vectors, device=device), requires_grad=fit_vectors)
+    optimizer = torch.optim.Adam([log_weights, table] if fit_vectors else [log_weights],
+                                 lr=recipe.lr)
     goal = torch.nn.functional.normalize(torch.as_tensor(targets, device=device), dim=1)
     history = []
-    for epoch in range(settings.epochs):
+    for epoch in range(recipe.epochs):
         tick, total, steps = time.perf_counter(), 0.0, 0
         order = generator.permutation(usable)
-        for start in console.progress(range(0, len(order), settings.batch_size), f"epoch {epoch + 1}",
-                                      total=(len(order) + settings.batch_size - 1) // settings.batch_size,
+        for start in console.progress(range(0, len(order), recipe.batch_size), f"epoch {epoch + 1}",
+                                      total=(len(order) + recipe.batch_size - 1) // recipe.batch_size,
                                       unit="steps"):
-            chosen = order[start:start + settings.batch_size]
+            chosen = order[start:start + recipe.batch_size]
             flat = torch.as_tensor(np.concatenate([ids[i] for i in chosen]), device=device)
             offsets = torch.as_tensor(np.concatenate(([0], np.cumsum(lengths[chosen])[:-1])), device=device)
             rows = table[flat] * torch.exp(log_weights[flat])[:, None]
@@ -228,7 +245,7 @@ def fit_to_teacher(vectors: np.ndarray, weights: np.ndarray, ids: list[list[int]
             total, steps = total + float(loss.detach()), steps + 1
         seconds = time.perf_counter() - tick
         history.append({"epoch": epoch + 1, "loss": round(total / steps, 6), "seconds": round(seconds, 2)})
-        log.info(f"epoch {epoch + 1}/{settings.epochs}: loss {total / steps:.5f}, {seconds:.1f} s")
+        log.info(f"epoch {epoch + 1}/{recipe.epochs}: loss {total / steps:.5f}, {seconds:.1f} s")
     return (table.detach().cpu().numpy(), torch.exp(log_weights.detach()).cpu().numpy(), history)
 
 
@@ -244,10 +261,11 @@ class PieceVectors(WordVectors):
         return self.tokenizer.encode(text, add_special_tokens=False).tokens, []
 
 
-def nws_scores(documents: list[tuple[str, str]], tokenizer, vectors: np.ndarray, seed: int,
-               device: str) -> tuple[np.ndarray, dict]:
-    """NWS scores of the pieces (eq. 1-9, `word_saliency.train_nws` on the corpus with the pieces as words; a piece
-    it never saw gets its unseen score), and the table's metadata."""
+def nws_scores(documents: list[tuple[str, str]], tokenizer, vectors: np.ndarray, job: Job, nws_recipe: Recipe,
+               nws_settings: NwsSettings) -> tuple[np.ndarray, dict]:
+    """NWS scores of the pieces (eq. 1-9, `word_saliency.train_nws` on the corpus with the pieces as words, by
+    nws's recipe and settings and the job's seed and device; a piece it never saw gets its unseen score), and the
+    table's metadata."""
     import tempfile
 
     from . import word_saliency
@@ -257,27 +275,29 @@ def nws_scores(documents: list[tuple[str, str]], tokenizer, vectors: np.ndarray,
         with open(corpus, "wb") as f:
             for doc_id, text in documents:
                 f.write(dumps({"doc_id": doc_id, "text": text}) + b"\n")
-        table = word_saliency.train_nws(RecordSource(str(corpus)), Path(scratch) / "nws",
-                                        PieceVectors(tokenizer, vectors), word_saliency.Settings(seed=seed),
-                                        device=device)
+        nws_job = Job(RecordSource(str(corpus)), Path(scratch) / "nws", nws_recipe, None, job.seed, job.device,
+                      resume=False, force=False)
+        table = word_saliency.train_nws(nws_job, nws_settings, PieceVectors(tokenizer, vectors))
     scores = np.full(tokenizer.get_vocab_size(), table.metadata["unseen_score"], dtype=np.float32)
     scores[[tokenizer.token_to_id(word) for word in table.words]] = table.scores
     return scores, table.metadata
 
 
-def train_static(source: RecordSource, output: Path, settings: Settings, device: str = "auto",
-                 text_key: str = "text", force: bool = False) -> Path:
-    """Distil the teacher `settings.model` into a static model at `output` (see the module docstring)."""
+def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_settings: NwsSettings) -> Path:
+    """Distil the teacher --model into a static model at the job's output (see the module docstring); --fit nws
+    learns its weights by `nws_recipe` and `nws_settings`."""
     from ..models import model_identity, sentence_models, static_model
+
+    source, output, force, seed = job.source, job.output, job.force, job.seed
 
     refuse_existing(output, force)
     started = time.perf_counter()
-    device = sentence_models.resolve_device(device)
+    device = sentence_models.resolve_device(job.device)
     if static_model.is_static(sentence_models.resolve_path(settings.model)):
         raise SembedError(f"'{settings.model}' is a static model already", "distil a transformer model")
     teacher = sentence_models.load(settings.model, device)
     tokenizer = fast_tokenizer(teacher)
-    corpus = read_corpus(source, tokenizer, text_key, "doc_id" if settings.fit == "nws" else None)
+    corpus = read_corpus(source, tokenizer, job.text_key(), "doc_id" if settings.fit == "nws" else None)
     log.info(f"{corpus.texts} texts, {int(corpus.counts.sum())} word-pieces, "
              f"{int((corpus.counts > 0).sum())} of the {len(corpus.counts)} pieces seen")
     tick = time.perf_counter()
@@ -287,11 +307,11 @@ def train_static(source: RecordSource, output: Path, settings: Settings, device:
     weights = piece_weights(settings.weighting, corpus.counts)
     fit: dict = {}
     if settings.fit == "nws":
-        weights, table = nws_scores(corpus.documents, tokenizer, vectors, settings.seed, device)
+        weights, table = nws_scores(corpus.documents, tokenizer, vectors, job, nws_recipe, nws_settings)
         fit = {"objective": "NWS (Samardzhiev et al. 2018, eq. 1-9)", "settings": table["settings"],
                "unseen_score": table["unseen_score"], "history": table["history"]}
     if settings.fit == "teacher":
-        rng = np.random.default_rng(settings.seed)
+        rng = np.random.default_rng(seed)
         texts = corpus.fit_texts
         if len(texts) > settings.fit_sentences:
             texts = [texts[i] for i in sorted(rng.choice(len(texts), settings.fit_sentences, replace=False))]
@@ -302,12 +322,13 @@ def train_static(source: RecordSource, output: Path, settings: Settings, device:
         targets = teacher_vectors(teacher, texts)
         log.info(f"the teacher embedded {len(texts)} corpus sentences in {time.perf_counter() - tick:.0f} s")
         ids = [encoding.ids for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
-        vectors, weights, history = fit_to_teacher(vectors, weights, ids, targets, settings, device)
+        vectors, weights, history = fit_to_teacher(vectors, weights, ids, targets, job.recipe, seed,
+                                                   settings.fit_vectors, device)
         fit = {"sentences": len(texts), "words": list(FIT_WORDS), "loss": "MSE of the cosine-similarity matrices",
                "optimizer": "Adam", "history": history}
     data = {"input": source.rejects.name, "texts": corpus.texts, "pieces": int(corpus.counts.sum()),
             "sha256": corpus.hash.hexdigest(), "skipped": len(source.rejects.skipped)}
-    metadata = describe("train --method static", data, asdict(settings), method="static",
+    metadata = describe("train --method static", data, described(job, settings), method="static",
                         teacher=str(model_identity.of_sentence_model(settings.model)), pca=reduction,
                         weighting={"sif": {"a": SIF_A, "p": "corpus piece counts"},
                                    "zipf": {"a": ZIPF_A, "p": "Zipf's law on the vocabulary rank"},
@@ -316,5 +337,6 @@ def train_static(source: RecordSource, output: Path, settings: Settings, device:
     with building(output, force=force) as work:
         static_model.save(work, tokenizer, vectors * weights[:, None])
         write_metadata(work, metadata, sentence_models.METADATA_FILE)
+        write_model_card(work, job, settings, metadata)
     log.info(f"wrote {output} ({len(vectors)} pieces x {vectors.shape[1]}) in {time.perf_counter() - started:.0f} s")
     return output

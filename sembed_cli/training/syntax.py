@@ -33,6 +33,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
 import torch
 
@@ -42,7 +43,8 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
 from ..models.syntax_map import SyntaxMap
 from . import checkpoints
-from .methods import syntax as declared  # the defaults, once, with the `train --method syntax` options
+from .job import Job
+from .model_card import write_model_card
 
 log = logging.getLogger(__name__)
 
@@ -50,19 +52,30 @@ COMMAND = "train --method syntax"
 VECTORS_FILE = "word-vectors.pt"  # the encoded sets, cached beside the checkpoints
 
 
-@dataclass(frozen=True)
-class Settings:
-    epochs: int = declared.RECIPE.epochs  # the paper's
-    batch_size: int = declared.RECIPE.batch_size  # the paper's ("large enough to find challenging negatives")
-    learning_rate: float = declared.RECIPE.lr  # Adam; the paper gives no rate: PyTorch's default
-    pairs_per_set: int = declared.Settings.pairs_per_set
-    dimension: int = declared.Settings.dimension
-    held_out: float = 0.05  # share of the sets kept for the held-out loss and accuracy
-    seed: int = 42
+HELD_OUT = 0.05  # share of the sets kept for the held-out loss and accuracy
+ENCODE_BATCH_SIZE = 32  # sentences a forward pass of the frozen encoder
 
-    def as_dict(self) -> dict:
-        return {"optimizer": "Adam", "loss": "softmax triplet loss (eq. 4), cosine distance, hardest in-batch "
-                "negative from another set (eq. 5), symmetric pairs", **asdict(self)}
+
+class SyntaxSettings(Protocol):
+    """syntax's settings that this module reads (`training/methods/syntax.py` declares them)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def random_init(self) -> bool: ...
+    @property
+    def dimension(self) -> int: ...
+    @property
+    def pairs_per_set(self) -> int: ...
+
+
+def described(job: Job, settings: SyntaxSettings) -> dict:
+    """The run's settings as the metadata and the checkpoints' fingerprint record them."""
+    recipe = job.recipe
+    return {"optimizer": "Adam", "loss": "softmax triplet loss (eq. 4), cosine distance, hardest in-batch "
+            "negative from another set (eq. 5), symmetric pairs", "epochs": recipe.epochs,
+            "batch_size": recipe.batch_size, "learning_rate": recipe.lr, "pairs_per_set": settings.pairs_per_set,
+            "dimension": settings.dimension, "held_out": HELD_OUT, "seed": job.seed}
 
 
 # --- data ----------------------------------------------------------------------------------------------
@@ -209,20 +222,23 @@ def evaluate(f, encoded: EncodedSets, sample: tuple[torch.Tensor, ...], batch_si
 
 # --- training ------------------------------------------------------------------------------------------
 
-def train_syntax(source: RecordSource, output: Path, *, model: str = "all-MiniLM-L6-v2", random_init: bool = False,
-                 settings: Settings = Settings(), encode_batch_size: int = 32, device: str = "auto",
-                 resume: bool = False, force: bool = False) -> SyntaxMap:
-    """Learn f on the sets of `source` over vectors of `model` (randomly initialised with `random_init`)."""
+def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
+    """Learn f on the sets of the job's input over vectors of --model (randomly initialised with --random-init)."""
     from ..models.contextual_words import WordEncoder
     from ..models.sentence_models import resolve_device
+
+    source, output, resume, force, seed = job.source, job.output, job.resume, job.force, job.seed
+    model, random_init = settings.model, settings.random_init
+    epochs, batch_size = job.recipe.epochs, job.recipe.batch_size
 
     if not resume:
         refuse_existing(output, force)
     started = time.perf_counter()
-    device = resolve_device(device)
+    device = resolve_device(job.device)
     sets, data = read_sets(source)
-    encoder = WordEncoder.open(model, random_init=random_init, seed=settings.seed, device=device)
-    run = {"method": "syntax", "encoder": encoder.describe(), "data": data["sha256"], "settings": settings.as_dict()}
+    encoder = WordEncoder.open(model, random_init=random_init, seed=seed, device=device)
+    run = {"method": "syntax", "encoder": encoder.describe(), "data": data["sha256"],
+           "settings": described(job, settings)}
     directory, resume_from = checkpoints.prepare(output, run, resume, force)
 
     cache = directory / VECTORS_FILE
@@ -231,19 +247,19 @@ def train_syntax(source: RecordSource, output: Path, *, model: str = "all-MiniLM
     else:
         log.info(f"encoding the words of {data['sentences']} sentences in {len(sets)} sets with "
                  f"{encoder.describe()['model']}{' (randomly initialised)' if random_init else ''}")
-        encoded = encode_sets(sets, encoder, encode_batch_size)
+        encoded = encode_sets(sets, encoder, ENCODE_BATCH_SIZE)
         encoded.save(cache)
     del encoder
 
-    torch.manual_seed(settings.seed)
-    order = torch.randperm(len(sets), generator=torch.Generator().manual_seed(settings.seed))
-    held = max(1, round(settings.held_out * len(sets))) if settings.held_out > 0 else 0
+    torch.manual_seed(seed)
+    order = torch.randperm(len(sets), generator=torch.Generator().manual_seed(seed))
+    held = max(1, round(HELD_OUT * len(sets))) if HELD_OUT > 0 else 0
     held_ids, train_ids = order[:held], order[held:]
     held_sample = sample_pairs(encoded, held_ids, settings.pairs_per_set,
-                               torch.Generator().manual_seed(settings.seed + 1)) if held >= 2 else None
+                               torch.Generator().manual_seed(seed + 1)) if held >= 2 else None
     f = torch.nn.Linear(encoded.vectors.shape[1], settings.dimension).to(device)
-    optimizer = torch.optim.Adam(f.parameters(), lr=settings.learning_rate)
-    generator = torch.Generator().manual_seed(settings.seed)
+    optimizer = torch.optim.Adam(f.parameters(), lr=job.recipe.lr)
+    generator = torch.Generator().manual_seed(seed)
     history: list[dict] = []
     first_epoch = 0
     if resume_from is not None:
@@ -253,19 +269,19 @@ def train_syntax(source: RecordSource, output: Path, *, model: str = "all-MiniLM
         generator.set_state(state["generator"])
         history, first_epoch = state["history"], state["epoch"]
     if held_sample is not None and not history:
-        history.append({"epoch": 0, "held_out": evaluate(f, encoded, held_sample, settings.batch_size)})
+        history.append({"epoch": 0, "held_out": evaluate(f, encoded, held_sample, batch_size)})
     samples = len(train_ids) * settings.pairs_per_set
-    steps = (samples + settings.batch_size - 1) // settings.batch_size
+    steps = (samples + batch_size - 1) // batch_size
     log.info(f"{len(train_ids)} training sets ({held} held out), {samples} samples an epoch, "
              f"{encoded.vectors.shape[1]} -> {settings.dimension} dimensions, {steps} steps an epoch on {device}")
-    for epoch in range(first_epoch, settings.epochs):
+    for epoch in range(first_epoch, epochs):
         tick = time.perf_counter()
         sample = sample_pairs(encoded, train_ids, settings.pairs_per_set, generator)
         shuffle = torch.randperm(len(sample[0]), generator=generator)
         sample = tuple(t[shuffle] for t in sample)
         total, accuracy = 0.0, 0.0
-        for first in console.progress(range(0, samples, settings.batch_size), f"epoch {epoch + 1}", steps, "steps"):
-            loss, correct = batch_loss(f, encoded, tuple(t[first:first + settings.batch_size] for t in sample))
+        for first in console.progress(range(0, samples, batch_size), f"epoch {epoch + 1}", steps, "steps"):
+            loss, correct = batch_loss(f, encoded, tuple(t[first:first + batch_size] for t in sample))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -274,20 +290,21 @@ def train_syntax(source: RecordSource, output: Path, *, model: str = "all-MiniLM
         entry = {"epoch": epoch + 1, "loss": round(total / steps, 5), "accuracy": round(accuracy / steps, 5),
                  "seconds": round(time.perf_counter() - tick, 2)}
         if held_sample is not None:
-            entry["held_out"] = evaluate(f, encoded, held_sample, settings.batch_size)
+            entry["held_out"] = evaluate(f, encoded, held_sample, batch_size)
         history.append(entry)
-        log.info(f"epoch {epoch + 1}/{settings.epochs}: loss {entry['loss']:.4f}, triplet accuracy "
+        log.info(f"epoch {epoch + 1}/{epochs}: loss {entry['loss']:.4f}, triplet accuracy "
                  f"{entry['accuracy']:.3f}" + (f"; held out: loss {entry['held_out']['loss']:.4f}, accuracy "
                                                f"{entry['held_out']['accuracy']:.3f}" if held_sample is not None
                                                else ""))
         save_checkpoint(directory, epoch + 1, f, optimizer, generator, history)
 
     syntax_map = SyntaxMap(f.weight.detach().cpu(), f.bias.detach().cpu(), run["encoder"])
-    metadata = describe(COMMAND, data, settings.as_dict(), method="syntax", encoder=run["encoder"],
+    metadata = describe(COMMAND, data, described(job, settings), method="syntax", encoder=run["encoder"],
                         held_out_sets=held, history=history, seconds=round(time.perf_counter() - started, 1))
     with building(output, force=True if resume else force) as work:
         syntax_map.save(work)
         write_metadata(work, metadata, "sembed.json")
+        write_model_card(work, job, settings, metadata, library=None)
     checkpoints.remove(directory)
     log.info(f"wrote {output} in {time.perf_counter() - started:.0f} s")
     return syntax_map

@@ -19,7 +19,7 @@ eq. 4 (or the mean), as in SBERT's NLI training, for every row of the ablation.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from typing import Optional, Protocol
 
 import torch
 from torch import nn
@@ -27,8 +27,9 @@ from torch import nn
 from ..errors import SembedError
 from ..io import RecordSource
 from ..models.token_attention import TokenAttention, TokenReconstruction, reconstruction_loss
-from .scored_pairs import LabelSet, PairFields, ScoreRange, read_labelled_pairs, read_scored_pairs
-from .sentence_trainer import MethodParts, Schedule, train_and_save
+from .job import Job
+from .scored_pairs import LabelSet, PairFields, read_labelled_pairs, read_scored_pairs
+from .sentence_trainer import MethodParts, SentenceSettings, pair_fields_of, score_range_of, train_and_save
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,22 @@ POOLINGS = ("ta", "mean")
 RECONSTRUCTION_INITS = ("uniform", "embeddings")
 OBJECTIVES = ("nli", "sts")
 VALIDATION_BATCH = 64
+LABELS = LabelSet()  # entailment, neutral, contradiction
+
+
+class TaSettings(SentenceSettings, Protocol):
+    """ta's settings that this module reads (`training/methods/ta.py` declares them)."""
+
+    @property
+    def pooling(self) -> str: ...
+    @property
+    def no_recon(self) -> bool: ...
+    @property
+    def recon_init(self) -> str: ...
+    @property
+    def objective(self) -> str: ...
+    @property
+    def validation(self) -> Optional[str]: ...
 
 
 def reshape(model, pooling: str, reconstruction: bool, reconstruction_init: str = "uniform"):
@@ -115,12 +132,12 @@ def nli_accuracy(model, loss: TokenAttentionLoss, pairs: dict[str, list], fields
                 "accuracy": round(float((logits.argmax(dim=-1) == gold).float().mean()) * 100, 4)}
 
 
-def train_ta(source: RecordSource, output: Path, *, base_model: str, schedule: Schedule, pooling: str = "ta",
-             reconstruction: bool = True, reconstruction_init: str = "uniform", objective: str = "nli",
-             score_range: ScoreRange = ScoreRange(),
-             fields: PairFields = PairFields(), labels: LabelSet = LabelSet(), validation: RecordSource | None = None,
-             device: str = "auto", checkpoint_steps: int = 500, resume: bool = False, force: bool = False) -> dict:
-    """Fine-tune `base_model` as TA-SBERT on the pairs of `source` and write it to `output`; returns its metadata."""
+def train_ta(job: Job, settings: TaSettings) -> dict:
+    """Fine-tune --model as TA-SBERT on the pairs of the job's input and write it to its output; returns the
+    metadata."""
+    pooling, reconstruction, reconstruction_init = settings.pooling, not settings.no_recon, settings.recon_init
+    objective, fields, score_range, labels = settings.objective, pair_fields_of(job), score_range_of(settings), LABELS
+    validation = RecordSource(settings.validation) if settings.validation else None
     if validation is not None and objective != "nli":
         raise SembedError("held-out accuracy (--validation) needs the NLI objective", "drop --validation")
 
@@ -139,23 +156,22 @@ def train_ta(source: RecordSource, output: Path, *, base_model: str, schedule: S
         return pairs.columns, pairs.describe(from_source.rejects.name, len(from_source.rejects.skipped))
 
     held_out = read(validation)[0] if validation is not None else None  # a bad file fails before training
-    settings = {"pooling": pooling, "reconstruction": reconstruction,
-                "reconstruction_weight": RECONSTRUCTION_WEIGHT if reconstruction else None,
-                "reconstruction_init": reconstruction_init if reconstruction else None,
-                "objective": "softmax over (u, v, |u - v|), cross-entropy on NLI labels" if objective == "nli"
-                else "cosine similarity, MSE against the scaled score",
-                "labels": list(labels.names) if objective == "nli" else None,
-                "score_range": str(score_range) if objective == "sts" else None,
-                "head_learning_rate": HEAD_LEARNING_RATE, "text_keys": list(fields.texts),
-                "validation": validation.rejects.name if validation is not None else None}
+    described = {"pooling": pooling, "reconstruction": reconstruction,
+                 "reconstruction_weight": RECONSTRUCTION_WEIGHT if reconstruction else None,
+                 "reconstruction_init": reconstruction_init if reconstruction else None,
+                 "objective": "softmax over (u, v, |u - v|), cross-entropy on NLI labels" if objective == "nli"
+                 else "cosine similarity, MSE against the scaled score",
+                 "labels": list(labels.names) if objective == "nli" else None,
+                 "score_range": str(score_range) if objective == "sts" else None,
+                 "head_learning_rate": HEAD_LEARNING_RATE, "text_keys": list(fields.texts),
+                 "validation": validation.rejects.name if validation is not None else None}
     parts = MethodParts(
         prepare_model=lambda model: reshape(model, pooling, reconstruction, reconstruction_init),
         learning_rates=new_parameters,
         validate=(lambda model, loss: nli_accuracy(model, loss, held_out, fields)) if held_out else None)
-    metadata = train_and_save(output, method="ta", base_model=base_model, make_data=lambda: read(source),
+    metadata = train_and_save(job, settings, method="ta", make_data=lambda: read(job.source),
                               make_loss=lambda model: TokenAttentionLoss(model, objective, labels),
-                              schedule=schedule, device=device, settings=settings, checkpoint_steps=checkpoint_steps,
-                              resume=resume, force=force, fields={"pooling": pooling}, parts=parts)
+                              described=described, fields={"pooling": pooling}, parts=parts)
     if "validation" in metadata:
         result = metadata["validation"]
         log.info(f"held-out NLI: accuracy {result['accuracy']:.2f}%, loss {result['loss']:.4f} "

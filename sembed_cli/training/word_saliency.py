@@ -22,6 +22,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -31,13 +32,14 @@ from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
 from ..models.salience import SIF_A, SalienceTable, first_component, isf, sif_weights, unseen_score
 from ..models.word_vectors import Coverage, WordVectors
-from .methods import nws as declared  # the defaults, once, with the `train --method nws` options
+from .job import Job
+from .model_card import write_model_card
 
 log = logging.getLogger(__name__)
 
 INITS = ("isf", "random", "ones")
 NEGATIVES = 2  # K in the paper
-LEARNING_RATE = declared.RECIPE.lr
+DOC_KEY = "doc_id"  # the document of a sentence: its neighbours there are its positives
 EPOCH_DIR = "epochs"  # --save-epochs: DIR/epochs/N, a salience table after epoch N (0: the initial scores)
 
 
@@ -165,37 +167,39 @@ class PairBatches:
         return torch.nn.functional.cross_entropy(logits, torch.zeros(b, dtype=torch.long, device=self.device))
 
 
-@dataclass
-class Settings:
-    epochs: int = declared.RECIPE.epochs
-    batch_size: int = declared.RECIPE.batch_size
-    learning_rate: float = LEARNING_RATE
-    init: str = declared.Settings.init
-    negatives: int = NEGATIVES
-    seed: int = 42
-    save_epochs: bool = declared.Settings.save_epochs
+class NwsSettings(Protocol):
+    """nws's settings that this module reads (`training/methods/nws.py` declares them; --vectors is loaded there)."""
 
-    def as_dict(self) -> dict:
-        return {"epochs": self.epochs, "batch_size": self.batch_size, "learning_rate": self.learning_rate,
-                "optimizer": "AdaGrad", "init": self.init, "negatives": self.negatives, "seed": self.seed,
-                "loss": "softmax cross-entropy over inner products (positive vs K uniform negatives)",
-                "sentence": "sum of q(w) w over the distinct words (eq. 1)"}
+    @property
+    def init(self) -> str: ...
+    @property
+    def save_epochs(self) -> bool: ...
 
 
-def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings: Settings = Settings(),
-              device: str = "auto", text_key: str = "text", doc_key: str = "doc_id", resume: bool = False,
-              force: bool = False) -> SalienceTable:
-    """Learn NWS scores on the corpus of `source` and write the salience table to `output`."""
+def described(job: Job, settings: NwsSettings) -> dict:
+    """The run's settings as the metadata and the checkpoints' fingerprint record them."""
+    recipe = job.recipe
+    return {"epochs": recipe.epochs, "batch_size": recipe.batch_size, "learning_rate": recipe.lr,
+            "optimizer": "AdaGrad", "init": settings.init, "negatives": NEGATIVES, "seed": job.seed,
+            "loss": "softmax cross-entropy over inner products (positive vs K uniform negatives)",
+            "sentence": "sum of q(w) w over the distinct words (eq. 1)"}
+
+
+def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> SalienceTable:
+    """Learn NWS scores over the frozen `vectors` on the corpus of the job's input and write the salience table to
+    its output."""
     import torch
 
     from ..models.sentence_models import resolve_device
     from . import checkpoints
 
+    source, output, resume, force, seed = job.source, job.output, job.resume, job.force, job.seed
+    epochs, batch_size = job.recipe.epochs, job.recipe.batch_size
     if not resume:
         refuse_existing(output, force)
-    device = resolve_device(device)
+    device = resolve_device(job.device)
     started = time.perf_counter()
-    corpus = read_corpus(source, vectors, text_key, doc_key)
+    corpus = read_corpus(source, vectors, job.text_key(), DOC_KEY)
     summary = corpus.coverage.summary(vectors.spec)
     if summary:
         log.info(summary)
@@ -217,13 +221,13 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
     data = {"input": source.rejects.name, "sentences": corpus.sentences, "documents": len(corpus.document_names),
             "tokens": corpus.coverage.tokens, "pairs": int(len(pairs)), "sha256": corpus.hash.hexdigest(),
             "skipped": len(source.rejects.skipped)}
-    run = {"method": "nws", "vectors": vectors.spec, "data": data["sha256"], "settings": settings.as_dict()}
+    run = {"method": "nws", "vectors": vectors.spec, "data": data["sha256"], "settings": described(job, settings)}
     directory, resume_from = checkpoints.prepare(output, run, resume, force)
 
-    generator = torch.Generator().manual_seed(settings.seed)
-    init = initial_scores(settings.init, sentence_counts, corpus.sentences, settings.seed)
+    generator = torch.Generator().manual_seed(seed)
+    init = initial_scores(settings.init, sentence_counts, corpus.sentences, seed)
     q = torch.nn.Parameter(torch.as_tensor(init.copy(), device=device))
-    optimizer = torch.optim.Adagrad([q], lr=settings.learning_rate)
+    optimizer = torch.optim.Adagrad([q], lr=job.recipe.lr)
     first_epoch = 0
     if resume_from is not None:
         state = torch.load(resume_from / "state.pt", map_location=device)
@@ -239,16 +243,16 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
     history = list(state["history"]) if resume_from is not None else []
     anchors_all = torch.as_tensor(pairs[:, 0], device=device)
     positives_all = torch.as_tensor(pairs[:, 1], device=device)
-    for epoch in range(first_epoch, settings.epochs):
+    for epoch in range(first_epoch, epochs):
         tick = time.perf_counter()
         order = torch.randperm(len(pairs), generator=generator).to(device)
-        rng = np.random.default_rng([settings.seed, epoch])
-        negative_sets = torch.as_tensor(negatives(pairs[:, 0], usable, settings.negatives, rng), device=device)
+        rng = np.random.default_rng([seed, epoch])
+        negative_sets = torch.as_tensor(negatives(pairs[:, 0], usable, NEGATIVES, rng), device=device)
         total, steps = 0.0, 0
-        for start in console.progress(range(0, len(pairs), settings.batch_size), f"epoch {epoch + 1}",
-                                      total=(len(pairs) + settings.batch_size - 1) // settings.batch_size,
+        for start in console.progress(range(0, len(pairs), batch_size), f"epoch {epoch + 1}",
+                                      total=(len(pairs) + batch_size - 1) // batch_size,
                                       unit="steps"):
-            chosen = order[start:start + settings.batch_size]
+            chosen = order[start:start + batch_size]
             loss = batches.loss(anchors_all[chosen], positives_all[chosen], negative_sets[chosen], q)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -258,7 +262,7 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
         seconds = time.perf_counter() - tick
         history.append({"epoch": epoch + 1, "loss": round(total / steps, 6), "seconds": round(seconds, 2),
                         "sentences_per_second": round(corpus.sentences / seconds, 1)})
-        log.info(f"epoch {epoch + 1}/{settings.epochs}: loss {total / steps:.4f}, {seconds:.1f} s, "
+        log.info(f"epoch {epoch + 1}/{epochs}: loss {total / steps:.4f}, {seconds:.1f} s, "
                  f"{corpus.sentences / seconds:,.0f} sentences/s")
         if settings.save_epochs:
             snapshots.append((epoch + 1, q.detach().cpu().numpy().copy()))
@@ -272,7 +276,7 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
     if never:
         log.info(f"{never} vocabulary word(s) never occur in a training pair and keep their initial score")
     component = sif_component(batches, token_counts, corpus, device)
-    metadata = describe("train --method nws", data, settings.as_dict(), method="nws",
+    metadata = describe("train --method nws", data, described(job, settings), method="nws",
                         vectors=vectors.describe(),
                         corpus={"sentences": corpus.sentences, "tokens": corpus.coverage.tokens,
                                 "documents": len(corpus.document_names), **corpus.coverage.as_dict()},
@@ -283,6 +287,7 @@ def train_nws(source: RecordSource, output: Path, vectors: WordVectors, settings
     table = SalienceTable(list(corpus.words), scores, sentence_counts, token_counts, metadata, component)
     with building(output, force=True if resume else force) as work:
         table.save(work)
+        write_model_card(work, job, settings, metadata, library=None)
         for epoch, snapshot in snapshots:
             (work / EPOCH_DIR / str(epoch)).mkdir(parents=True)
             SalienceTable(table.words, snapshot, sentence_counts, token_counts, {**metadata, "epoch": epoch},

@@ -4,7 +4,7 @@
     cf      CF-BERT, component focusing                   training/siamese.py
     ta      TA-SBERT, Token Attention                     training/ta_sbert.py
     nws     Neural Word Saliency scores                   training/word_saliency.py
-    mlm     masked-LM: an encoder adapted, or POI stage 1  training/mlm_adaptation.py, masked_lm.py
+    mlm     masked-LM: an encoder adapted, or POI stage 1  training/mlm_adaptation.py, char_bert.py
     poi     POI stage 2, triplets + masked-LM             training/poi_triplet.py
     syntax  the syntax-distillation map                   training/syntax.py
     static  a static model distilled from a teacher       training/static_distillation.py
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .method import Job, Method, OptionError, Recipe
+from ..job import Job, Recipe
+from .method import Method, OptionError
 
 __all__ = ["METHODS", "Job", "Method", "OptionError", "Recipe"]
 

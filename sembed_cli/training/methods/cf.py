@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from . import sbert
 from .method import Job, Method, Recipe, checkpoint_steps, max_steps, option, score_range, start_model
 
 RECIPE = Recipe(4, 16, 2e-5, 0.1, note="the paper's")
@@ -22,7 +21,9 @@ class Settings:
 
 
 def run(job: Job, settings: Settings) -> None:
-    sbert.train_siamese(job, settings, "cf", settings.cf_weight)
+    from ..siamese import train_cf
+
+    train_cf(job, settings)
 
 
 METHOD = Method(

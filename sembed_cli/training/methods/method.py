@@ -12,34 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from ...io import counted_keys
 from ...models.precision import TRAINING_PRECISIONS
 from ...models.sentence_models import DEFAULT_MODEL
+from ..job import Job, Recipe
 
-if TYPE_CHECKING:
-    from ...io import RecordSource
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """A method's optimisation defaults: the paper's, or ours where the paper's cannot run here (`note` says)."""
-
-    epochs: int
-    batch_size: int
-    lr: float
-    warmup: Optional[float]  # share of the steps warming up; None: the method has no schedule to warm up
-    optimizer: str = "AdamW"
-    unit: str = "pairs"  # what --batch-size counts
-    note: str = ""
-
-    def describe(self) -> str:
-        epochs = f"{self.epochs} epoch{'s' if self.epochs != 1 else ''}"
-        warmup = f", {self.warmup:.0%} warm-up" if self.warmup else ", no warm-up" if self.warmup is not None else ""
-        return (f"{epochs}, batch {self.batch_size} {self.unit}, {self.optimizer} {self.lr:g}{warmup}"
-                + (f" ({self.note})" if self.note else ""))
+__all__ = ["Job", "Method", "Option", "OptionError", "Recipe", "option", "option_of", "refuse"]
 
 
 @dataclass(frozen=True)
@@ -75,24 +55,6 @@ class OptionError(ValueError):
     def __init__(self, name: str, message: str):
         super().__init__(message)
         self.name = name
-
-
-@dataclass(frozen=True)
-class Job:
-    """What every method's `run` gets besides its own settings."""
-
-    source: RecordSource
-    output: Path
-    recipe: Recipe  # the method's, with --epochs, --batch-size, --lr and --warmup applied
-    text_keys: Optional[tuple[str, ...]]
-    seed: int
-    device: str
-    resume: bool
-    force: bool
-
-    def text_key(self) -> str:
-        """The one text field of a method that reads one (`Method.check_usage` checked there is one)."""
-        return self.text_keys[0] if self.text_keys else "text"
 
 
 @dataclass(frozen=True)

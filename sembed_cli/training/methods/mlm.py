@@ -1,5 +1,5 @@
-"""mlm: masked-LM training, either adapting an encoder (`training/mlm_adaptation.py`) or the POI paper's stage 1
-from scratch (`training/masked_lm.py`)."""
+"""mlm: masked-LM training, either adapting an encoder (`training/mlm_adaptation.py`) or the POI paper's stage 1,
+a character BERT from scratch (`training/char_bert.py`); both on the loop of `training/masked_lm_loop.py`."""
 
 from __future__ import annotations
 
@@ -51,28 +51,15 @@ def check(settings: Settings, given: frozenset[str]) -> None:
         refuse(given, ("layers", "hidden", "samples", "vocab", "vocab_size"), "only with --from-scratch")
 
 
-def loop_schedule(job: Job, settings):
-    """The plain torch loop's schedule of mlm and poi (training/masked_lm.py)."""
-    from ..masked_lm import LoopSchedule
-
-    recipe = job.recipe
-    return LoopSchedule(epochs=recipe.epochs, batch_size=recipe.batch_size, learning_rate=recipe.lr,
-                        warmup_ratio=recipe.warmup, max_steps=settings.max_steps,
-                        checkpoint_steps=settings.checkpoint_steps, seed=job.seed)
-
-
 def run(job: Job, settings: Settings) -> None:
-    common = {"schedule": loop_schedule(job, settings), "text_key": job.text_key(), "device": job.device,
-              "precision": settings.precision, "resume": job.resume, "force": job.force}
     if settings.from_scratch:
-        from ..masked_lm import CharBertShape, train_from_scratch
+        from ..char_bert import train_char_bert
 
-        train_from_scratch(job.source, job.output, shape=CharBertShape(layers=settings.layers, hidden=settings.hidden),
-                           samples=settings.samples, vocab=settings.vocab, vocab_size=settings.vocab_size, **common)
+        train_char_bert(job, settings)
     else:
         from ..mlm_adaptation import adapt_encoder
 
-        adapt_encoder(job.source, job.output, base_model=settings.model, holdout=settings.holdout, **common)
+        adapt_encoder(job, settings)
 
 
 METHOD = Method(

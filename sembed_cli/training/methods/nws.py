@@ -22,14 +22,9 @@ class Settings:
 
 def run(job: Job, settings: Settings) -> None:
     from ...models import word_vectors
-    from .. import word_saliency
+    from ..word_saliency import train_nws
 
-    recipe = job.recipe
-    trainer_settings = word_saliency.Settings(epochs=recipe.epochs, batch_size=recipe.batch_size,
-                                              learning_rate=recipe.lr, init=settings.init, seed=job.seed,
-                                              save_epochs=settings.save_epochs)
-    word_saliency.train_nws(job.source, job.output, word_vectors.load(settings.vectors), trainer_settings,
-                            device=job.device, text_key=job.text_key(), resume=job.resume, force=job.force)
+    train_nws(job, settings, word_vectors.load(settings.vectors))
 
 
 METHOD = Method(

@@ -9,7 +9,6 @@ from typing import Optional
 from ...models.sentence_models import DEFAULT_MODEL
 from .method import (Job, Method, OptionError, Recipe, checkpoint_steps, max_steps, option, start_model,
                      training_precision)
-from .mlm import loop_schedule
 
 RECIPE = Recipe(1, 128, 2e-4, 0.1, unit="names")
 
@@ -47,11 +46,7 @@ def check(settings: Settings, given: frozenset[str]) -> None:
 def run(job: Job, settings: Settings) -> None:
     from ..poi_triplet import train_poi
 
-    train_poi(job.source, job.output, base_model=settings.model, schedule=loop_schedule(job, settings),
-              distance=settings.distance, margin=settings.margin, triplet_weight=settings.triplet_weight,
-              variants=settings.variants, variant_weight=settings.variant_weight,
-              ngram_weight=settings.ngram_weight, text_key=job.text_key(), device=job.device,
-              precision=settings.precision, resume=job.resume, force=job.force)
+    train_poi(job, settings)
 
 
 METHOD = Method(

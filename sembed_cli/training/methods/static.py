@@ -34,15 +34,10 @@ def check(settings: Settings, given: frozenset[str]) -> None:
 
 
 def run(job: Job, settings: Settings) -> None:
-    from .. import static_distillation
+    from ..static_distillation import train_static
+    from . import nws
 
-    recipe = job.recipe
-    trainer_settings = static_distillation.Settings(
-        model=settings.model, dim=settings.dim, weighting=settings.weighting, fit=settings.fit,
-        fit_vectors=settings.fit_vectors, fit_sentences=settings.fit_sentences, epochs=recipe.epochs,
-        batch_size=recipe.batch_size, learning_rate=recipe.lr, seed=job.seed)
-    static_distillation.train_static(job.source, job.output, trainer_settings, device=job.device,
-                                     text_key=job.text_key(), force=job.force)
+    train_static(job, settings, nws.RECIPE, nws.Settings())
 
 
 METHOD = Method(

@@ -23,14 +23,9 @@ class Settings:
 
 
 def run(job: Job, settings: Settings) -> None:
-    from .. import syntax
+    from ..syntax import train_syntax
 
-    recipe = job.recipe
-    trainer_settings = syntax.Settings(epochs=recipe.epochs, batch_size=recipe.batch_size, learning_rate=recipe.lr,
-                                       pairs_per_set=settings.pairs_per_set, dimension=settings.dimension,
-                                       seed=job.seed)
-    syntax.train_syntax(job.source, job.output, model=settings.model, random_init=settings.random_init,
-                        settings=trainer_settings, device=job.device, resume=job.resume, force=job.force)
+    train_syntax(job, settings)
 
 
 METHOD = Method(

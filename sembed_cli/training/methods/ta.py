@@ -8,7 +8,6 @@ from typing import Optional
 
 from .method import (Job, Method, OptionError, Recipe, checkpoint_steps, max_steps, option, score_range,
                      start_model)
-from .sbert import sentence_trainer_arguments
 
 RECIPE = Recipe(1, 16, 2e-5, 0.1, note="the paper's; Token Attention and the heads at 3e-5")
 
@@ -41,13 +40,9 @@ def check(settings: Settings, given: frozenset[str]) -> None:
 
 
 def run(job: Job, settings: Settings) -> None:
-    from ...io import RecordSource
     from ..ta_sbert import train_ta
 
-    train_ta(job.source, job.output, pooling=settings.pooling, reconstruction=not settings.no_recon,
-             reconstruction_init=settings.recon_init, objective=settings.objective,
-             validation=RecordSource(settings.validation) if settings.validation else None,
-             **sentence_trainer_arguments(job, settings))
+    train_ta(job, settings)
 
 
 METHOD = Method(
