@@ -19,7 +19,8 @@ from conftest import interrupt_at_call, jsonl, same_weights, sembed
 torch = pytest.importorskip("torch")
 
 from sembed_cli.text import char_tokenizer  # noqa: E402
-from sembed_cli.models.taste import NeighbourVote, Taster  # noqa: E402
+from sembed_cli.models.neighbour_vote import NeighbourVote  # noqa: E402
+from sembed_cli.models.taste import Taster  # noqa: E402
 from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
 from sembed_cli.training.masked_lm import MLM_IGNORE, mask_one  # noqa: E402
 from sembed_cli.training.poi_triplet import batch_all_triplet_loss  # noqa: E402
@@ -603,8 +604,8 @@ def test_a_vote_embeds_names_as_its_index_was_embedded(lookup_model, tmp_path):
     finds on that backend, not on torch's."""
     import numpy as np
 
-    from sembed_cli.commands.taste import DEFAULT_VOTE_POWER
-    from sembed_cli.models.taste import weighted_share
+    from sembed_cli.models.neighbour_vote import DEFAULT_VOTE_POWER
+    from sembed_cli.models.neighbour_vote import weighted_share
 
     words = tmp_path / "words"
     run = sembed("index", "-q", "-m", "all-MiniLM-L6-v2", "--backend", "onnx", "--quantize", "int8", "-o",
