@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Optional
 
 import typer
@@ -94,6 +94,28 @@ class Only:
         return ((self.with_ is None or _set(values[self.with_]))
                 and (self.without is None or not _set(values[self.without]))
                 and (self.when is None or self.when(values)))
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One of a command's ways of working and the options it takes (`mode_rules` makes its `Only` rules)."""
+
+    chosen: str  # how the user chooses it, as a refusal names it: "for --method model", "with --words"
+    options: frozenset[str]
+    refusal: Optional[str] = None  # why this mode refuses the options of others; None: "only" and where they belong
+    refusals: Mapping[str, str] = field(default_factory=dict)  # a reason of its own for some options
+
+
+def mode_rules(modes: tuple[Mode, ...], mode_of: Callable[[Mapping[str, Any]], Mode]) -> tuple[Only, ...]:
+    """The `Only` rules of a command with modes (`mode_of` tells which one its values choose): an option that
+    only other modes take is refused, with the chosen mode's reason, else "only" and the modes that take it."""
+    rules = []
+    for mode in modes:
+        for name in sorted(frozenset().union(*(other.options for other in modes)) - mode.options):
+            homes = [other.chosen for other in modes if name in other.options]
+            rules.append(Only(name, when=lambda values, mode=mode: mode_of(values) is not mode,
+                              message=mode.refusals.get(name, mode.refusal) or "only " + " or ".join(homes)))
+    return tuple(rules)
 
 
 def check_only(ctx: typer.Context, rules: Iterable[Only]) -> None:

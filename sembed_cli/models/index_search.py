@@ -61,7 +61,8 @@ class QueryVectors:
             return
         if label is None:
             if not self.unlabelled and self.identity is not None:
-                log.warning(f"query vectors without embedding_model: taken to be of the index's model '{self.identity}'")
+                log.warning(f"query vectors without embedding_model: taken to be of the index's model "
+                            f"'{self.identity}'")
             self.unlabelled = True
             return
         identity = read(record)
