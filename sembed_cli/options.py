@@ -196,7 +196,7 @@ BACKEND_HELP = (
     "onnx extra: pip install 'sembed[onnx]'.")
 QUANTIZE_HELP = (
     "With --backend onnx: int8 is ONNX Runtime's dynamic quantisation in the config of this CPU's instruction "
-    "set (AVX2, AVX-512, VNNI): faster, other vectors (its quality is in the README).")
+    "set (AVX2, AVX-512, VNNI): faster, other vectors (their quality: the docs).")
 BackendName = Literal["torch", "onnx"]
 Quantization = Literal["none", "int8"]
 Backend = Annotated[BackendName, typer.Option("--backend", envvar="SEMBED_BACKEND", metavar="torch|onnx",

@@ -63,7 +63,9 @@ EncodeBatchSize = Annotated[Optional[int], typer.Option(
 
 
 # Each of embed's three ways of making vectors and the options it takes; an option of another mode given on the
-# command line is a usage error (the options every mode takes are in none).
+# command line is a usage error. Every mode takes the COMMON ones.
+COMMON = frozenset({"input", "output", "lines", "text_keys", "force", "batch_size", "shard", "skip_errors", "threads",
+                    "quiet", "verbose"})
 MODEL = Mode("for --method model", frozenset({
     "method", "model", "cf_weight", "keep_parts", "explain", "plain", "npy", "long_text", "encode_batch_size",
     "device", "precision", "backend", "quantize"}))

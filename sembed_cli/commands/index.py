@@ -24,7 +24,7 @@ IndexType = Annotated[str, typer.Option(
          "cells of exact vectors; ivfpq: those cells over PQ codes of one byte per 8 dimensions (48 bytes at 384-d), "
          "re-ranked from the vectors kept on disk; FACTORY: any FAISS index_factory string (e.g. "
          "'IVF16384_HNSW32,PQ48'). auto: flat up to 100,000 vectors, hnsw up to 1,000,000, ivfpq above "
-         "(recall and cost: the README's index section). --update keeps the index's own.")]
+         "(recall and cost: the docs' index section). --update keeps the index's own.")]
 Rerank = Annotated[str, typer.Option(
     "--rerank", metavar="float16|float32|none",
     help="Lossy types (ivfpq, PQ or SQ factories): keep each vector on disk (float16: 2 bytes a dimension; float32: "

@@ -25,7 +25,8 @@ Neighbours = Annotated[Optional[list[Path]], typer.Option(
          "spelling cannot). Adds poi_vote, the share of POI names among the text's --vote-k nearest, each weighted "
          "by its cosine to the power --vote-power, averaged over the indexes (the paper's route for English "
          "names, where the taste alone cannot tell a city from a word), poi_ngram, the probability of a logistic "
-         "regression over character n-grams of the first index's names, and poi_score, their mix (--vote-weight); is_poi follows poi_score.")]
+         "regression over character n-grams of the first index's names, and poi_score, their mix (--vote-weight); "
+         "is_poi follows poi_score.")]
 VoteK = Annotated[int, typer.Option("--vote-k", min=1, metavar="K", help="Labelled neighbours of a --neighbours "
                                                                          "vote.")]
 VotePower = Annotated[float, typer.Option("--vote-power", min=0.0, metavar="P", callback=finite,
