@@ -15,9 +15,11 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Optional
 
 import orjson
 import pytest
+import typer
 
 from conftest import ROOT, interrupt_at_call, jsonl, sembed
 
@@ -431,10 +433,6 @@ def test_a_window_embedding_is_the_token_weighted_mean_of_its_windows(tiny_model
 
 def _only_app(rules):
     """A two-option command checked by `rules`, as a command of sembed's would be."""
-    from typing import Annotated, Optional
-
-    import typer
-
     from sembed_cli.options import check_only
 
     app = typer.Typer()
