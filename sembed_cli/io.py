@@ -210,8 +210,11 @@ class RecordReader(Protocol):
     """What a stream reads records from: a `RecordSource` (a file or stdin), or records built another way (search's
     --query texts), each checked as a file's are and counted by the same --skip-errors policy."""
 
-    path: str | None  # the file read, which -o must not name; None: no file
-    position: ReadPosition  # how far into the input, for the progress line
+    @property
+    def path(self) -> str | None: ...  # the file read, which -o must not name; None: no file
+
+    @property
+    def position(self) -> ReadPosition: ...  # how far into the input, for the progress line
 
     def checked(self, check: Callable[[dict], object] | None) -> Iterator[dict]: ...
 

@@ -109,12 +109,15 @@ class Mode:
 def mode_rules(modes: tuple[Mode, ...], mode_of: Callable[[Mapping[str, Any]], Mode]) -> tuple[Only, ...]:
     """The `Only` rules of a command with modes (`mode_of` tells which one its values choose): an option that
     only other modes take is refused, with the chosen mode's reason, else "only" and the modes that take it."""
+    def not_in(mode: Mode) -> Callable[[Mapping[str, Any]], bool]:
+        return lambda values: mode_of(values) is not mode
+
     rules = []
     for mode in modes:
-        for name in sorted(frozenset().union(*(other.options for other in modes)) - mode.options):
+        for name in sorted(frozenset[str]().union(*(other.options for other in modes)) - mode.options):
             homes = [other.chosen for other in modes if name in other.options]
-            rules.append(Only(name, when=lambda values, mode=mode: mode_of(values) is not mode,
-                              message=mode.refusals.get(name, mode.refusal) or "only " + " or ".join(homes)))
+            message = mode.refusals.get(name) or mode.refusal or "only " + " or ".join(homes)
+            rules.append(Only(name, when=not_in(mode), message=message))
     return tuple(rules)
 
 

@@ -220,8 +220,8 @@ def embed_command(
                 raise typer.BadParameter(f"the syntax map was trained on the word encoder of "
                                          f"'{trained_on.get('model_name')}'; leave --model out with --syntax-map",
                                          param_hint=flag(ctx, "model"))
-        settings = WordRecordSettings(model, text_key, syntax_map, npy, batch_size, encode_batch_size, device)
-        embed_words(stream, settings, transformation)
+        words_settings = WordRecordSettings(model, text_key, syntax_map, npy, batch_size, encode_batch_size, device)
+        embed_words(stream, words_settings, transformation)
         return
     if method != "model":
         if method != "avg" and salience is None:

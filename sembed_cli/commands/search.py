@@ -128,9 +128,9 @@ def search_command(
         raise typer.BadParameter("either query records (INPUT) or --query texts, not both",
                                  param_hint=flag(ctx, "query"))
     loaded = ctx.with_resource(VectorIndex.load(index))
-    backend, quantize = index_backend(loaded, backend, quantize)
-    check_backend(backend, quantize, device)
-    settings = SearchSettings(k, text_key, embedding_key, payload, spelling, batch_size, model, device, backend,
-                              quantize, long_text)
+    query_backend, query_quantize = index_backend(loaded, backend, quantize)
+    check_backend(query_backend, query_quantize, device)
+    settings = SearchSettings(k, text_key, embedding_key, payload, spelling, batch_size, model, device, query_backend,
+                              query_quantize, long_text)
     stream = StreamOptions(input, output, lines=lines, force=force, skip_errors=skip_errors)
     search_stream(stream, loaded, settings, query or ())

@@ -10,7 +10,7 @@ import inspect
 from copy import copy
 import textwrap
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields, replace
 from enum import Enum
 from pathlib import Path
@@ -53,8 +53,11 @@ def command_for(methods: dict[str, Method]) -> Callable[..., None]:
               for name in {name for m in methods.values() for name in m.option_names()}}
     settings_options = _settings_options(methods, takers)
 
-    only = tuple(Only(name, when=lambda values, names=tuple(names): values["method"].value in names,
-                      message=f"only for --method {'|'.join(names)}") for name, names in takers.items())
+    def method_in(names: list[str]) -> Callable[[Mapping[str, Any]], bool]:
+        return lambda values: values["method"].value in names
+
+    only = tuple(Only(name, when=method_in(names), message=f"only for --method {'|'.join(names)}")
+                 for name, names in takers.items())
 
     def train_command(ctx: typer.Context, **values: Any) -> None:
         check_only(ctx, only)

@@ -65,8 +65,8 @@ class QueryVectors:
                             f"'{self.identity}'")
             self.unlabelled = True
             return
-        identity = read(record)
-        if self.identity is not None and not identity.same(self.identity):
+        identity, expected = read(record), self.identity
+        if identity is not None and expected is not None and not identity.same(expected):
             raise BadRecord(f"the query's '{self.key}' is of '{identity}', but the index holds vectors of "
                             f"'{self.identity}'")
         self._same.add(label)
