@@ -34,7 +34,7 @@ from common import ROOT, log, save
 sys.path.insert(0, str(ROOT / "examples"))
 from poi_report import perturb_one  # noqa: E402
 
-from sembed_cli.commands.search import search_records  # noqa: E402
+from sembed_cli.models.index_search import search_records  # noqa: E402
 from sembed_cli.io import RecordSink, RecordSource  # noqa: E402
 from sembed_cli.models import sentence_models  # noqa: E402
 from sembed_cli.indexes.directory import VectorIndex  # noqa: E402

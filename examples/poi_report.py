@@ -247,7 +247,7 @@ def speed(args) -> None:
     import torch
 
     from sembed_cli.models import sentence_models
-    from sembed_cli.commands.search import search_records
+    from sembed_cli.models.index_search import search_records
     from sembed_cli.models.poi_lookup import SpellingReranker
     from sembed_cli.indexes.directory import VectorIndex
 
@@ -357,7 +357,7 @@ def table(args) -> None:
               "## Identification: F0.5 on the test records (POI = positive class), threshold tuned on dev", "",
               "| model | score | threshold | precision | recall | F0.5 | paper F0.5 (dev/test) |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-    from sembed_cli.commands.taste import default_vote_weight
+    from sembed_cli.models.neighbour_vote import default_vote_weight
 
     words = (work / "word-index").is_dir()  # the second vote (WORD_MODEL) was cast
     weight = default_vote_weight(2 if words else 1)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from poi_baseline import classifier, nearest, read, vectorizer  # noqa: E402
 from sembed_cli.evaluation.poi import best_threshold, metrics  # noqa: E402
-from sembed_cli.models.taste import weighted_share  # noqa: E402
+from sembed_cli.models.neighbour_vote import weighted_share  # noqa: E402
 
 GRID_K, GRID_P = (5, 10, 20, 30, 50, 100), (1, 4, 8, 16)
 

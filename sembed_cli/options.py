@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Literal, Optional
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Optional
 
 import typer
 
@@ -61,6 +63,71 @@ def given_on_command_line(ctx: typer.Context) -> frozenset[str]:
 def flag(ctx: typer.Context, name: str) -> str:
     """A parameter's longest flag, quoted as click's usage errors quote it: '--text-key'."""
     return f"'{max(next(p.opts for p in ctx.command.params if p.name == name), key=len)}'"
+
+
+def _set(value: Any) -> bool:
+    """Whether an option holds a value: not its None, False or empty default."""
+    return value is not None and value is not False and value != [] and value != ()
+
+
+@dataclass(frozen=True)
+class Only:
+    """A rule of the form "option X only with option Y / only in mode Z", the one way commands say it.
+
+    `option`, when the user typed it, must find `with_` set, `without` unset and `when(values)` true (each that
+    is given); otherwise it is a usage error (exit 2) with `message`, naming `option`'s flag (or `hint`'s). An
+    option left at its default or set from the environment is never refused, so a SEMBED_* variable meant for
+    one mode does not break another. `values` are the command's parameters by name, as click parsed them:
+
+        Only("sync", with_="update", message="only with --update DIR")
+        Only("wrapped", when=lambda v: v["fmt"] == "prose", message="only for --from prose")
+    """
+
+    option: str
+    message: str
+    with_: Optional[str] = None
+    without: Optional[str] = None
+    when: Optional[Callable[[Mapping[str, Any]], bool]] = None
+    hint: Optional[str] = None
+
+    def allows(self, values: Mapping[str, Any]) -> bool:
+        return ((self.with_ is None or _set(values[self.with_]))
+                and (self.without is None or not _set(values[self.without]))
+                and (self.when is None or self.when(values)))
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One of a command's ways of working and the options it takes (`mode_rules` makes its `Only` rules)."""
+
+    chosen: str  # how the user chooses it, as a refusal names it: "for --method model", "with --words"
+    options: frozenset[str]
+    refusal: Optional[str] = None  # why this mode refuses the options of others; None: "only" and where they belong
+    refusals: Mapping[str, str] = field(default_factory=dict)  # a reason of its own for some options
+
+
+def mode_rules(modes: tuple[Mode, ...], mode_of: Callable[[Mapping[str, Any]], Mode]) -> tuple[Only, ...]:
+    """The `Only` rules of a command with modes (`mode_of` tells which one its values choose): an option that
+    only other modes take is refused, with the chosen mode's reason, else "only" and the modes that take it."""
+    def not_in(mode: Mode) -> Callable[[Mapping[str, Any]], bool]:
+        return lambda values: mode_of(values) is not mode
+
+    rules = []
+    for mode in modes:
+        for name in sorted(frozenset[str]().union(*(other.options for other in modes)) - mode.options):
+            homes = [other.chosen for other in modes if name in other.options]
+            message = mode.refusals.get(name) or mode.refusal or "only " + " or ".join(homes)
+            rules.append(Only(name, when=not_in(mode), message=message))
+    return tuple(rules)
+
+
+def check_only(ctx: typer.Context, rules: Iterable[Only]) -> None:
+    """The usage error of the first rule broken, taking the options in the command's order (then the rules')."""
+    given = given_on_command_line(ctx)
+    order = {name: i for i, name in enumerate(ctx.params)}
+    for rule in sorted((rule for rule in rules if rule.option in given), key=lambda rule: order[rule.option]):
+        if not rule.allows(ctx.params):
+            raise typer.BadParameter(rule.message, param_hint=flag(ctx, rule.hint or rule.option))
 
 
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, metavar="N", envvar="SEMBED_BATCH_SIZE",
@@ -139,7 +206,7 @@ BACKEND_HELP = (
     "onnx extra: pip install 'sembed[onnx]'.")
 QUANTIZE_HELP = (
     "With --backend onnx: int8 is ONNX Runtime's dynamic quantisation in the config of this CPU's instruction "
-    "set (AVX2, AVX-512, VNNI): faster, other vectors (its quality is in the README).")
+    "set (AVX2, AVX-512, VNNI): faster, other vectors (their quality: the docs).")
 BackendName = Literal["torch", "onnx"]
 Quantization = Literal["none", "int8"]
 Backend = Annotated[BackendName, typer.Option("--backend", envvar="SEMBED_BACKEND", metavar="torch|onnx",
@@ -179,7 +246,7 @@ Precision = Annotated[ModelPrecision, typer.Option(
 MaskedLMPrecision = Annotated[ModelPrecision, typer.Option(
     "--precision", metavar="|".join(PRECISIONS),
     help="The masked-LM's precision: auto is fp16 on CUDA, and on the CPU bf16 where the CPU does bf16 natively "
-         "(AVX512-BF16, AMX; faster there, with the quality the docs show), else fp32. "
+         "(AVX512-BF16, AMX), which is faster there, else fp32. "
          "Fix it for output that matches across machines.")]
 LongText = Annotated[Literal["truncate", "window", "error"], typer.Option(
     "--long-text", metavar="truncate|window|error", envvar="SEMBED_LONG_TEXT",

@@ -15,9 +15,11 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Optional
 
 import orjson
 import pytest
+import typer
 
 from conftest import ROOT, interrupt_at_call, jsonl, sembed
 
@@ -425,3 +427,51 @@ def test_a_window_embedding_is_the_token_weighted_mean_of_its_windows(tiny_model
     expected /= np.linalg.norm(expected)
     assert np.allclose(long_texts.encode([text])[0], expected, atol=1e-6)
     assert long_texts.count == 1
+
+
+# --- "only with": the one declarative rule every command states its option dependencies in (options.Only) ------------
+
+def _only_app(rules):
+    """A two-option command checked by `rules`, as a command of sembed's would be."""
+    from sembed_cli.options import check_only
+
+    app = typer.Typer()
+
+    @app.command()
+    def command(ctx: typer.Context,
+                update: Annotated[Optional[str], typer.Option("--update")] = None,
+                sync: Annotated[bool, typer.Option("--sync", envvar="TEST_ONLY_SYNC")] = False,
+                mode: Annotated[str, typer.Option("--mode")] = "a") -> None:
+        check_only(ctx, rules)
+
+    return app
+
+
+def test_an_only_rule_refuses_an_option_typed_without_the_one_it_needs_and_leaves_the_environment_be(monkeypatch):
+    from typer.testing import CliRunner
+
+    from sembed_cli.options import Only
+
+    app = _only_app([Only("sync", with_="update", message="only with --update DIR")])
+    run = CliRunner().invoke(app, ["--sync"])
+    assert run.exit_code == 2 and "Invalid value for '--sync': only with --update DIR" in run.output
+    assert CliRunner().invoke(app, ["--sync", "--update", "x"]).exit_code == 0
+    monkeypatch.setenv("TEST_ONLY_SYNC", "1")  # from the environment: meant for another use, never refused
+    assert CliRunner().invoke(app, []).exit_code == 0
+
+
+def test_only_rules_of_modes_name_where_an_option_belongs():
+    from typer.testing import CliRunner
+
+    from sembed_cli.options import Mode, Only, mode_rules
+
+    modes = (Mode("for --mode a", frozenset({"update"})), Mode("for --mode b", frozenset({"sync"}), refusal="not b"))
+    rules = mode_rules(modes, lambda values: modes[0] if values["mode"] == "a" else modes[1])
+    assert [(rule.option, rule.message) for rule in rules] == [("sync", "only for --mode b"), ("update", "not b")]
+    app = _only_app(rules + (Only("mode", without="sync", hint="sync", message="never both"),))
+    assert "Invalid value for '--sync': only for --mode b" in CliRunner().invoke(app, ["--sync"]).output
+    assert "Invalid value for '--update': not b" in CliRunner().invoke(app, ["--mode", "b", "--update", "x"]).output
+    assert CliRunner().invoke(app, ["--mode", "a", "--update", "x"]).exit_code == 0
+    # the options are taken in the command's order, and a rule may name another option than its own
+    run = CliRunner().invoke(app, ["--mode", "b", "--sync"])
+    assert run.exit_code == 2 and "Invalid value for '--sync': never both" in run.output

@@ -318,3 +318,25 @@ def test_default_model_similar_sentences_are_closer():
     cosine = lambda u, v: float(u @ v / np.linalg.norm(u) / np.linalg.norm(v))  # noqa: E731
     assert cosine(guitar, plays) > 0.7 > 0.2 > cosine(guitar, stocks)
     assert abs(np.linalg.norm(guitar) - 1) < 1e-5  # the model's own Normalize module is kept
+
+
+def test_embed_modes_run_as_library_functions_without_the_cli(tiny_model, tmp_path):
+    """models.embed_stream: the functions `sembed embed` calls, one per mode, with their typed settings."""
+    from sembed_cli.io import StreamOptions, TextFields
+    from sembed_cli.models.embed_stream import (SentenceVectorSettings, WordVectorSettings, embed_sentences,
+                                                embed_with_word_vectors, encode_batch_for)
+
+    assert encode_batch_for("cpu", None) == 32 and encode_batch_for("cuda:0", None) == 128
+    assert encode_batch_for("cpu", 7) == 7
+    source = tmp_path / "in.jsonl"
+    source.write_text(jsonl({"text": "A dog."}, {"text": "A cat."}))
+    out = tmp_path / "model.jsonl"
+    count = embed_sentences(StreamOptions(str(source), str(out)), TextFields(None),
+                            SentenceVectorSettings(tiny_model, device="cpu"))
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert count == 2 and all(len(r["embedding"]) == TINY_DIM for r in records)
+    assert records == sembed("embed", "-m", tiny_model, "--device", "cpu", str(source)).records
+    out = tmp_path / "avg.jsonl"
+    assert embed_with_word_vectors(StreamOptions(str(source), str(out)), TextFields(None),
+                                   WordVectorSettings("avg")) == 2
+    assert all(len(json.loads(line)["embedding"]) == 50 for line in out.read_text().splitlines())

@@ -336,3 +336,62 @@ def test_query_texts_on_the_command_line(index_dir):
     run = sembed("search", "--index", str(index_dir), "--query", "Salem", "queries.jsonl")
     assert run.exit_code == 2
     assert "Invalid value for '--query': either query records (INPUT) or --query texts, not both" in run.stderr
+
+
+# --- search as a library function (models/index_search.py), without the CLI ----------------------------------------
+
+def test_search_stream_answers_query_texts_from_the_command_line_without_the_cli(index_dir, tmp_path):
+    from sembed_cli.io import StreamOptions
+    from sembed_cli.models.index_search import SearchSettings, search_stream
+
+    out = tmp_path / "found.jsonl"
+    with VectorIndex.load(index_dir) as index:
+        count = search_stream(StreamOptions(output=str(out)), index, SearchSettings(k=2, device="cpu"),
+                              ["Salem", "Madison"])
+    found = [json.loads(line) for line in out.read_text().splitlines()]
+    assert count == 2 and [record["text"] for record in found] == ["Salem", "Madison"]
+    assert [len(record["neighbors"]) for record in found] == [2, 2] and found[0]["neighbors"][0]["id"] == "c7"
+
+
+def test_command_line_queries_are_a_record_reader_with_the_skip_errors_policy():
+    from sembed_cli.errors import BadRecord, SembedError
+    from sembed_cli.io import RecordReader
+    from sembed_cli.models.index_search import CommandLineQueries
+
+    def check(record: dict) -> None:
+        if not record["q"].strip():
+            raise BadRecord("empty text in 'q'")
+
+    queries: RecordReader = CommandLineQueries(["a", " ", "b"], "q", skip_errors=True)
+    assert list(queries.checked(check)) == [{"q": "a"}, {"q": "b"}] and queries.path is None
+    assert "1" in (queries.summary() or "")
+    with pytest.raises(SembedError, match="empty text"):
+        list(CommandLineQueries(["a", " "], "q").checked(check))
+
+
+def test_query_vectors_refuse_another_dimension_and_keep_the_checked_array(index_dir):
+    from sembed_cli.errors import BadRecord
+    from sembed_cli.models.index_search import QueryVectors
+
+    with VectorIndex.load(index_dir) as index:
+        vectors = QueryVectors("embedding", index.dimension, "tiny", index.identity)
+    record = {"embedding": [1.0] * TINY_DIM, "embedding_model": str(index.identity)}
+    vectors.check(record)
+    assert vectors.take(record).dtype.name == "float32" and len(vectors.take(record)) == TINY_DIM
+    with pytest.raises(BadRecord, match=f"'embedding' has 2 dimensions, the index {TINY_DIM}"):
+        vectors.check({"embedding": [1.0, 2.0]})
+
+
+def test_search_k_is_the_neighbour_count_and_a_field_name_after_it_is_refused(index_dir):
+    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "-k", "3",
+                 input=jsonl({"text": "Salem"}))
+    assert run.exit_code == 0, run.stderr
+    assert len(run.records[0]["neighbors"]) == 3 and "3" not in run.records[0]
+    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "--text-key", "q", "-k", "2",
+                 input=jsonl({"q": "Salem"}))
+    assert run.exit_code == 0, run.stderr
+    assert [n["id"] for n in run.records[0]["neighbors"]][:1] == ["c7"] and len(run.records[0]["neighbors"]) == 2
+    run = sembed("search", "-q", "--index", str(index_dir), "-k", "q", input=jsonl({"q": "Salem"}))
+    assert run.exit_code == 2 and run.stdout == ""
+    assert ("'q' is not a count: in search -k is the number of neighbours; the query's text field is --text-key"
+            in " ".join(run.stderr.split()))

@@ -19,7 +19,8 @@ from conftest import interrupt_at_call, jsonl, same_weights, sembed
 torch = pytest.importorskip("torch")
 
 from sembed_cli.text import char_tokenizer  # noqa: E402
-from sembed_cli.models.taste import NeighbourVote, Taster  # noqa: E402
+from sembed_cli.models.neighbour_vote import NeighbourVote  # noqa: E402
+from sembed_cli.models.taste import Taster  # noqa: E402
 from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
 from sembed_cli.training.char_bert import mask_one  # noqa: E402
 from sembed_cli.training.masked_lm_loop import MLM_IGNORE  # noqa: E402
@@ -604,8 +605,8 @@ def test_a_vote_embeds_names_as_its_index_was_embedded(lookup_model, tmp_path):
     finds on that backend, not on torch's."""
     import numpy as np
 
-    from sembed_cli.commands.taste import DEFAULT_VOTE_POWER
-    from sembed_cli.models.taste import weighted_share
+    from sembed_cli.models.neighbour_vote import DEFAULT_VOTE_POWER
+    from sembed_cli.models.neighbour_vote import weighted_share
 
     words = tmp_path / "words"
     run = sembed("index", "-q", "-m", "all-MiniLM-L6-v2", "--backend", "onnx", "--quantize", "int8", "-o",
@@ -706,3 +707,27 @@ def test_wordpiece_stage1_learns_pieces_of_the_names_and_tastes_them(tmp_path):
     run = sembed("train", "--method", "mlm", "--from-scratch", "--vocab-size", "120", *TINY, "-o",
                  str(tmp_path / "x"), input=names_records())
     assert run.exit_code == 2 and "only with --vocab wordpiece" in run.stderr
+
+
+def test_taste_stream_votes_with_the_labelled_index_without_the_cli(lookup_model, tmp_path):
+    """models.taste.taste_stream, the function `sembed taste` calls, and the vote's settings, tested alone."""
+    from sembed_cli.io import StreamOptions, TextFields
+    from sembed_cli.models.neighbour_vote import (DEFAULT_VOTE_K, VoteSettings, default_vote_weight,
+                                                  opened_identification)
+    from sembed_cli.models.taste import TasteSettings, taste_stream
+
+    assert VoteSettings().k == DEFAULT_VOTE_K and VoteSettings().weight is None
+    assert default_vote_weight(1) == 0.3 and default_vote_weight(2) == 0.5
+    labelled = tmp_path / "labelled"
+    assert sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(labelled),
+                  input=names_records()).exit_code == 0
+    with opened_identification([labelled], "cpu", VoteSettings(k=3, weight=1.0)) as identification:
+        (vote, ngram, score), = identification.judge(["Springfield Township"])
+        assert score == vote and vote > 0.5 and 0.0 <= ngram <= 1.0
+    source, out = tmp_path / "names.jsonl", tmp_path / "tasted.jsonl"
+    source.write_text(jsonl({"text": "Springfield Township"}, {"text": "quixotically"}))
+    settings = TasteSettings(str(lookup_model), device="cpu", neighbours=(labelled,), vote=VoteSettings(k=3))
+    assert taste_stream(StreamOptions(str(source), str(out)), TextFields(None), settings) == 2
+    city, word = (json.loads(line) for line in out.read_text().splitlines())
+    assert city["is_poi"] and not word["is_poi"]
+    assert city["poi_score"] == pytest.approx(0.3 * city["poi_vote"] + 0.7 * city["poi_ngram"], abs=2e-6)

@@ -10,7 +10,8 @@ import typer
 
 from .. import console
 from ..io import RecordSink
-from ..options import BatchSize, Force, NProcess, Output, Quiet, SkipErrors, SpacyModel, Threads, Verbose
+from ..options import (BatchSize, Force, NProcess, Only, Output, Quiet, SkipErrors, SpacyModel, Threads, Verbose,
+                       check_only)
 from ..readers import FORMATS, InputFile, ReadSettings, input_files
 from ..readers.inputs import AUTO
 from ..text import spacy_pipeline
@@ -49,7 +50,13 @@ def convert_records(fmt: str, files: Sequence[InputFile], settings: ReadSettings
     return FORMATS[fmt].read(files, settings or ReadSettings())
 
 
+ONLY = (Only("doc_break", when=lambda values: values["fmt"] in ("lines", "prose"),
+             message="only for --from lines or prose"),
+        Only("wrapped", when=lambda values: values["fmt"] == "prose", message="only for --from prose"))
+
+
 def convert_command(
+    ctx: typer.Context,
     fmt: From,
     paths: Paths = None,
     output: Output = "-",
@@ -128,11 +135,8 @@ def convert_command(
       sembed convert --from stsb sts-test.csv | sembed parse | sembed spo
       sembed convert --from prose corpora/state_union -o speeches.jsonl
     """
+    check_only(ctx, ONLY)
     reader = FORMATS[fmt]
-    if doc_break and fmt not in ("lines", "prose"):
-        raise typer.BadParameter("only for --from lines or prose", param_hint="'--doc-break'")
-    if wrapped and fmt != "prose":
-        raise typer.BadParameter("only for --from prose", param_hint="'--wrapped'")
     files = input_files(paths or [], reader.pick, skip_errors)
     settings = ReadSettings(encoding=encoding, doc_break=doc_break, wrapped=wrapped, model=model,
                             batch_size=batch_size, n_process=n_process)

@@ -9,8 +9,8 @@ import typer
 
 from ..models import sentence_models
 from ..artifacts import refuse_existing
-from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Quantize, Quiet, Seed, SentenceModel,
-                       SkipErrors, Threads, Verbose, check_backend, flag, given_on_command_line)
+from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Only, Quantize, Quiet, Seed,
+                       SentenceModel, SkipErrors, Threads, Verbose, check_backend, check_only, given_on_command_line)
 
 IndexDir = Annotated[Optional[Path], typer.Option("-o", "--output", metavar="DIR", show_default=False,
                                                   help="The index directory to write (this or --update).")]
@@ -24,7 +24,7 @@ IndexType = Annotated[str, typer.Option(
          "cells of exact vectors; ivfpq: those cells over PQ codes of one byte per 8 dimensions (48 bytes at 384-d), "
          "re-ranked from the vectors kept on disk; FACTORY: any FAISS index_factory string (e.g. "
          "'IVF16384_HNSW32,PQ48'). auto: flat up to 100,000 vectors, hnsw up to 1,000,000, ivfpq above "
-         "(recall and cost: the README's index section). --update keeps the index's own.")]
+         "(recall and cost: the docs' index section). --update keeps the index's own.")]
 Rerank = Annotated[str, typer.Option(
     "--rerank", metavar="float16|float32|none",
     help="Lossy types (ivfpq, PQ or SQ factories): keep each vector on disk (float16: 2 bytes a dimension; float32: "
@@ -55,6 +55,10 @@ NpyVectors = Annotated[Optional[Path], typer.Option(
     help="Read the vectors from this matrix, which `sembed embed --npy FILE` wrote: each record names its row "
          "(embedding_row), and FILE.json the model. The matrix is read with the records: give a finished one "
          "(`embed --npy FILE -o rows.jsonl` first), not a pipe from the embed still writing it.")]
+
+ONLY = (Only("sync", with_="update", message="only with --update DIR"),
+        Only("retrain", with_="update", message="only with --update DIR"),
+        Only("trained", with_="output", message="only with -o DIR (an update keeps the index's own)"))
 
 
 def index_command(
@@ -144,12 +148,8 @@ def index_command(
     if (output is None) == (update is None):
         raise typer.BadParameter("give the index directory: -o DIR for a new index, or --update DIR",
                                  param_hint="'-o' / '--update'")
+    check_only(ctx, ONLY)
     given = given_on_command_line(ctx)
-    for name in ("sync", "retrain"):
-        if update is None and name in given:
-            raise typer.BadParameter("only with --update DIR", param_hint=flag(ctx, name))
-    if update is not None and "trained" in given:
-        raise typer.BadParameter("only with -o DIR (an update keeps the index's own)", param_hint="'--trained'")
     if index_type not in NAMES and not parses(index_type):
         raise typer.BadParameter(f"'{index_type}' is not one of {', '.join(NAMES)}, nor a FAISS factory string",
                                  param_hint="'--type'")

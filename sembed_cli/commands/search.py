@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import BadRecord, SembedError
-from ..io import StreamOptions, batched, check_text
+from ..io import StreamOptions
+from ..models.index_search import DEFAULT_K
 from ..options import (BACKEND_HELP, QUANTIZE_HELP, BackendName, BatchSize, Device, Force, Input, Lines, LongText,
                        Output, Quantization, Quiet, SkipErrors, Threads, Verbose, check_backend, flag,
                        given_on_command_line)
@@ -23,9 +23,25 @@ QueryTexts = Annotated[Optional[list[str]], typer.Option(
     "--query", metavar="TEXT", show_default=False,
     help="A query text (repeatable), searched instead of reading query records: each is the record "
          "{\"text\": TEXT} (--text-key names the field).")]
-K = Annotated[int, typer.Option("--k", "-n", min=1, metavar="K", help="Neighbours per query (the paper: 10).")]
-TextKey = Annotated[str, typer.Option("--text-key", "-k", metavar="KEY", help="The query text field (embedded when "
-                                                                              "the record has no --embedding-key).")]
+
+
+def _neighbour_count(value: str | int) -> int:
+    """-k N, as FAISS and sentence-transformers users write it: a count, never a field name (that is --text-key)."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise typer.BadParameter(f"'{value}' is not a count: in search -k is the number of neighbours; the "
+                                 "query's text field is --text-key") from None
+    if count < 1:
+        raise typer.BadParameter(f"{count} is not in the range x>=1.")
+    return count
+
+
+K = Annotated[int, typer.Option("-k", "--k", "-n", metavar="N", parser=_neighbour_count,
+                                help="Neighbours per query (the POI paper's 10). -k is this count here, as in FAISS; "
+                                     "the text field is --text-key, which has no short form in search.")]
+TextKey = Annotated[str, typer.Option("--text-key", metavar="KEY", help="The query text field (embedded when the "
+                                                                        "record has no --embedding-key).")]
 EmbeddingKey = Annotated[str, typer.Option("--embedding-key", metavar="KEY",
                                            help="A field with the query's vector, used instead of its text.")]
 QueryBackend = Annotated[Optional[BackendName], typer.Option(
@@ -45,148 +61,6 @@ Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour th
                                                          "not only its id, text and score.")]
 
 
-class QueryVectors:
-    """Checks query embeddings as they are read and keeps each as a float32 array for its batch.
-
-    io.float32_vector checks the common case (a list of numbers) in C; anything else gets its exact message.
-    Search is cheap per query, so the checking must be too (bench/search_speed.py).
-    """
-
-    def __init__(self, key: str, dimension: int, model: str, identity=None):
-        self.key, self.dimension, self.model, self.identity = key, dimension, model, identity
-        self._arrays: dict[int, object] = {}
-        self._same = {str(identity)} if identity is not None else set()  # identities seen to be the index's
-        self.unlabelled = False
-
-    def check_model(self, record: dict) -> None:
-        """A query vector labelled with another model than the index's is refused; an unlabelled one is taken to
-        be of the index's model, said once on stderr."""
-        from .. import console
-        from ..models.model_identity import FIELD, read
-
-        label = record.get(FIELD)
-        if label in self._same:
-            return
-        if label is None:
-            if not self.unlabelled and self.identity is not None:
-                console.warn(f"query vectors without embedding_model: taken to be of the index's model '{self.identity}'")
-            self.unlabelled = True
-            return
-        identity = read(record)
-        if self.identity is not None and not identity.same(self.identity):
-            raise BadRecord(f"the query's '{self.key}' is of '{identity}', but the index holds vectors of "
-                            f"'{self.identity}'")
-        self._same.add(label)
-
-    def check(self, record: dict) -> None:
-        from ..io import float32_vector
-
-        self.check_model(record)
-        array = float32_vector(record, self.key)  # the one vector check: numbers, finite in float32, not all zero
-        if len(array) != self.dimension:
-            raise BadRecord(f"'{self.key}' has {len(array)} dimensions, the index {self.dimension}: "
-                            f"the query was embedded with another model than '{self.model}'")
-        self._arrays[id(record)] = array
-
-    def take(self, record: dict):
-        import numpy as np
-
-        array = self._arrays.pop(id(record), None)
-        return array if array is not None else np.asarray(record[self.key], dtype=np.float32)
-
-
-def search_records(records, index, encoder, k: int, text_key: str, embedding_key: str, batch_size: int,
-                   payload: bool = False, query_vectors: QueryVectors | None = None, spelling: bool = False):
-    """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator).
-
-    FAISS releases the GIL, so batch n is searched in a worker thread while this one writes out batch n - 1
-    and reads batch n + 1: the reading, checking and writing cost little on top of FAISS itself
-    (bench/search_speed.py). On an input error the batches before it still come out first.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    import numpy as np
-
-    from ..models.poi_lookup import SPELLING_CANDIDATES, SpellingReranker
-
-    take = query_vectors.take if query_vectors is not None else \
-        (lambda record: np.asarray(record[embedding_key], dtype=np.float32))
-
-    def query_matrix(batch: list[dict]) -> np.ndarray:
-        given = [i for i, r in enumerate(batch) if embedding_key in r]
-        texts = [i for i, r in enumerate(batch) if embedding_key not in r]
-        vectors = np.empty((len(batch), index.dimension), dtype=np.float32)
-        if given:
-            vectors[given] = np.stack([take(batch[i]) for i in given])
-        if texts:
-            vectors[texts] = encoder.encode([batch[i][text_key] for i in texts], batch_size=256,
-                                            show_progress_bar=False, convert_to_numpy=True)
-        return vectors
-
-    def finish(batch: list[dict], searched) -> list[dict]:
-        scores, rows = searched.result()
-        if spelling:
-            scores, rows = reranker.rerank([record.get(text_key) for record in batch], scores, rows, k)
-        found = index.records(rows.ravel())  # only the neighbours' rows are read from the store
-        for record, row_scores, row_ids in zip(batch, np.round(scores.astype(np.float64), 6).tolist(), rows.tolist()):
-            neighbours = []
-            for score, row in zip(row_scores, row_ids):
-                if row < 0 or row not in found:
-                    continue
-                record_id, stored = found[row]
-                neighbour = {"id": record_id, "text": stored.get(text_key), "score": score}
-                if payload:
-                    neighbour["payload"] = stored
-                neighbours.append(neighbour)
-            record["neighbors"] = neighbours
-        return batch
-
-    if spelling:  # the names by row, read once: the re-rank looks words up among all of them
-        texts = index.texts(text_key)
-        reranker = SpellingReranker(texts.__getitem__, len(texts))
-    asked = k * SPELLING_CANDIDATES if spelling else k
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss-search") as worker:
-        pending = None
-        try:
-            for batch in batched(records, batch_size):
-                searching = (batch, worker.submit(index.search, query_matrix(batch), asked))
-                if pending is not None:
-                    yield from finish(*pending)
-                pending = searching
-        except SembedError:
-            if pending is not None:
-                yield from finish(*pending)
-            raise
-        if pending is not None:
-            yield from finish(*pending)
-
-
-class CommandLineQueries:
-    """--query TEXT ...: query records from the command line, read as a RecordSource reads a file."""
-
-    def __init__(self, texts: list[str], text_key: str, skip_errors: bool = False):
-        from ..io import Rejects
-
-        from ..io import ReadPosition
-
-        self.texts, self.text_key = texts, text_key
-        self.rejects = Rejects("--query", skip_errors)
-        self.path, self.position = None, ReadPosition()  # no file read: nothing -o could overwrite
-
-    def checked(self, check):
-        for number, text in enumerate(self.texts, 1):
-            record = {self.text_key: text}
-            try:
-                check(record)
-            except BadRecord as e:
-                self.rejects.reject(number, e.message)
-                continue
-            yield record
-
-    def summary(self) -> str | None:
-        return self.rejects.summary()
-
-
 def search_command(
     ctx: typer.Context,
     input: Input = "-",
@@ -196,7 +70,7 @@ def search_command(
     index: IndexPath = ...,
     model: QueryModel = None,
     query: QueryTexts = None,
-    k: K = 10,
+    k: K = DEFAULT_K,
     text_key: TextKey = "text",
     embedding_key: EmbeddingKey = "embedding",
     payload: Payload = False,
@@ -213,6 +87,9 @@ def search_command(
 ) -> None:
     """The k nearest indexed records of each query record, by cosine.
 
+    -k N (or --k N) is the number of neighbours, as in FAISS and
+    sentence-transformers; the query's text field is --text-key, which
+    has no short form here (-k TEXT is refused, never read as a field).
     Reads query records with an embedding (--embedding-key) or a text
     (--text-key), or takes the texts of --query. A text is embedded as the
     index's vectors were (the model its sembed.json names in
@@ -239,42 +116,21 @@ def search_command(
     Example:
       echo '{"text": "Springfeild"}' | sembed search --index poi-index --spelling
       sembed search --index poi-index --query Springfeild --query 'Lake Pleasant'
+      sembed search --index poi-index -k 3 --query Springfeild
       sembed convert --from gazetteer | sembed taste -m poi-model \\
         | grep '"is_poi":true' | sembed search --index poi-index --k 10
     """
-    from .. import console
-    from ..models.query_encoder import QueryEncoder, index_backend
     from ..indexes.directory import VectorIndex
+    from ..models.index_search import SearchSettings, search_stream
+    from ..models.query_encoder import index_backend
 
     if query and "input" in given_on_command_line(ctx):
         raise typer.BadParameter("either query records (INPUT) or --query texts, not both",
                                  param_hint=flag(ctx, "query"))
-    loaded = VectorIndex.load(index)
-    ctx.with_resource(loaded)
-    backend, quantize = index_backend(loaded, backend, quantize)
-    check_backend(backend, quantize, device)
-    encoder = QueryEncoder(loaded, model, device, text_key, long_text, backend, quantize)
-    if model is not None or query:
-        encoder.check()  # a wrong --model is refused before any query is read
-    name = str(loaded.identity or loaded.metadata["model"])
-    console.say(f"searching {loaded.count} vectors ({loaded.metadata.get('type')}) of {name}")
-
-    query_vectors = QueryVectors(embedding_key, loaded.dimension, name, loaded.identity)
-
-    def check(record: dict) -> None:
-        if embedding_key in record:
-            query_vectors.check(record)
-        elif text_key in record:
-            check_text(record, text_key)
-            encoder.check_long(record, text_key)
-        else:
-            raise BadRecord(f"missing key '{text_key}' (or '{embedding_key}')")
-
+    loaded = ctx.with_resource(VectorIndex.load(index))
+    query_backend, query_quantize = index_backend(loaded, backend, quantize)
+    check_backend(query_backend, query_quantize, device)
+    settings = SearchSettings(k, text_key, embedding_key, payload, spelling, batch_size, model, device, query_backend,
+                              query_quantize, long_text)
     stream = StreamOptions(input, output, lines=lines, force=force, skip_errors=skip_errors)
-    source = CommandLineQueries(query, text_key, skip_errors) if query else stream.source()
-    try:
-        stream.run(check, lambda records: search_records(records, loaded, encoder, k, text_key, embedding_key,
-                                                         batch_size, payload, query_vectors, spelling),
-                   batch_size, "searching", source)
-    finally:
-        encoder.report()
+    search_stream(stream, loaded, settings, query or ())

@@ -7,10 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..models import sentence_models
 from ..io import StreamOptions, TextFields
-from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLM, MaskedLMPrecision, Output, Quiet, SkipErrors,
-                       TextKeys, Threads, Verbose, finite, flag, given_on_command_line)
+from ..models.neighbour_vote import DEFAULT_VOTE_K, DEFAULT_VOTE_POWER, VoteSettings
+from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLM, MaskedLMPrecision, Only, Output, Quiet,
+                       SkipErrors, TextKeys, Threads, Verbose, check_only, finite)
 
 TopK = Annotated[int, typer.Option("--top-k", min=1, metavar="K", help="A hit: the true token among the top K "
                                                                       "predictions (the paper: 10).")]
@@ -24,9 +24,9 @@ Neighbours = Annotated[Optional[list[Path]], typer.Option(
          "model (e.g. the default all-MiniLM-L6-v2, which knows English words and well-known places, as a model of "
          "spelling cannot). Adds poi_vote, the share of POI names among the text's --vote-k nearest, each weighted "
          "by its cosine to the power --vote-power, averaged over the indexes (the paper's route for English "
-         "names; the taste alone cannot tell a city from a word when ~40 letters make almost any character a "
-         "top-10 guess), poi_ngram, the probability of a logistic regression over character n-grams of the first "
-         "index's names, and poi_score, their mix (--vote-weight); is_poi follows poi_score.")]
+         "names, where the taste alone cannot tell a city from a word), poi_ngram, the probability of a logistic "
+         "regression over character n-grams of the first index's names, and poi_score, their mix (--vote-weight); "
+         "is_poi follows poi_score.")]
 VoteK = Annotated[int, typer.Option("--vote-k", min=1, metavar="K", help="Labelled neighbours of a --neighbours "
                                                                          "vote.")]
 VotePower = Annotated[float, typer.Option("--vote-power", min=0.0, metavar="P", callback=finite,
@@ -37,19 +37,9 @@ VoteWeight = Annotated[Optional[float], typer.Option(
     help="poi_score = W poi_vote + (1 - W) poi_ngram (1: the vote alone, 0: the n-gram regression alone). "
          "[default: 0.3 with one --neighbours index, 0.5 with two or more]")]
 
-# Chosen on dev records only (issue 15; 5,000 dev records of convert --from gazetteer, the threshold tuned on one
-# half and F0.5 read on the other, both ways, the vote over all 350,205 train records): k = 20, p = 4 scored 0.903
-# against 0.897 for the plain similarity-weighted vote of the 10 nearest (k = 10, p = 1).
-DEFAULT_VOTE_K = 20
-DEFAULT_VOTE_POWER = 4.0
-
-
-def default_vote_weight(indexes: int) -> float:
-    """W of poi_score by the number of --neighbours indexes, chosen the same way on the dev records of three runs
-    (session 12; seeds 42, 1 and 2, W = 0 to 1 by 0.1, F0.5 averaged over the runs): with the stage-2 index alone
-    W = 0.3 scored 0.9180 (0.9170 at 0.2, 0.9150 for the regression alone); with it and an all-MiniLM-L6-v2 index
-    of the same names, W = 0.5 scored 0.9189 (0.9185 and 0.9184 at 0.3 and 0.4)."""
-    return 0.3 if indexes == 1 else 0.5
+# They shape a --neighbours vote; alone they would change nothing.
+ONLY = tuple(Only(name, with_="neighbours", message="only with --neighbours DIR")
+             for name in ("vote_k", "vote_power", "vote_weight"))
 
 
 def taste_command(
@@ -96,33 +86,29 @@ def taste_command(
     stage-2 model) each text also gets poi_vote, the share of POI names
     among its --vote-k nearest there, each weighted by its cosine to the
     power --vote-power: the paper's route for English names, and the one
-    that tells a city from a word here (the taste alone hardly can: with
-    about 40 letters the true character is nearly always a top-10 guess;
-    examples/results/poi.md). Beside it, poi_ngram: the probability of a
-    logistic regression over TF-IDF of the character 1-4-grams of the same
-    labelled names (accents kept), which `sembed index` fits and saves with
-    an index of labelled names (fitted here for an index built without it).
-    Alone the vote scores below such a regression on the English gazetteer
-    (test F0.5 0.890 against 0.905), but they err on different names:
-    poi_score = W poi_vote + (1 - W) poi_ngram (--vote-weight), and is_poi =
-    poi_score >= --threshold. A second --neighbours index of the same names,
-    built with an English sentence encoder (`sembed index` with its default
-    all-MiniLM-L6-v2; with `--backend onnx --quantize int8`, 4x faster on
-    these short names), votes too (poi_vote is the two votes' mean; each
-    index's names are embedded as its own were: its model, backend and
-    quantization): it knows something of words and places where a model of
-    spelling can only guess (for the London suburb Sidcup its vote is 0.64,
-    the stage-2 model's 0.18). With both, poi_score beat the regression on
-    each of three seeds (+0.003, +0.007 and +0.004 F0.5 on the test split,
-    each run's paired 95% interval above 0; examples/poi_reproduction.sh at
-    its defaults).
+    that tells a city from a word (the taste alone hardly can: with about
+    40 letters the true character is nearly always a top-10 guess).
+    Beside it, poi_ngram: the probability of a logistic regression over
+    TF-IDF of the character 1-4-grams of the same labelled names (accents
+    kept), which `sembed index` fits and saves with an index of labelled
+    names (fitted here for an index built without it). The two err on
+    different names, so they are mixed: poi_score = W poi_vote + (1 - W)
+    poi_ngram (--vote-weight), and is_poi = poi_score >= --threshold. A
+    second --neighbours index of the same names, built with an English
+    sentence encoder (`sembed index` with its default all-MiniLM-L6-v2;
+    `--backend onnx --quantize int8` builds it faster), votes too
+    (poi_vote is the two votes' mean; each index's names are embedded as
+    its own were: its model, backend and quantization): it knows words
+    and places where a model of spelling can only guess. The defaults of
+    --vote-k, --vote-power and --vote-weight were chosen on dev records
+    (the figures: the POI results in the docs).
 
     All masked copies of a batch of records (--batch-size) go through the
     model together, in chunks of about 32k tokens; output is flushed after
     each batch. Texts longer than the model's positions are cut. Where the
     encoder runs in bf16 (--precision auto on a CPU with native bf16), the
-    prediction head still runs in fp32; bench/taste_speed.py reports how
-    often its hits differ from fp32's.
+    prediction head still runs in fp32, so near-tied guesses are not left to
+    bf16's rounding.
 
     \b
     Example:
@@ -137,9 +123,7 @@ def taste_command(
         | sembed eval poi --score-key poi_score --tune-split dev --test-split test
     """
     from ..errors import SembedError
-    from ..models.precision import resolve
-    from ..models.taste import Taster, taste_records
-    from ..models.masked_lm import load_masked_lm
+    from ..models.taste import TasteSettings, taste_stream
 
     if model is None:
         raise SembedError("taste needs a masked-LM", "pass --model DIR, e.g. from sembed train --method mlm "
@@ -147,34 +131,8 @@ def taste_command(
     if neighbours and len({directory.resolve() for directory in neighbours}) < len(neighbours):
         raise typer.BadParameter("the same index twice: a second index is of the same names built with another "
                                  "model", param_hint="'--neighbours'")
-    for name in ("vote_k", "vote_power", "vote_weight"):  # they shape a --neighbours vote; alone they would change nothing
-        if not neighbours and name in given_on_command_line(ctx):
-            raise typer.BadParameter("only with --neighbours DIR", param_hint=flag(ctx, name))
-    resolved = sentence_models.resolve_device(device)
-    lm, tokenizer = load_masked_lm(model, resolved, resolve(precision, resolved, cpu_bf16=True))
-    taster = Taster(lm, tokenizer, top_k)
-    identification = None
-    if neighbours:
-        from ..models import ngram_classifier
-        from ..models.query_encoder import QueryEncoder, index_backend
-        from ..models.taste import Identification, NeighbourVote
-        from ..indexes.directory import VectorIndex
-
-        voters = []
-        for directory in neighbours:  # each index's names embedded as its own were: its model, backend, quantization
-            labelled = VectorIndex.load(directory)
-            ctx.with_resource(labelled)
-            encoder = QueryEncoder(labelled, None, resolved, "text", "truncate", *index_backend(labelled))
-            encoder.check()
-            voters.append(NeighbourVote(labelled, encoder, vote_k, vote_power))
-        regression = ngram_classifier.for_index(voters[0].index)
-        if regression is None:
-            raise SembedError(f"the index at '{neighbours[0]}' holds names of one kind only: telling POI names from "
-                              f"others needs both", "index train records of sembed convert --from gazetteer, POI "
-                              "and non-POI")
-        weight = default_vote_weight(len(voters)) if vote_weight is None else vote_weight
-        identification = Identification(voters, regression, weight)
-    fields = TextFields(text_keys)
+    check_only(ctx, ONLY)
+    settings = TasteSettings(model, device, precision, top_k, threshold, batch_size, tuple(neighbours or ()),
+                             VoteSettings(vote_k, vote_power, vote_weight))
     stream = StreamOptions(input, output, lines=lines, force=force, skip_errors=skip_errors)
-    stream.run(fields.of, lambda records: taste_records(records, taster, fields, batch_size, threshold, identification),
-               batch_size, "tasting")
+    taste_stream(stream, TextFields(text_keys), settings)

@@ -10,7 +10,7 @@ import inspect
 from copy import copy
 import textwrap
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, fields, replace
 from enum import Enum
 from pathlib import Path
@@ -21,8 +21,8 @@ import typer
 from .. import console, distributed
 from ..artifacts import exclusive
 from ..io import RecordSource
-from ..options import (Device, Force, Input, Quiet, Seed, SkipErrors, StartModel, TextKeys, Threads, Verbose, finite,
-                       flag, given_on_command_line)
+from ..options import (Device, Force, Input, Only, Quiet, Seed, SkipErrors, StartModel, TextKeys, Threads, Verbose,
+                       check_only, finite, flag, given_on_command_line)
 from ..training.methods import METHODS, Job, Method, OptionError
 from ..training.methods.method import option_of
 
@@ -47,17 +47,22 @@ RECIPE_OPTIONS = ("epochs", "batch_size", "lr", "warmup")  # a recipe's fields, 
 
 
 def command_for(methods: dict[str, Method]) -> Callable[..., None]:
-    """The `sembed train` command of `methods`: its options, their "only for --method" rule, dispatch and help."""
+    """The `sembed train` command of `methods`: its options, their "only for --method" rules (options.Only), dispatch
+    and help."""
     takers = {name: [m.name for m in methods.values() if name in m.option_names()]
               for name in {name for m in methods.values() for name in m.option_names()}}
     settings_options = _settings_options(methods, takers)
 
+    def method_in(names: list[str]) -> Callable[[Mapping[str, Any]], bool]:
+        return lambda values: values["method"].value in names
+
+    only = tuple(Only(name, when=method_in(names), message=f"only for --method {'|'.join(names)}")
+                 for name, names in takers.items())
+
     def train_command(ctx: typer.Context, **values: Any) -> None:
+        check_only(ctx, only)
         method = methods[values.pop("method").value]
         given = given_on_command_line(ctx)
-        for name in sorted(given & takers.keys(), key=list(ctx.params).index):
-            if name not in method.option_names():
-                raise typer.BadParameter(f"only for --method {'|'.join(takers[name])}", param_hint=flag(ctx, name))
         if not method.distributed:
             distributed.refuse(f"train --method {method.name}")
         settings = method.settings(**{f.name: values[f.name] for f in fields(method.settings)})

@@ -29,11 +29,11 @@ from .fields import TextFields, check_number, check_text, counted_keys, derived_
 from .json_codec import dumps, json_type, loads
 from .lines import AUTO_ENCODING, STDIN, LineDecoder, ReadPosition, display_name, text_lines
 from .rejects import Rejects
-from .stream import RecordSink, RecordSource, Shard, StreamOptions, run_stream
+from .stream import RecordReader, RecordSink, RecordSource, Shard, StreamOptions, run_stream
 from .vector_fields import SAFE_MAGNITUDES, Dimension, float32_vector, nonzero, unit_scaled, vector
 
 __all__ = [
-    "AUTO_ENCODING", "SAFE_MAGNITUDES", "STDIN", "Dimension", "LineDecoder", "ReadPosition", "RecordSink",
+    "AUTO_ENCODING", "SAFE_MAGNITUDES", "STDIN", "Dimension", "LineDecoder", "ReadPosition", "RecordReader", "RecordSink",
     "RecordSource", "Rejects", "Shard", "StreamOptions", "TextFields", "batched", "check_number", "check_text",
     "counted_keys", "derived_key", "display_name", "dumps", "float32_vector", "group", "json_type", "label", "loads",
     "map_texts", "nonzero", "run_stream", "temporary_sibling", "text_jobs", "text_lines", "unit_scaled", "vector",

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 import orjson
 
@@ -61,6 +61,21 @@ class Shard:
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
+
+
+class RecordReader(Protocol):
+    """What a stream reads records from: a `RecordSource` (a file or stdin), or records built another way (search's
+    --query texts), each checked as a file's are and counted by the same --skip-errors policy."""
+
+    @property
+    def path(self) -> str | None: ...  # the file read, which -o must not name; None: no file
+
+    @property
+    def position(self) -> ReadPosition: ...  # how far into the input, for the progress line
+
+    def checked(self, check: Callable[[dict], object] | None) -> Iterator[dict]: ...
+
+    def summary(self) -> str | None: ...
 
 
 class RecordSource:
@@ -159,7 +174,7 @@ class StreamOptions:
                           progress=progress)
 
     def run(self, check: Callable[[dict], object] | None, transform: Callable[[Iterable[dict]], Iterable[dict]],
-            flush_every: int, description: str, source: RecordSource | None = None) -> int:
+            flush_every: int, description: str, source: RecordReader | None = None) -> int:
         """`run_stream` from `source` (by default, a new `source()`) to -o; returns the count written."""
         return run_stream(source if source is not None else self.source(), check, transform, self.output,
                           flush_every, description, force=self.force)
@@ -334,7 +349,7 @@ def _stdout() -> IO[bytes] | None:
     return stdout.buffer if hasattr(stdout, "buffer") else None
 
 
-def run_stream(source: RecordSource, check: Callable[[dict], object] | None,
+def run_stream(source: RecordReader, check: Callable[[dict], object] | None,
                transform: Callable[[Iterable[dict]], Iterable[dict]], output: str, flush_every: int,
                description: str, force: bool = False) -> int:
     """Read checked records, transform them lazily, write them (progress: the records written, and how far into

@@ -9,14 +9,12 @@ on POI names "has a good taste only for POIs".
 
 Beside the paper's hit ratio, the probability the model gives the true
 token at its masked position: taste_prob = exp(mean_i log p(t_i | name with
-t_i masked)), the geometric mean over the n tokens, in [0, 1] (issue 15: with
-~40 letters nearly every true character is a top-10 guess, so the hit ratio
-cannot rank names by how sure the model is). Measured on the English
-gazetteer neither separates a city from a word (test ROC AUC 0.46 and 0.55;
-README, POI section); the k-NN vote below does (0.93). Identification mixes
-it with a regression over character n-grams of the same labelled names, which
-it beat on each of three seeds (F0.5 +0.004 on average; +0.005 with a second
-vote over all-MiniLM-L6-v2 vectors).
+t_i masked)), the geometric mean over the n tokens, in [0, 1]: with about
+40 letters nearly every true character is a top-10 guess, so the hit ratio
+cannot rank names by how sure the model is. On English names neither score
+tells a city from a word; the k-NN vote of `neighbour_vote` does, and
+`taste_stream` adds it where --neighbours is given (figures: the docs' POI
+results).
 
 Batched: every masked copy of every name of a batch (one copy per token: a
 character for a character model, a word-piece for a word-piece model) goes
@@ -32,11 +30,14 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
-from ..io import TextFields, derived_key, map_texts
+from ..io import StreamOptions, TextFields, derived_key, map_texts
+from .neighbour_vote import Identification, VoteSettings, opened_identification
 from .transformer_loading import loaded_window
 
 DEFAULT_TOP_K = 10
@@ -157,78 +158,6 @@ class Taster:
         return Taste(hits, int(maskable.sum()), log_probability)
 
 
-# The vote's HNSW search breadth, wider than `search`'s (vector_index.HNSW_EF_SEARCH, 64): on the POI run's
-# 350,205 labelled records (k = 20, p = 4), test F0.5 0.888 at 64, 0.890 at 128, 0.891 exact; 1,236 searches/s
-# at 128 against 2,424 at 64, and the taste beside it is slower than either (README, POI).
-VOTE_EF_SEARCH = 128
-
-
-class NeighbourVote:
-    """Is a name a POI by its nearest labelled names: the POI paper's own route for English names.
-
-    Zhang et al. (section 5) on their English data set: "compare the embedding of this string with those POI
-    embeddings". Here the labelled names are a `sembed index` (built with the stage-2 model) whose records carry
-    is_poi; a text's vote is the weighted share of POI names among its k nearest indexed names,
-    sum_i w_i y_i / sum_i w_i with w_i = max(s_i, 0)^p (s_i: cosine, y_i: 1 for a POI), in [0, 1]: p = 1 weighs
-    by similarity, a larger p lets the closest names decide.
-    """
-
-    def __init__(self, index, encoder, k: int, power: float, label_key: str = "is_poi"):
-        import numpy as np
-
-        from ..errors import SembedError
-
-        labels = np.zeros(index.row_count, dtype=np.float64)  # by row number (rows an update removed: never found)
-        for row, _, payload in index.rows():
-            label = payload.get(label_key)
-            if not isinstance(label, bool):
-                raise SembedError(f"the index at '{index.path}' is not of labelled names: every record needs "
-                                  f"{label_key} true or false", "index records of sembed convert --from gazetteer")
-            labels[row] = label
-        if not index.count:
-            raise SembedError(f"the index at '{index.path}' is empty", "index records of sembed convert --from "
-                                                                         "gazetteer")
-        self.index, self.encoder, self.k, self.power = index, encoder, min(k, index.count), power
-        self.labels = labels
-
-    def vote(self, texts: list[str]) -> list[float]:
-        import numpy as np
-
-        if not texts:
-            return []
-        vectors = self.encoder.encode(texts, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
-        scores, rows = self.index.search(np.asarray(vectors, dtype=np.float32), self.k, ef_search=VOTE_EF_SEARCH)
-        return [round(float(v), 6) for v in weighted_share(scores, rows, self.labels, self.power)]
-
-
-class Identification:
-    """`taste --neighbours`' verdict on names (issue 15): the paper's vote (NeighbourVote; over each index given,
-    averaged), the regression over character n-grams of the same labelled names (ngram_classifier.NgramClassifier),
-    and their mix, poi_score = w poi_vote + (1 - w) poi_ngram."""
-
-    def __init__(self, voters: list[NeighbourVote], regression, weight: float):
-        self.voters, self.regression, self.weight = voters, regression, weight
-
-    def judge(self, texts: list[str]) -> list[tuple[float, float, float]]:
-        """(poi_vote, poi_ngram, poi_score) of each text."""
-        import numpy as np
-
-        votes = np.mean([voter.vote(texts) for voter in self.voters], axis=0)
-        ngrams = self.regression.probability(texts)
-        return [(round(float(vote), 6), round(float(ngram), 6),
-                 round(self.weight * float(vote) + (1 - self.weight) * float(ngram), 6))
-                for vote, ngram in zip(votes, ngrams)]
-
-
-def weighted_share(scores, rows, labels, power: float):
-    """Each query's vote from its neighbours' cosines `scores` and `rows` (-1: none found) of the 0/1 `labels`:
-    sum_i w_i y_i / sum_i w_i, w_i = max(s_i, 0)^power (NeighbourVote)."""
-    import numpy as np
-
-    weights = np.where(rows >= 0, np.clip(scores, 0.0, None) ** power, 0.0) + 1e-9
-    return (weights * labels[np.maximum(rows, 0)]).sum(1) / weights.sum(1)
-
-
 def taste_records(records: Iterable[dict], taster: Taster, fields: TextFields, batch_size: int, threshold: float,
                   identification: Identification | None = None) -> Iterator[dict]:
     """`sembed taste`: each record with taste_score, taste_prob, taste_hits, taste_length, (poi_vote, poi_ngram,
@@ -255,3 +184,35 @@ def taste_records(records: Iterable[dict], taster: Taster, fields: TextFields, b
             record[prediction] = taste.length > 0 and verdict[2] >= threshold
 
     return map_texts(records, fields, batch_size, judge, store)
+
+
+@dataclass(frozen=True)
+class TasteSettings:
+    """What `sembed taste` tastes with: the masked-LM directory and how it runs, the hit rule (--top-k) and the
+    is_poi threshold, and the labelled-name indexes that vote (none: the taste alone decides)."""
+
+    model: str
+    device: str = "auto"
+    precision: str = "auto"
+    top_k: int = DEFAULT_TOP_K
+    threshold: float = DEFAULT_THRESHOLD
+    batch_size: int = 256
+    neighbours: tuple[Path, ...] = ()
+    vote: VoteSettings = field(default_factory=VoteSettings)
+
+
+def taste_stream(stream: StreamOptions, fields: TextFields, settings: TasteSettings) -> int:
+    """`sembed taste`: load the masked-LM (and the --neighbours indexes), taste the stream's records into its
+    output; returns the count written."""
+    from .masked_lm import load_masked_lm
+    from .precision import resolve
+    from .sentence_models import resolve_device
+
+    device = resolve_device(settings.device)
+    lm, tokenizer = load_masked_lm(settings.model, device, resolve(settings.precision, device, cpu_bf16=True))
+    taster = Taster(lm, tokenizer, settings.top_k)
+    voting = opened_identification(settings.neighbours, device, settings.vote) if settings.neighbours else nullcontext()
+    with voting as identification:
+        return stream.run(fields.of, lambda records: taste_records(records, taster, fields, settings.batch_size,
+                                                                   settings.threshold, identification),
+                          settings.batch_size, "tasting")

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ...options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose
+from ...options import Force, Input, Only, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose, check_only
 from .options import NpyVectors, pair_text_keys, write_report
 
 
@@ -51,8 +51,17 @@ VersusKey = Annotated[Optional[str], typer.Option(
 Resamples = Annotated[int, typer.Option(
     "--resamples", min=1, metavar="N", help="Bootstrap resamples of the test pairs for --versus / --versus-key.")]
 
+# Two models compared over all pairs, and the CF grid's similarity per W, leave no room for these.
+ONLY = tuple(Only(name, without=versus, message=f"--{versus.replace('_', '-')} compares two models over all pairs; "
+                                                f"leave out --{name.replace('_', '-')}")
+             for versus in ("versus", "versus_key") for name in ("cf_grid", "pairs", "npy")) + (
+    Only("similarity_key", without="cf_grid", hint="cf_grid",
+         message="--cf-grid sweeps embedding parts; it cannot use --similarity-key"),
+    Only("pairs", without="cf_grid", message="--cf-grid gives each pair a similarity per W_cf; leave out --pairs"))
+
 
 def sts_command(
+    ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
     force: Force = False,
@@ -133,30 +142,20 @@ def sts_command(
     """
     from ...evaluation import sts
 
+    if versus is not None and versus_key is not None:
+        raise typer.BadParameter("give the other model once: --versus FILE or --versus-key NAME",
+                                 param_hint="'--versus-key'")
+    check_only(ctx, ONLY)
     if versus is not None or versus_key is not None:
-        option = "--versus" if versus is not None else "--versus-key"
-        if versus is not None and versus_key is not None:
-            raise typer.BadParameter("give the other model once: --versus FILE or --versus-key NAME",
-                                     param_hint="--versus-key")
-        for given, name in ((cf_grid, "--cf-grid"), (pairs, "--pairs"), (npy, "--npy")):
-            if given is not None:
-                raise typer.BadParameter(f"{option} compares two models over all pairs; leave out {name}",
-                                         param_hint=name)
         if versus == input:
             raise typer.BadParameter("--versus names the input itself: give the other model's records",
-                                     param_hint="--versus")
+                                     param_hint="'--versus'")
         report = sts.evaluate_versus(input, versus, versus_key, pair_text_keys(text_keys), similarity_key, gold_key,
                                      resamples, seed, skip_errors, group_by)
     else:
-        if cf_grid is not None and similarity_key is not None:
-            raise typer.BadParameter("--cf-grid sweeps embedding parts; it cannot use --similarity-key",
-                                     param_hint="--cf-grid")
-        if cf_grid is not None and pairs is not None:
-            raise typer.BadParameter("--cf-grid gives each pair a similarity per W_cf; leave out --pairs",
-                                     param_hint="--pairs")
         if pairs == "-" and output == "-":
             raise typer.BadParameter("--pairs - writes the pairs to stdout: give the metrics a file with -o",
-                                     param_hint="--pairs")
+                                     param_hint="'--pairs'")
         report = sts.evaluate(input, pair_text_keys(text_keys), similarity_key, gold_key, group_by,
                               sts.parse_grid(cf_grid) if cf_grid is not None else None, pairs, force, npy, skip_errors)
     write_report(report, output, force, input)

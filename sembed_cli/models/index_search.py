@@ -1,0 +1,217 @@
+"""The nearest indexed records of each query: `sembed search` as a function.
+
+Queries are records with a vector (checked to be of the index's model and dimension) or a text (embedded as the
+index's own texts were, by `QueryEncoder`), read from a stream or, for --query, from the command line
+(`CommandLineQueries`); `search_stream` writes each with its `neighbors`, best first.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import BadRecord, SembedError
+from ..io import ReadPosition, RecordReader, Rejects, StreamOptions, batched, check_text
+
+log = logging.getLogger(__name__)
+
+DEFAULT_K = 10  # the POI paper's neighbours per query
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How `sembed search` answers: K neighbours, the query's fields, and how a text query is embedded (None: as
+    the index's texts were)."""
+
+    k: int = DEFAULT_K
+    text_key: str = "text"
+    embedding_key: str = "embedding"
+    payload: bool = False
+    spelling: bool = False
+    batch_size: int = 1000
+    model: Optional[str] = None  # another path to the index's model
+    device: str = "auto"
+    backend: str = "torch"
+    quantize: str = "none"
+    long_text: str = "truncate"
+
+
+class QueryVectors:
+    """Checks query embeddings as they are read and keeps each as a float32 array for its batch.
+
+    io.float32_vector checks the common case (a list of numbers) in C; anything else gets its exact message.
+    Search is cheap per query, so the checking must be too.
+    """
+
+    def __init__(self, key: str, dimension: int, model: str, identity=None):
+        self.key, self.dimension, self.model, self.identity = key, dimension, model, identity
+        self._arrays: dict[int, object] = {}
+        self._same = {str(identity)} if identity is not None else set()  # identities seen to be the index's
+        self.unlabelled = False
+
+    def check_model(self, record: dict) -> None:
+        """A query vector labelled with another model than the index's is refused; an unlabelled one is taken to
+        be of the index's model, said once on stderr."""
+        from .model_identity import FIELD, read
+
+        label = record.get(FIELD)
+        if label in self._same:
+            return
+        if label is None:
+            if not self.unlabelled and self.identity is not None:
+                log.warning(f"query vectors without embedding_model: taken to be of the index's model "
+                            f"'{self.identity}'")
+            self.unlabelled = True
+            return
+        identity, expected = read(record), self.identity
+        if identity is not None and expected is not None and not identity.same(expected):
+            raise BadRecord(f"the query's '{self.key}' is of '{identity}', but the index holds vectors of "
+                            f"'{self.identity}'")
+        self._same.add(label)
+
+    def check(self, record: dict) -> None:
+        from ..io import float32_vector
+
+        self.check_model(record)
+        array = float32_vector(record, self.key)  # the one vector check: numbers, finite in float32, not all zero
+        if len(array) != self.dimension:
+            raise BadRecord(f"'{self.key}' has {len(array)} dimensions, the index {self.dimension}: "
+                            f"the query was embedded with another model than '{self.model}'")
+        self._arrays[id(record)] = array
+
+    def take(self, record: dict):
+        import numpy as np
+
+        array = self._arrays.pop(id(record), None)
+        return array if array is not None else np.asarray(record[self.key], dtype=np.float32)
+
+
+def search_records(records, index, encoder, k: int, text_key: str, embedding_key: str, batch_size: int,
+                   payload: bool = False, query_vectors: QueryVectors | None = None, spelling: bool = False):
+    """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator).
+
+    FAISS releases the GIL, so batch n is searched in a worker thread while this one writes out batch n - 1
+    and reads batch n + 1: the reading, checking and writing cost little on top of FAISS itself.
+    On an input error the batches before it still come out first.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from .poi_lookup import SPELLING_CANDIDATES, SpellingReranker
+
+    take = query_vectors.take if query_vectors is not None else \
+        (lambda record: np.asarray(record[embedding_key], dtype=np.float32))
+
+    def query_matrix(batch: list[dict]) -> np.ndarray:
+        given = [i for i, r in enumerate(batch) if embedding_key in r]
+        texts = [i for i, r in enumerate(batch) if embedding_key not in r]
+        vectors = np.empty((len(batch), index.dimension), dtype=np.float32)
+        if given:
+            vectors[given] = np.stack([take(batch[i]) for i in given])
+        if texts:
+            vectors[texts] = encoder.encode([batch[i][text_key] for i in texts], batch_size=256,
+                                            show_progress_bar=False, convert_to_numpy=True)
+        return vectors
+
+    def finish(batch: list[dict], searched) -> list[dict]:
+        scores, rows = searched.result()
+        if spelling:
+            scores, rows = reranker.rerank([record.get(text_key) for record in batch], scores, rows, k)
+        found = index.records(rows.ravel())  # only the neighbours' rows are read from the store
+        for record, row_scores, row_ids in zip(batch, np.round(scores.astype(np.float64), 6).tolist(), rows.tolist()):
+            neighbours = []
+            for score, row in zip(row_scores, row_ids):
+                if row < 0 or row not in found:
+                    continue
+                record_id, stored = found[row]
+                neighbour = {"id": record_id, "text": stored.get(text_key), "score": score}
+                if payload:
+                    neighbour["payload"] = stored
+                neighbours.append(neighbour)
+            record["neighbors"] = neighbours
+        return batch
+
+    if spelling:  # the names by row, read once: the re-rank looks words up among all of them
+        texts = index.texts(text_key)
+        reranker = SpellingReranker(texts.__getitem__, len(texts))
+    asked = k * SPELLING_CANDIDATES if spelling else k
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss-search") as worker:
+        pending = None
+        try:
+            for batch in batched(records, batch_size):
+                searching = (batch, worker.submit(index.search, query_matrix(batch), asked))
+                if pending is not None:
+                    yield from finish(*pending)
+                pending = searching
+        except SembedError:
+            if pending is not None:
+                yield from finish(*pending)
+            raise
+        if pending is not None:
+            yield from finish(*pending)
+
+
+class CommandLineQueries:
+    """--query TEXT ...: query records from the command line, read as a RecordSource reads a file (both are
+    io.RecordReader)."""
+
+    def __init__(self, texts: Sequence[str], text_key: str, skip_errors: bool = False):
+        self.texts, self.text_key = texts, text_key
+        self.rejects = Rejects("--query", skip_errors)
+        self.path: str | None = None
+        self.position = ReadPosition()  # no file read: nothing -o could overwrite
+
+    def checked(self, check: Callable[[dict], object] | None) -> Iterator[dict]:
+        for number, text in enumerate(self.texts, 1):
+            record = {self.text_key: text}
+            try:
+                if check is not None:
+                    check(record)
+            except BadRecord as e:
+                self.rejects.reject(number, e.message)
+                continue
+            yield record
+
+    def summary(self) -> str | None:
+        return self.rejects.summary()
+
+
+def query_check(query_vectors: QueryVectors, encoder, text_key: str, embedding_key: str) -> Callable[[dict], None]:
+    """The per-record check of a query: a vector of the index's model and dimension, or a usable text."""
+
+    def check(record: dict) -> None:
+        if embedding_key in record:
+            query_vectors.check(record)
+        elif text_key in record:
+            check_text(record, text_key)
+            encoder.check_long(record, text_key)
+        else:
+            raise BadRecord(f"missing key '{text_key}' (or '{embedding_key}')")
+
+    return check
+
+
+def search_stream(stream: StreamOptions, index, settings: SearchSettings, queries: Sequence[str] = ()) -> int:
+    """`sembed search` over the loaded `index` (indexes.directory.VectorIndex): the stream's query records, or
+    the `queries` texts when given, each written with its neighbours; returns the count written."""
+    from .query_encoder import QueryEncoder
+
+    encoder = QueryEncoder(index, settings.model, settings.device, settings.text_key, settings.long_text,
+                           settings.backend, settings.quantize)
+    if settings.model is not None or queries:
+        encoder.check()  # a wrong --model is refused before any query is read
+    name = str(index.identity or index.metadata["model"])
+    log.info(f"searching {index.count} vectors ({index.metadata.get('type')}) of {name}")
+    query_vectors = QueryVectors(settings.embedding_key, index.dimension, name, index.identity)
+    check = query_check(query_vectors, encoder, settings.text_key, settings.embedding_key)
+    source: RecordReader = (CommandLineQueries(queries, settings.text_key, stream.skip_errors) if queries
+                            else stream.source())
+    try:
+        return stream.run(check, lambda records: search_records(
+            records, index, encoder, settings.k, settings.text_key, settings.embedding_key, settings.batch_size,
+            settings.payload, query_vectors, settings.spelling), settings.batch_size, "searching", source)
+    finally:
+        encoder.report()
