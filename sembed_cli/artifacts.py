@@ -24,7 +24,7 @@ from pathlib import Path
 
 import orjson
 
-from . import __version__
+from .version import __version__
 from .errors import SembedError
 from .io import dumps, temporary_sibling, write_json_atomic
 

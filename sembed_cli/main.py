@@ -14,7 +14,8 @@ import sys
 import typer
 from typer.core import TyperGroup
 
-from . import __version__, console, distributed, signals
+from . import console, distributed, signals
+from .version import __version__
 from .commands import convert, embed, gensets, index, normalize, parse, search, spo, taste, train
 from .commands.eval import eval_app
 from .errors import SembedError

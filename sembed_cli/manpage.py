@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from . import __version__
+from .version import __version__
 from .main import app
 
 ROOT = Path(__file__).resolve().parent.parent
