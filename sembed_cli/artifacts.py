@@ -106,9 +106,8 @@ def building(path: Path, force: bool = False) -> Iterator[Path]:
     at every moment either the old or the new artifact is at `path`. The
     artifact's lock is held throughout (`exclusive`).
     """
-    with exclusive(path):
-        with _building(path, force) as work:
-            yield work
+    with exclusive(path), _building(path, force) as work:
+        yield work
 
 
 @contextmanager
@@ -173,7 +172,7 @@ def describe(command: str, data: dict, settings: dict, **fields: object) -> dict
         **fields,
         "command": command,
         "command_line": command_line(),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "data": data,
         "settings": settings,
         "versions": package_versions(),

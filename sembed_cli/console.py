@@ -137,8 +137,15 @@ class StreamProgress:
         self._started = time.monotonic()
         if not state.shows_progress:
             return self
-        from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         columns = [SpinnerColumn(), TextColumn(self.description), TextColumn("{task.fields[written]} records"),
                    TextColumn("{task.fields[rate]}")]

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import ROOT, interrupt_at_call, jsonl, sembed
 
 FIRST = jsonl({"text": "A man attacks a woman.", "id": 1})

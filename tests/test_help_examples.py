@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, sembed
 
 COMMANDS = [("convert",), ("parse",), ("spo",), ("normalize",), ("gensets",), ("train",), ("embed",), ("taste",),

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
 import orjson
 import pytest
-
 from conftest import jsonl, sembed
+
 from sembed_cli.models import model_identity
 from sembed_cli.models.model_identity import FIELD, Identity, OneModel, content_digest, of_sentence_model
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, TINY_DIM, jsonl, sembed
+
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.indexes.entries import content_digest
 from sembed_cli.models.model_identity import of_sentence_model

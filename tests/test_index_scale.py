@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, jsonl, sembed
+
 from sembed_cli.indexes import kinds
 from sembed_cli.indexes.directory import VectorIndex
 

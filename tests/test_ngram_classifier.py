@@ -18,9 +18,8 @@ def fitted() -> NgramClassifier:
 
 def test_probabilities_are_the_baseline_s(monkeypatch):
     """poi_ngram is the regression of examples/poi_baseline.py, probability for probability."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
     from conftest import ROOT
+    from sklearn.feature_extraction.text import TfidfVectorizer
 
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
     from poi_baseline import classifier

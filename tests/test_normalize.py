@@ -6,12 +6,11 @@ import csv
 import itertools
 
 import pytest
-
 from conftest import jsonl, sembed
-from sembed_cli.text import spacy_pipeline
-from sembed_cli.text.base_form import analysis_text, base_forms, has_apostrophe
-from sembed_cli.text.base_form import normalize_records
+
 from sembed_cli.io import TextFields
+from sembed_cli.text import spacy_pipeline
+from sembed_cli.text.base_form import analysis_text, base_forms, has_apostrophe, normalize_records
 
 
 @pytest.fixture(scope="session")

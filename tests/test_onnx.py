@@ -11,11 +11,10 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-
-from sembed_cli.models import onnx_encoder, sentence_models
-from sembed_cli.errors import SembedError
-
 from conftest import ROOT, jsonl, sembed
+
+from sembed_cli.errors import SembedError
+from sembed_cli.models import onnx_encoder, sentence_models
 
 TEXTS = ["A man is playing a guitar.", "A woman slices an onion.", "", "x",
          "a long text of many words " * 20]  # longer than the tiny model's 64 tokens: truncated as torch does

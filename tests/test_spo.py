@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import jsonl, sembed
-from sembed_cli.text import spacy_pipeline
-from sembed_cli.text.component_focus import spo_records
-from sembed_cli.text.component_focus import component_words, s_cf
-from sembed_cli.text.dependency import doc_tokens
+
 from sembed_cli.io import TextFields
+from sembed_cli.text import spacy_pipeline
+from sembed_cli.text.component_focus import component_words, s_cf, spo_records
+from sembed_cli.text.dependency import doc_tokens
 
 TABLE_1 = [
     ("An Asian woman in a crowd is not carrying a black bag", "woman not carrying bag"),

@@ -8,7 +8,6 @@ import sys
 
 import orjson
 import pytest
-
 from conftest import ROOT, jsonl, sembed
 
 GOOD = [{"text": "A man attacks a woman.", "id": 1}, {"text": "Dogs bark.", "id": 2}]

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import jsonl, sembed
+
 from sembed_cli.evaluation import sts
 
 GOLD = np.array([0.0, 1.0, 2.0, 3.0, 4.0])

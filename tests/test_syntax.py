@@ -7,12 +7,11 @@ import random
 
 import pytest
 import torch
+from conftest import interrupt_at_call, jsonl, sembed
 
 from sembed_cli.io import RecordSource
 from sembed_cli.models.syntax_map import SyntaxMap
 from sembed_cli.training import syntax as trainer
-
-from conftest import interrupt_at_call, jsonl, sembed
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -10,7 +10,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sembed_cli.models.token_attention import (  # noqa: E402
-    INIT_BOUND, TokenAttention, TokenReconstruction, reconstruction_loss, token_weights)
+    INIT_BOUND,
+    TokenAttention,
+    TokenReconstruction,
+    reconstruction_loss,
+    token_weights,
+)
 
 
 def softmax(x: list[float]) -> list[float]:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-import cf_bert_report  # noqa: E402
-import ta_sbert_report  # noqa: E402
-import verdict  # noqa: E402
+import cf_bert_report
+import ta_sbert_report
+import verdict
 
 T_975 = {4: 2.7764451051977987, 1: 12.706204736174698, 2: 4.302652729749464, 3: 3.182446305284263}  # t(0.975, df)
 
@@ -152,7 +152,7 @@ def test_ta_table_pairs_every_row_with_mean_pooling_and_drops_measures_not_run()
                        ("form_att_recon", -6.0)):
         for label in ("STS-B r", "STS-B ρ", "SICK-R r", "SICK-R ρ"):
             rows[row][label] = [x + shift + (0.1 * i if row != "mean" else 0) for i, x in enumerate(mean)]
-    results = {"starts": {"minilm": {"seeds": [1, 2, 3], "zero_shot": {label: None for label in ta_sbert_report.LABELS},
+    results = {"starts": {"minilm": {"seeds": [1, 2, 3], "zero_shot": dict.fromkeys(ta_sbert_report.LABELS),
                                      "rows": rows, "time": {"wall_seconds": 3600, "cpu_seconds": 7000}}}}
     lines = ta_sbert_report.table(results).splitlines()
     assert "| model | STS-B r | STS-B ρ | SICK-R r | SICK-R ρ |" in lines  # no MR / CR / SUBJ: TRANSFER=0

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import io
 from ..errors import SembedError
 from ..io import RecordSource, derived_key
 from ..models.model_identity import OneModel
-from .. import io
 from . import tables
 from .records import read_all
 

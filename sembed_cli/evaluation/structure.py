@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import io
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
 from ..models.model_identity import OneModel
-from .. import io
 from . import tables
 from .records import read_all
 
