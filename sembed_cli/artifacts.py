@@ -11,6 +11,7 @@ second one refuses while the first holds its lock (`exclusive`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fcntl
 import hashlib
@@ -70,10 +71,8 @@ def exclusive(path: Path) -> Iterator[None]:
         yield
     finally:
         del _held[key]
-        try:
+        with contextlib.suppress(OSError):
             lock.unlink()  # before the lock goes, so no one locks a file that is no longer the lock
-        except OSError:
-            pass
         os.close(descriptor)
 
 

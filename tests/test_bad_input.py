@@ -292,7 +292,7 @@ def test_a_full_disk_keeps_the_whole_batches_before_it(tmp_path, monkeypatch):
     import sembed_cli.io as io
 
     def opening(path, mode="r", *args, **kwargs):
-        file = builtins.open(path, mode, *args, **kwargs)
+        file = builtins.open(path, mode, *args, **kwargs)  # noqa: SIM115 (the caller closes it, as io's open)
         return FullDisk(file) if "w" in mode else file
 
     monkeypatch.setattr(io, "open", opening, raising=False)

@@ -361,7 +361,7 @@ def test_classify_bad_records():
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "1e999"])
 def test_nan_and_infinite_values_are_rejected_at_their_line(value):
     # orjson, like strict JSON, has no NaN or infinity: such a value fails as JSON, at its line and column
-    line = '{"score": 1, "embedding_a": [%s, 1.0], "embedding_b": [1.0, 1.0]}' % value
+    line = f'{{"score": 1, "embedding_a": [{value}, 1.0], "embedding_b": [1.0, 1.0]}}'
     run = sembed("eval", "sts", input=jsonl(GOOD) + line + "\n")
     assert run.exit_code == 1
     assert run.stderr.startswith("error: <stdin>:2: invalid JSON: ")

@@ -44,7 +44,7 @@ def test_sts_evaluate_counts_unscored_pairs_and_groups(tmp_path, capsys):
 def test_sts_evaluate_writes_each_pair_with_its_similarity(tmp_path):
     pairs = tmp_path / "similarities.jsonl"
     sts.evaluate(written(tmp_path, "pairs.jsonl", PAIRS), pairs=str(pairs))
-    lines = [line for line in pairs.read_text().splitlines()]
+    lines = pairs.read_text().splitlines()
     assert len(lines) == 7 and '"embedding' not in pairs.read_text()
     assert '"similarity":0.8' in lines[1] and '"score":null' in lines[6]
 
@@ -98,9 +98,9 @@ def test_poi_report_tunes_the_threshold_on_one_split_and_reports_another():
 
 
 def test_poi_report_needs_records_of_each_split():
-    with pytest.raises(SembedError, match="^no records of split 'dev' to report$"):
+    with pytest.raises(SembedError, match=r"^no records of split 'dev' to report$"):
         poi.report(POI_ROWS[4:], test_split="dev")
-    with pytest.raises(SembedError, match="^no records of split 'nothing' to tune the threshold on$"):
+    with pytest.raises(SembedError, match=r"^no records of split 'nothing' to tune the threshold on$"):
         poi.report(POI_ROWS, tune_split="nothing")
 
 

@@ -21,9 +21,10 @@ TEXTS = ["A man is playing a guitar.", "A woman slices an onion.", "", "x",
 HEAVY = ("torch", "transformers", "sentence_transformers", "spacy")
 # Runs `sembed ARGS` and says on stderr which heavy libraries the process imported.
 IMPORTS_PROBE = ("import atexit, sys, runpy\n"
-                 "atexit.register(lambda: print('IMPORTED', [m for m in %r if m in sys.modules], file=sys.stderr))\n"
+                 f"atexit.register(lambda: print('IMPORTED', [m for m in {HEAVY!r} if m in sys.modules], "
+                 "file=sys.stderr))\n"
                  "sys.argv = ['sembed', *sys.argv[1:]]\n"
-                 "runpy.run_module('sembed_cli', run_name='__main__')\n") % (HEAVY,)
+                 "runpy.run_module('sembed_cli', run_name='__main__')\n")
 
 
 @pytest.fixture(autouse=True)

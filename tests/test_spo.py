@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from conftest import jsonl, sembed
 
@@ -210,7 +212,7 @@ def test_skip_errors_and_batches_agree():
 
 def test_spo_records_parses_only_what_lacks_tokens(nlp):
     class CountingPipeline:
-        texts: list[str] = []
+        texts: ClassVar[list[str]] = []
 
         def pipe(self, texts, batch_size):
             texts = list(texts)

@@ -103,7 +103,7 @@ def test_train_writes_a_map_that_learns_and_reloads(tmp_path, tiny_model):
     assert history[-1]["held_out"]["loss"] < history[0]["held_out"]["loss"]
     assert not (tmp_path / "map.checkpoints").exists()
     assert syntax_map.apply(torch.ones(3, 64)).shape == (3, 8)
-    again, out_again = train(tmp_path, tiny_model, "--dimension", "8", name="again")
+    _again, out_again = train(tmp_path, tiny_model, "--dimension", "8", name="again")
     assert torch.equal(SyntaxMap.load(out_again).weight, syntax_map.weight)
 
 

@@ -8,6 +8,7 @@ published in (CSV, or tab-separated .tsv/.txt, with a header row).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import logging
 from pathlib import Path
@@ -47,12 +48,10 @@ def delimited_records(path: str, source: RecordSource):
         if header is None:
             header = [name.strip() for name in row]
             continue
-        record = dict(zip(header, row))
+        record: dict[str, str | float] = dict(zip(header, row))
         for key, value in record.items():
-            try:
+            with contextlib.suppress(ValueError):  # a number where it reads as one; the word stays a string
                 record[key] = float(value)
-            except ValueError:
-                pass
         yield number, record
 
 

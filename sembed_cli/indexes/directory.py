@@ -64,7 +64,7 @@ class LegacyRecords:
         from ..io import dumps
 
         return {int(row): (dumps(self.ids[row]).rstrip(b"\n").decode(), dumps(self.payloads[row]).rstrip(b"\n"))
-                for row in set(int(r) for r in rows) if 0 <= row < len(self.ids)}
+                for row in {int(r) for r in rows} if 0 <= row < len(self.ids)}
 
     def rows(self, below: int | None = None) -> Iterator[tuple[int, str, str, bytes]]:
         from ..io import dumps

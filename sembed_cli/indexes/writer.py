@@ -340,7 +340,7 @@ def entries_of(index: VectorIndex, chunk: int = 10_000) -> Iterable[Entry]:
     for start in range(0, len(rows), chunk):
         part = rows[start:start + chunk]
         vectors = index.vectors_of(np.asarray([row for row, *_ in part], dtype=np.int64))
-        for (row, key, digest, payload), vector in zip(part, vectors):
+        for (_row, key, digest, payload), vector in zip(part, vectors):
             yield Entry(key, digest or legacy_digest(loads(payload), vector, index), payload, vector, None)
 
 

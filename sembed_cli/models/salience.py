@@ -62,7 +62,7 @@ def sif_weights(tokens_of_word: np.ndarray, tokens: int, a: float = SIF_A) -> np
 
 def first_component(gram: np.ndarray) -> np.ndarray:
     """The first principal component (no centring, as Arora et al.'s truncated SVD) from X^T X."""
-    values, vectors = np.linalg.eigh(gram.astype(np.float64))
+    _values, vectors = np.linalg.eigh(gram.astype(np.float64))
     u = vectors[:, -1]
     return (u if u[np.argmax(np.abs(u))] >= 0 else -u).astype(np.float32)  # a fixed sign
 

@@ -23,7 +23,7 @@ imports a module class from outside its own package).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from sentence_transformers.base.modules import Module
@@ -58,7 +58,7 @@ class TokenAttention(_SavedWithWeights):
     batch x tokens, zero on padding, each row summing to 1).
     """
 
-    config_keys: list[str] = ["dimension", "s_max"]
+    config_keys: ClassVar[list[str]] = ["dimension", "s_max"]
 
     def __init__(self, dimension: int, s_max: int = S_MAX):
         super().__init__()
@@ -104,7 +104,7 @@ class TokenReconstruction(_SavedWithWeights):
     tokens' ids) to the features, for the loss of eq. 7; at inference it passes the features through untouched.
     """
 
-    config_keys: list[str] = ["dimension", "vocab_size"]
+    config_keys: ClassVar[list[str]] = ["dimension", "vocab_size"]
 
     def __init__(self, dimension: int, vocab_size: int):
         super().__init__()

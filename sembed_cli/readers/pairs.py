@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from itertools import chain
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
@@ -44,7 +45,7 @@ class SickColumns:
     are optional (an unannotated test file has neither).
     """
 
-    FIELDS = {"pair_ID": "id", "sentence_A": "text_a", "sentence_B": "text_b", "relatedness_score": "score",
+    FIELDS: ClassVar[dict[str, str]] = {"pair_ID": "id", "sentence_A": "text_a", "sentence_B": "text_b", "relatedness_score": "score",
               "entailment_judgment": "label", "entailment_label": "label"}
     REQUIRED = ("pair_ID", "sentence_A", "sentence_B")
 

@@ -143,8 +143,8 @@ class Tree:
 
     def root(self, i: int) -> int:
         root = i
-        for root in self.ancestors(i):
-            pass
+        for ancestor in self.ancestors(i):
+            root = ancestor
         return root
 
     def sentences(self) -> list[list[int]]:
