@@ -16,9 +16,12 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from rich.console import Console
+
+if TYPE_CHECKING:  # rich.progress is imported when a bar is shown, not at start-up
+    from rich.progress import Progress, TaskID
 
 T = TypeVar("T")
 
@@ -127,8 +130,8 @@ class StreamProgress:
         self.description = description
         self.position = position
         self.count = 0
-        self._bar = None
-        self._task = None
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
         self._started = 0.0
 
     def __enter__(self) -> StreamProgress:
@@ -165,7 +168,7 @@ class StreamProgress:
     def written(self, count: int) -> None:
         """`count` records are out so far."""
         self.count = count
-        if self._bar is None:
+        if self._bar is None or self._task is None:
             return
         import time
 

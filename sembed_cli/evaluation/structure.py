@@ -183,7 +183,7 @@ def cluster_purity(vectors: np.ndarray, labels: np.ndarray, ks: tuple[int, ...],
     """K-means purity of the (normalised) `vectors` against `labels` for each K; None where K >= len(vectors)."""
     from sklearn.cluster import KMeans
 
-    out = {}
+    out: dict[str, dict[str, float] | None] = {}
     for k in ks:
         if k >= len(vectors):
             out[str(k)] = None

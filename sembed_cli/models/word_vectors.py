@@ -86,8 +86,8 @@ class WordVectors:
             row = self.lookup(token)
             if row is None and "-" in token.strip("-"):  # "right-click" without a vector: right - click
                 parts = [part for piece in token.split("-") for part in (piece, "-") if part][:-1]
-                found = [self.lookup(part) for part in parts]
-                if all(r is not None for r in found):
+                found = [r for part in parts if (r := self.lookup(part)) is not None]
+                if len(found) == len(parts):
                     known += [self.words[r] for r in found]
                     continue
             if row is None:
