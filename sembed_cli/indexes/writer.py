@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SembedError
-from ..io import Rejects, loads
+from ..io import Rejects
 from . import kinds
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, payload_record
 from .entries import Entry, unit_rows
