@@ -108,7 +108,8 @@ def progress(items: Iterable[T], description: str, total: int | None = None, uni
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    columns = [SpinnerColumn(), TextColumn(description), MofNCompleteColumn() if total else TextColumn("{task.completed} " + unit),
+    columns = [SpinnerColumn(), TextColumn(description),
+               MofNCompleteColumn() if total else TextColumn("{task.completed} " + unit),
                BarColumn() if total else TextColumn(""), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(description, total=total)

@@ -85,7 +85,8 @@ app = typer.Typer(
 @app.callback()
 def root(
     ctx: typer.Context,
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
 ) -> None:
     """Composable tools for sentence and word representations: JSONL records in, JSONL records out.
 

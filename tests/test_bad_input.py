@@ -349,7 +349,8 @@ def test_a_model_directory_without_a_masked_lm_head_is_refused(tiny_model):
         run = sembed(*args, input=jsonl({"text": "Springfield"}))
         assert run.exit_code == 1
         assert run.stderr == (f"error: the model at '{encoder}' has no masked-LM head (missing cls.predictions.bias, "
-                              "cls.predictions.decoder.bias, cls.predictions.transform.LayerNorm.bias, ...) (hint: pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote)\n")
+                              "cls.predictions.decoder.bias, cls.predictions.transform.LayerNorm.bias, ...) "
+                              "(hint: pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote)\n")
         assert run.stdout == ""
 
 

@@ -82,7 +82,8 @@ def test_sts_evaluate_versus_a_file_and_a_key(tmp_path):
 
 # (score, gold, split): dev's best F0.5 is at 0.6, where test has one false positive
 POI_ROWS = [(0.9, True, "dev"), (0.6, True, "dev"), (0.55, False, "dev"), (0.3, False, "dev"),
-            (0.8, True, "test"), (0.58, False, "test"), (0.62, False, "test"), (0.2, False, "test"), (0.7, True, "train")]
+            (0.8, True, "test"), (0.58, False, "test"), (0.62, False, "test"), (0.2, False, "test"),
+            (0.7, True, "train")]
 
 
 def test_poi_report_tunes_the_threshold_on_one_split_and_reports_another():
@@ -115,7 +116,8 @@ def test_poi_evaluate_reads_the_gold_label_taste_kept(tmp_path):
 
 def separable_records(n: int, key: str = "embedding") -> list[dict]:
     rng = np.random.default_rng(0)
-    return [{key: [3.0 if i % 2 else -3.0, *rng.normal(size=3).tolist()], "label": ("neg", "pos")[i % 2]} for i in range(n)]
+    return [{key: [3.0 if i % 2 else -3.0, *rng.normal(size=3).tolist()], "label": ("neg", "pos")[i % 2]}
+            for i in range(n)]
 
 
 def test_classify_and_entailment_evaluate(tmp_path):

@@ -22,8 +22,9 @@ import pytest
 from conftest import ROOT, sembed
 
 COMMANDS = [("convert",), ("parse",), ("spo",), ("normalize",), ("gensets",), ("train",), ("embed",), ("taste",),
-            ("index",), ("index-merge",), ("search",), ("eval", "sts"), ("eval", "entailment"), ("eval", "classify"), ("eval", "poi"),
-            ("eval", "structure"), ("eval", "salience")]  # producers first: gensets' sets before embed --syntax-map
+            ("index",), ("index-merge",), ("search",), ("eval", "sts"), ("eval", "entailment"), ("eval", "classify"),
+            ("eval", "poi"), ("eval", "structure"), ("eval", "salience")]
+# (producers first: gensets' sets before embed --syntax-map)
 
 SHORTER = {  # as written -> as run here
     "--max-steps 2000": "--max-steps 2",

@@ -168,7 +168,8 @@ def quantized_weight_types(path: Path) -> set[str]:
 
 
 def test_an_int8_export_made_with_an_earlier_config_is_rebuilt(model, monkeypatch, caplog):
-    """sembed before 7-bit signed AVX2 weights wrote 7-bit unsigned ones: such an export is stale, the fp32 one is not."""
+    """sembed before 7-bit signed AVX2 weights wrote 7-bit unsigned ones: such an export is stale, the fp32 one is
+    not."""
     monkeypatch.setattr(onnx_encoder, "cpu_instruction_set", lambda: "avx2")
     current = onnx_encoder.int8_config
     monkeypatch.setattr(onnx_encoder, "int8_config", lambda isa: onnx_encoder.Int8Config("QUInt8", True, True))

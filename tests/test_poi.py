@@ -163,7 +163,8 @@ def test_usage_errors(tmp_path, stage1):
 def test_model_directory_is_not_overwritten_without_force(stage1):
     run = sembed("train", "--method", "mlm", "--from-scratch", *TINY, "-o", str(stage1), input=names_records())
     assert run.exit_code == 1
-    assert run.stderr.strip() == f"error: {stage1} already exists (hint: pass --force to replace it, or choose another -o)"
+    assert run.stderr.strip() == (f"error: {stage1} already exists "
+                                  "(hint: pass --force to replace it, or choose another -o)")
 
 
 def test_bad_records_name_file_and_line(tmp_path):
@@ -558,7 +559,9 @@ def test_the_lookup_finds_each_kind_of_query_a_user_types(lookup_model, tmp_path
     firsts = {}
     for record in run.records:
         firsts.setdefault(record["perturbation"], []).append(record["neighbors"][0]["text"] == record["target"])
-    assert {kind: all(hits) for kind, hits in firsts.items()} == dict.fromkeys(("typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped", "case and punctuation", "abbreviation"), True)
+    assert {kind: all(hits) for kind, hits in firsts.items()} == dict.fromkeys(
+        ("typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped",
+         "case and punctuation", "abbreviation"), True)
     recall = subprocess.run(report + ["recall"], input="".join(json.dumps(r) + "\n" for r in run.records),
                             capture_output=True, text=True, check=True)
     assert {kind: m["recall_at_10"] for kind, m in json.loads(recall.stdout).items()} == {

@@ -155,7 +155,8 @@ def test_parse_then_spo_equals_spo_alone():
 def test_tokens_given_are_used_and_spacy_is_not_loaded():
     tokens = [{"i": 0, "text": "cats", "lemma": "cat", "pos": "NOUN", "tag": "NNS", "dep": "nsubj", "head": 1},
               {"i": 1, "text": "purr", "lemma": "purr", "pos": "VERB", "tag": "VBP", "dep": "ROOT", "head": 1}]
-    run = sembed("spo", "--model", "no_such_pipeline", input=jsonl({"text": "(not what the tokens say)", "tokens": tokens}))
+    run = sembed("spo", "--model", "no_such_pipeline",
+                 input=jsonl({"text": "(not what the tokens say)", "tokens": tokens}))
     assert run.exit_code == 0
     assert run.records[0]["s_cf"] == "cats purr"
     run = sembed("spo", "--model", "no_such_pipeline", input=jsonl({"text": "A dog barks."}))

@@ -64,7 +64,8 @@ def test_a_model_against_itself_or_a_monotone_copy_differs_by_exactly_zero():
     rng = np.random.default_rng(1)
     gold, a = rng.uniform(0, 5, 30), rng.uniform(-1, 1, 30)
     same = sts.paired_difference(a, a, gold, resamples=100)
-    assert (same["pearson"], same["pearson_ci"], same["spearman"], same["spearman_ci"]) == (0.0, [0.0, 0.0], 0.0, [0.0, 0.0])
+    assert (same["pearson"], same["pearson_ci"], same["spearman"], same["spearman_ci"]) == \
+        (0.0, [0.0, 0.0], 0.0, [0.0, 0.0])
     cubed = sts.paired_difference(a, a ** 3, gold, resamples=100)  # the same ranks: the same rho in every resample
     assert cubed["spearman"] == 0.0 and cubed["spearman_ci"] == [0.0, 0.0] and cubed["pearson"] != 0.0
 
@@ -128,7 +129,8 @@ def test_versus_key_reads_the_other_model_from_the_same_records():
     records = side(A_COSINES, MODEL_A)
     for record, (c, s) in zip(records, B_COSINES):
         record |= {"sbert_a": [1.0, 0.0], "sbert_b": [c, s], "sbert_model": MODEL_B}
-    run = sembed("eval", "sts", "-q", "--versus-key", "sbert", "--resamples", "50", "--seed", "5", input=jsonl(*records))
+    run = sembed("eval", "sts", "-q", "--versus-key", "sbert", "--resamples", "50", "--seed", "5",
+                 input=jsonl(*records))
     assert run.exit_code == 0, run.stderr
     [report] = run.records
     assert report["b"]["similarity"] == "cosine(sbert_a, sbert_b)" and report["b"]["embedding_model"] == MODEL_B
@@ -176,11 +178,14 @@ def test_versus_refuses_files_of_other_pairs(tmp_path, change, message):
 
 @pytest.mark.parametrize("args, message", [
     (["--versus", "b.jsonl", "--versus-key", "sbert"], "give the other model once: --versus FILE or --versus-key NAME"),
-    (["--versus-key", "sbert", "--cf-grid", "0:1:0.5"], "--versus-key compares two models over all pairs; leave out --cf-grid"),
-    (["--versus-key", "sbert", "--group-by", "genre"], "--versus-key compares two models over all pairs; leave out --group-by"),
+    (["--versus-key", "sbert", "--cf-grid", "0:1:0.5"],
+     "--versus-key compares two models over all pairs; leave out --cf-grid"),
+    (["--versus-key", "sbert", "--group-by", "genre"],
+     "--versus-key compares two models over all pairs; leave out --group-by"),
     (["--versus", "b.jsonl", "--pairs", "p.jsonl"], "--versus compares two models over all pairs; leave out --pairs"),
     (["--versus", "-"], "--versus names the input itself: give the other model's records"),
-    (["--versus-key", "sbert", "--resamples", "0"], "Invalid value for '--resamples': Input should be greater than or equal to 1"),
+    (["--versus-key", "sbert", "--resamples", "0"],
+     "Invalid value for '--resamples': Input should be greater than or equal to 1"),
 ])
 def test_versus_usage_errors(args, message):
     run = sembed("eval", "sts", *args, input=jsonl(*side(A_COSINES)))

@@ -163,7 +163,8 @@ def inner_search(x: np.ndarray, y: np.ndarray, folds: int, seed: int) -> float:
     splits = list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y))
     scores = []
     for c in C_GRID:
-        scores.append(np.mean([np.mean(classifier(c, seed).fit(x[tr], y[tr]).predict(x[te]) == y[te]) for tr, te in splits]))
+        scores.append(np.mean([np.mean(classifier(c, seed).fit(x[tr], y[tr]).predict(x[te]) == y[te])
+                               for tr, te in splits]))
     return C_GRID[int(np.argmax(scores))]  # ties go to the stronger regularisation, listed first
 
 

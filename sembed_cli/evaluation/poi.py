@@ -102,7 +102,8 @@ def report(rows: Sequence[tuple[float, bool, object]], score_key: str = "taste_s
     def columns(chosen: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
         return np.array([r[0] for r in chosen], dtype=float), np.array([r[1] for r in chosen], dtype=bool)
 
-    reported = [r for r in rows if (test_split is None or r[2] == test_split) and (tune_split is None or r[2] != tune_split)]
+    reported = [r for r in rows
+                if (test_split is None or r[2] == test_split) and (tune_split is None or r[2] != tune_split)]
     if not reported:
         raise SembedError(f"no records of split '{test_split}' to report" if test_split else "no records to report")
     scores, gold = columns(reported)

@@ -55,7 +55,8 @@ def delimited_records(path: str, source: RecordSource):
         yield number, record
 
 
-def read_norms(path: str, reader: NormReader, skip_errors: bool = False) -> tuple[list[tuple[str, float]], RecordSource]:
+def read_norms(path: str, reader: NormReader,
+               skip_errors: bool = False) -> tuple[list[tuple[str, float]], RecordSource]:
     source = RecordSource(path, skip_errors=skip_errors)
     norms: list[tuple[str, float]] = []
     if Path(path).suffix.lower() in DELIMITED:

@@ -201,7 +201,8 @@ class VectorIndex:
                 vectors = VectorFile.named(path, index.d, settings["rerank"])
                 if vectors.rows_on_disk() < store.number("vector_rows"):
                     raise SembedError(f"damaged index at '{path}': {vectors.path.name} holds "
-                                      f"{vectors.rows_on_disk()} rows, the store {store.number('vector_rows')}", REBUILD)
+                                      f"{vectors.rows_on_disk()} rows, the store {store.number('vector_rows')}",
+                                      REBUILD)
             removed = np.asarray(store.removed(), dtype=np.int64)
         except BaseException:
             store.close()

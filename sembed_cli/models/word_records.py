@@ -104,7 +104,8 @@ def word_batches(records: Iterable[dict], encoder, text_key: str = "text", batch
     tokens_key = derived_key(text_key, "tokens")
     position = 0
     for batch in batched(records, batch_size):
-        parses = parse_missing([record.get(tokens_key) for record in batch], [record[text_key] for record in batch], nlp)
+        parses = parse_missing([record.get(tokens_key) for record in batch], [record[text_key] for record in batch],
+                               nlp)
         vectors = encoder.encode([[t["text"] for t in tokens] for tokens in parses], batch_size=encode_batch_size)
         if syntax_map is not None:
             lengths = [len(v) for v in vectors]

@@ -45,8 +45,9 @@ class SickColumns:
     are optional (an unannotated test file has neither).
     """
 
-    FIELDS: ClassVar[dict[str, str]] = {"pair_ID": "id", "sentence_A": "text_a", "sentence_B": "text_b", "relatedness_score": "score",
-              "entailment_judgment": "label", "entailment_label": "label"}
+    FIELDS: ClassVar[dict[str, str]] = {"pair_ID": "id", "sentence_A": "text_a", "sentence_B": "text_b",
+                                        "relatedness_score": "score", "entailment_judgment": "label",
+                                        "entailment_label": "label"}
     REQUIRED = ("pair_ID", "sentence_A", "sentence_B")
 
     def __init__(self, header: str):
