@@ -16,12 +16,20 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rich.console import Console
 
 if TYPE_CHECKING:  # rich.progress is imported when a bar is shown, not at start-up
     from rich.progress import Progress, TaskID
+
+
+class ReadPosition(Protocol):
+    """How far a reader is into its input (io.ReadPosition): what a progress bar needs."""
+
+    size: int | None  # None for stdin or a pipe
+
+    def bytes_read(self) -> int: ...
 
 T = TypeVar("T")
 
@@ -127,7 +135,7 @@ class StreamProgress:
     `position` tells the bytes read and the file's size (None for stdin or a pipe: no total, no ETA then).
     """
 
-    def __init__(self, description: str, position=None):
+    def __init__(self, description: str, position: ReadPosition | None = None):
         self.description = description
         self.position = position
         self.count = 0
@@ -174,10 +182,10 @@ class StreamProgress:
         import time
 
         seconds = max(time.monotonic() - self._started, 1e-9)
-        done = self.position.bytes_read() if self._size() else None
+        done = self.position.bytes_read() if self.position is not None and self._size() else None
         self._bar.update(self._task, completed=done, written=f"{count:,}", rate=f"{count / seconds:,.1f} records/s")
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._bar is None:
             return
         import time

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
@@ -31,7 +32,7 @@ class SembedGroup(TyperGroup):
             args = ["index-merge", *args[2:]]
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: typer.Context):  # type: ignore[override]
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except SembedError as e:

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from ..io import RecordSource, derived_key
 from ..models.model_identity import OneModel
 from . import tables
 from .records import read_all
+
+if TYPE_CHECKING:  # scikit-learn is imported where a classifier is fitted
+    from sklearn.linear_model import LogisticRegression
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +151,7 @@ def cross_validate(features: np.ndarray, labels: Sequence[str], folds: int = DEF
     return CrossValidation(accuracies, classes, chosen, unconverged, notes)
 
 
-def classifier(c: float, seed: int):
+def classifier(c: float, seed: int) -> LogisticRegression:
     from sklearn.linear_model import LogisticRegression
 
     return LogisticRegression(C=c, solver="lbfgs", max_iter=MAX_ITER, random_state=seed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import console
@@ -36,7 +37,7 @@ class NormReader:
         return check_text(record, self.word_key).strip(), check_number(record, self.rating_key, "the rating")
 
 
-def delimited_records(path: str, source: RecordSource):
+def delimited_records(path: str, source: RecordSource) -> Iterator[tuple[int, dict[str, str | float]]]:
     """The rows of a CSV/TSV file with a header as (line number, dict) pairs, the values as numbers where they are."""
     delimiter = DELIMITED[Path(path).suffix.lower()]
     lines = text_lines(path, source.rejects)

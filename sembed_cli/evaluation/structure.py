@@ -98,7 +98,7 @@ class StructureWords:
         return len(self.vectors)
 
 
-def _hashable(value):
+def _hashable(value: object) -> object:
     return (type(value).__name__, value) if isinstance(value, bool) else value
 
 
