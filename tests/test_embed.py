@@ -246,7 +246,8 @@ def test_file_input_and_output(tiny_model, tmp_path):
 
 @pytest.mark.parametrize("options, code, message", [
     (["--precision", "fp16", "--device", "cpu"], 1,
-     "error: --precision fp16 needs CUDA; on the CPU this command runs in fp32 (hint: use --precision auto or fp32)"),
+     "error: --precision fp16 needs CUDA; on the CPU this command runs in fp32 "
+     "(hint: use --precision auto or fp32)"),
     (["--cf-weight", "nan"], 2, "Invalid value for '--cf-weight': must be a finite number"),
     (["--precision", "int3"], 2, "Invalid value for '--precision'"),
     (["-m", "/no/such/model"], 1, "error: no sentence-transformers model at '/no/such/model'"),

@@ -24,14 +24,14 @@ def gensets_records(count: int = 40, seed: int = 0) -> list[dict]:
     """Sets of 3 aligned sentences of two templates, as `sembed gensets` writes them."""
     rng = random.Random(seed)
     records = []
+
+    def sentence(odd: bool) -> list[str]:
+        if odd:
+            return ["the", rng.choice(ADJECTIVES), rng.choice(NOUNS), rng.choice(VERBS), "a", rng.choice(NOUNS)]
+        return [rng.choice(NOUNS), rng.choice(VERBS), "the", rng.choice(NOUNS), "in", "the", rng.choice(NOUNS)]
+
     for set_id in range(count):
-        if set_id % 2:
-            make = lambda: ["the", rng.choice(ADJECTIVES), rng.choice(NOUNS), rng.choice(VERBS), "a",  # noqa: E731
-                            rng.choice(NOUNS)]
-        else:
-            make = lambda: [rng.choice(NOUNS), rng.choice(VERBS), "the", rng.choice(NOUNS), "in", "the",  # noqa: E731
-                            rng.choice(NOUNS)]
-        words = [make() for _ in range(3)]
+        words = [sentence(bool(set_id % 2)) for _ in range(3)]
         records.append({"set_id": set_id, "sentences": [" ".join(w) for w in words], "words": words})
     return records
 
