@@ -11,6 +11,7 @@ second one refuses while the first holds its lock (`exclusive`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fcntl
 import hashlib
@@ -70,10 +71,8 @@ def exclusive(path: Path) -> Iterator[None]:
         yield
     finally:
         del _held[key]
-        try:
+        with contextlib.suppress(OSError):
             lock.unlink()  # before the lock goes, so no one locks a file that is no longer the lock
-        except OSError:
-            pass
         os.close(descriptor)
 
 
@@ -106,9 +105,8 @@ def building(path: Path, force: bool = False) -> Iterator[Path]:
     at every moment either the old or the new artifact is at `path`. The
     artifact's lock is held throughout (`exclusive`).
     """
-    with exclusive(path):
-        with _building(path, force) as work:
-            yield work
+    with exclusive(path), _building(path, force) as work:
+        yield work
 
 
 @contextmanager
@@ -173,7 +171,7 @@ def describe(command: str, data: dict, settings: dict, **fields: object) -> dict
         **fields,
         "command": command,
         "command_line": command_line(),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "data": data,
         "settings": settings,
         "versions": package_versions(),

@@ -16,9 +16,20 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from rich.console import Console
+
+if TYPE_CHECKING:  # rich.progress is imported when a bar is shown, not at start-up
+    from rich.progress import Progress, TaskID
+
+
+class ReadPosition(Protocol):
+    """How far a reader is into its input (io.ReadPosition): what a progress bar needs."""
+
+    size: int | None  # None for stdin or a pipe
+
+    def bytes_read(self) -> int: ...
 
 T = TypeVar("T")
 
@@ -105,7 +116,8 @@ def progress(items: Iterable[T], description: str, total: int | None = None, uni
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    columns = [SpinnerColumn(), TextColumn(description), MofNCompleteColumn() if total else TextColumn("{task.completed} " + unit),
+    columns = [SpinnerColumn(), TextColumn(description),
+               MofNCompleteColumn() if total else TextColumn("{task.completed} " + unit),
                BarColumn() if total else TextColumn(""), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(description, total=total)
@@ -123,12 +135,12 @@ class StreamProgress:
     `position` tells the bytes read and the file's size (None for stdin or a pipe: no total, no ETA then).
     """
 
-    def __init__(self, description: str, position=None):
+    def __init__(self, description: str, position: ReadPosition | None = None):
         self.description = description
         self.position = position
         self.count = 0
-        self._bar = None
-        self._task = None
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
         self._started = 0.0
 
     def __enter__(self) -> StreamProgress:
@@ -137,8 +149,15 @@ class StreamProgress:
         self._started = time.monotonic()
         if not state.shows_progress:
             return self
-        from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         columns = [SpinnerColumn(), TextColumn(self.description), TextColumn("{task.fields[written]} records"),
                    TextColumn("{task.fields[rate]}")]
@@ -158,15 +177,15 @@ class StreamProgress:
     def written(self, count: int) -> None:
         """`count` records are out so far."""
         self.count = count
-        if self._bar is None:
+        if self._bar is None or self._task is None:
             return
         import time
 
         seconds = max(time.monotonic() - self._started, 1e-9)
-        done = self.position.bytes_read() if self._size() else None
+        done = self.position.bytes_read() if self.position is not None and self._size() else None
         self._bar.update(self._task, completed=done, written=f"{count:,}", rate=f"{count / seconds:,.1f} records/s")
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._bar is None:
             return
         import time

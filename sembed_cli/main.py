@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
@@ -24,13 +25,15 @@ from .errors import SembedError
 class SembedGroup(TyperGroup):
     """Runs a subcommand and reports what went wrong in one line on stderr."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    # typer hands its own Context (a subclass) to both; the base class names the click Context typer vendors
+    # privately (typer._click), which sembed does not import.
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:  # type: ignore[override]
         """`sembed index merge ...` is the command index-merge (index's own first argument is its INPUT)."""
         if len(args) >= 2 and args[0] == "index" and args[1] == "merge":
             args = ["index-merge", *args[2:]]
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: typer.Context):
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except SembedError as e:
@@ -84,7 +87,8 @@ app = typer.Typer(
 @app.callback()
 def root(
     ctx: typer.Context,
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
 ) -> None:
     """Composable tools for sentence and word representations: JSONL records in, JSONL records out.
 

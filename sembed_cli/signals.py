@@ -16,6 +16,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -47,7 +48,7 @@ def describe(interruption: KeyboardInterrupt) -> str:
     return "interrupted" if signum == signal.SIGINT else f"interrupted by {signal.Signals(signum).name}"
 
 
-def _handle(signum: int, frame) -> None:
+def _handle(signum: int, frame: FrameType | None) -> None:
     if _state.received is not None:
         return
     _state.received = signum

@@ -295,7 +295,7 @@ def test_a_full_disk_keeps_the_whole_batches_before_it(tmp_path, monkeypatch):
     from sembed_cli.io import stream
 
     def opening(path, mode="r", *args, **kwargs):
-        file = builtins.open(path, mode, *args, **kwargs)
+        file = builtins.open(path, mode, *args, **kwargs)  # noqa: SIM115 (the caller closes it, as io's open)
         return FullDisk(file) if "w" in mode else file
 
     monkeypatch.setattr(stream, "open", opening, raising=False)
@@ -352,7 +352,8 @@ def test_a_model_directory_without_a_masked_lm_head_is_refused(tiny_model):
         run = sembed(*args, input=jsonl({"text": "Springfield"}))
         assert run.exit_code == 1
         assert run.stderr == (f"error: the model at '{encoder}' has no masked-LM head (missing cls.predictions.bias, "
-                              "cls.predictions.decoder.bias, cls.predictions.transform.LayerNorm.bias, ...) (hint: pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote)\n")
+                              "cls.predictions.decoder.bias, cls.predictions.transform.LayerNorm.bias, ...) "
+                              "(hint: pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote)\n")
         assert run.stdout == ""
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import TINY_DIM
-from sembed_cli.models.contextual_words import WordEncoder, syntax_layer, transformer_path
+
 from sembed_cli.errors import SembedError
+from sembed_cli.models.contextual_words import WordEncoder, syntax_layer, transformer_path
 
 SENTENCES = [["The", "unbelievably", "tall", "giraffe", "ate", "."], ["Cats", "sleep"]]
 

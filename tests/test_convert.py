@@ -6,7 +6,6 @@ import gzip
 from pathlib import Path
 
 import pytest
-
 from conftest import sembed
 
 from sembed_cli.errors import BadRecord

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, jsonl, sembed
 
 REFUSED = "cannot run distributed (WORLD_SIZE=2): every rank would do all of it and write the same output " \

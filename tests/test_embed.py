@@ -8,11 +8,12 @@ import shutil
 import numpy as np
 import orjson
 import pytest
-
 from conftest import TINY_DIM, jsonl, sembed
-from sembed_cli.models import sentence_models
+
 from sembed_cli.io import TextFields
+from sembed_cli.models import sentence_models
 from sembed_cli.models.sentence_embedding import VectorFile, embed_records, encode
+
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model):
@@ -94,10 +95,9 @@ def test_vector_file_loads_with_numpy(tmp_path, rows, dim):
 
 
 def test_vector_file_left_out_after_an_internal_error(tmp_path):
-    with pytest.raises(ZeroDivisionError):
-        with VectorFile(tmp_path / "m.npy") as vectors:
-            vectors.append(np.ones((2, 3), dtype=np.float32))
-            1 / 0
+    with pytest.raises(ZeroDivisionError), VectorFile(tmp_path / "m.npy") as vectors:
+        vectors.append(np.ones((2, 3), dtype=np.float32))
+        raise ZeroDivisionError("an internal error")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -246,7 +246,8 @@ def test_file_input_and_output(tiny_model, tmp_path):
 
 @pytest.mark.parametrize("options, code, message", [
     (["--precision", "fp16", "--device", "cpu"], 1,
-     "error: --precision fp16 needs CUDA; on the CPU this command runs in fp32 (hint: use --precision auto or fp32)"),
+     "error: --precision fp16 needs CUDA; on the CPU this command runs in fp32 "
+     "(hint: use --precision auto or fp32)"),
     (["--cf-weight", "nan"], 2, "Invalid value for '--cf-weight': must be a finite number"),
     (["--precision", "int3"], 2, "Invalid value for '--precision'"),
     (["-m", "/no/such/model"], 1, "error: no sentence-transformers model at '/no/such/model'"),

@@ -8,7 +8,6 @@ import numpy as np
 import orjson
 import pytest
 import scipy.stats
-
 from conftest import jsonl, sembed
 from sembed_cli.evaluation import cf_sweep, classify, entailment, pair_similarity, statistics, sts
 
@@ -181,8 +180,9 @@ def test_sts_group_by():
     for name, metrics in report["groups"].items():
         mask = np.array([r["genre"] == name for r in records])
         assert metrics["n"] == mask.sum()
-        assert metrics["pearson"] == pytest.approx(100 * scipy.stats.pearsonr(sim[mask], gold[mask]).statistic, abs=1e-4)
-        assert metrics["spearman"] == pytest.approx(100 * scipy.stats.spearmanr(sim[mask], gold[mask]).statistic, abs=1e-4)
+        pearson, spearman = scipy.stats.pearsonr(sim[mask], gold[mask]), scipy.stats.spearmanr(sim[mask], gold[mask])
+        assert metrics["pearson"] == pytest.approx(100 * pearson.statistic, abs=1e-4)
+        assert metrics["spearman"] == pytest.approx(100 * spearman.statistic, abs=1e-4)
     assert report["pearson"] == pytest.approx(100 * scipy.stats.pearsonr(sim, gold).statistic, abs=1e-4)
     assert "forum" in run.stderr and "all" in run.stderr
 
@@ -214,7 +214,8 @@ def test_cf_grid_equals_recombining_the_vectors():
     run = sembed("eval", "sts", "--cf-grid", "0:1:0.1", input=jsonl(*records))
     assert run.exit_code == 0, run.stderr
     report = run.records[0]
-    assert report["similarity"] == "cosine(embedding_basic_a + W * embedding_cf_a, embedding_basic_b + W * embedding_cf_b)"
+    assert report["similarity"] == ("cosine(embedding_basic_a + W * embedding_cf_a, "
+                                    "embedding_basic_b + W * embedding_cf_b)")
     assert [entry["cf_weight"] for entry in report["cf_grid"]] == sts.parse_grid("0:1:0.1")
     gold = np.array([r["score"] for r in records])
     for entry in report["cf_grid"]:
@@ -268,7 +269,8 @@ def test_entailment_on_separable_pairs_and_on_random_labels():
 
 def test_entailment_is_seeded():
     records = jsonl(*labelled_pairs(90, False))
-    first, again = sembed("eval", "entailment", "--seed", "3", input=records), sembed("eval", "entailment", "--seed", "3", input=records)
+    first = sembed("eval", "entailment", "--seed", "3", input=records)
+    again = sembed("eval", "entailment", "--seed", "3", input=records)
     other = sembed("eval", "entailment", "--seed", "4", input=records)
     assert first.records == again.records
     assert first.records[0]["fold_accuracies"] != other.records[0]["fold_accuracies"]
@@ -302,7 +304,8 @@ def test_a_label_thinner_than_the_folds_is_a_warning():
     records = [{"embedding": row.tolist(), "label": label} for row, label in zip(x, labels)]
     run = sembed("eval", "classify", "-q", input=jsonl(*records))
     assert run.exit_code == 0
-    assert run.stderr == "warning: label 'rare' has only 3 record(s), fewer than the 10 folds: some test folds lack it\n"
+    assert run.stderr == ("warning: label 'rare' has only 3 record(s), fewer than the 10 folds: "
+                          "some test folds lack it\n")
 
 
 # --- bad input: exact messages, exit 1 ------------------------------------------------------------------
@@ -362,13 +365,14 @@ def test_classify_bad_records():
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "1e999"])
 def test_nan_and_infinite_values_are_rejected_at_their_line(value):
     # orjson, like strict JSON, has no NaN or infinity: such a value fails as JSON, at its line and column
-    line = '{"score": 1, "embedding_a": [%s, 1.0], "embedding_b": [1.0, 1.0]}' % value
+    line = f'{{"score": 1, "embedding_a": [{value}, 1.0], "embedding_b": [1.0, 1.0]}}'
     run = sembed("eval", "sts", input=jsonl(GOOD) + line + "\n")
     assert run.exit_code == 1
     assert run.stderr.startswith("error: <stdin>:2: invalid JSON: ")
     if value != "1e999":
         column = line.index(value) + 1
-        assert run.stderr == f"error: <stdin>:2: invalid JSON: NaN and Infinity are not JSON numbers at column {column}\n"
+        assert run.stderr == ("error: <stdin>:2: invalid JSON: NaN and Infinity are not JSON numbers "
+                              f"at column {column}\n")
 
 
 def test_nan_is_named_by_the_field_reader():
@@ -383,7 +387,8 @@ def test_nan_is_named_by_the_field_reader():
 
 @pytest.mark.parametrize("records, message", [
     ([GOOD], "correlation undefined: 1 pair(s), at least 2 needed"),
-    ([GOOD, _with(embedding_b=[2.0, 1.0, 2.0])], "correlation undefined: every score is 1 (a constant column over 2 pairs)"),
+    ([GOOD, _with(embedding_b=[2.0, 1.0, 2.0])],
+     "correlation undefined: every score is 1 (a constant column over 2 pairs)"),
     ([_with(score=1.0), _with(score=2.0)], "correlation undefined: every cosine(embedding_a, embedding_b) is 0.87831 "
                                            "(a constant column over 2 pairs)"),
 ])

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import jsonl, sembed  # noqa: E402
-from test_structure import WORDS  # noqa: E402
+from conftest import jsonl, sembed
+from test_structure import WORDS
 
-from sembed_cli import console  # noqa: E402
+from sembed_cli import console
 
 GOLDEN = Path(__file__).with_name("eval_output.json")
 WIDTH = 100
@@ -79,7 +79,8 @@ FILES = {
     "pairs.jsonl": lambda: jsonl(*pairs()),
     "other.jsonl": lambda: jsonl(*other_model(pairs())),
     "both.jsonl": lambda: jsonl(*({**r, "other_a": o["embedding_a"], "other_b": o["embedding_b"],
-                                   "other_model": o["embedding_model"]} for r, o in zip(pairs(), other_model(pairs())))),
+                                   "other_model": o["embedding_model"]}
+                                  for r, o in zip(pairs(), other_model(pairs())))),
     "parts.jsonl": lambda: jsonl(*parts()),
     "labelled.jsonl": lambda: jsonl(*labelled()),
     "tasted.jsonl": lambda: jsonl(*tasted()),
@@ -92,7 +93,8 @@ CASES = {
     "sts": (["sts", "pairs.jsonl"], []),
     "sts-groups-stdin": (["sts", "--group-by", "genre", "-"], []),
     "sts-quiet": (["sts", "pairs.jsonl", "-q"], []),
-    "sts-pairs-file": (["sts", "pairs.jsonl", "--pairs", "out.jsonl", "-o", "metrics.json"], ["out.jsonl", "metrics.json"]),
+    "sts-pairs-file": (["sts", "pairs.jsonl", "--pairs", "out.jsonl", "-o", "metrics.json"],
+                       ["out.jsonl", "metrics.json"]),
     "sts-pairs-stdout": (["sts", "pairs.jsonl", "--pairs", "-", "-o", "metrics.json"], ["metrics.json"]),
     "sts-cf-grid": (["sts", "parts.jsonl", "--cf-grid", "0:1:0.5", "--group-by", "genre"], []),
     "sts-versus": (["sts", "pairs.jsonl", "--versus", "other.jsonl", "--resamples", "40", "--seed", "3"], []),

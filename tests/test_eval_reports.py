@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import jsonl
+
 from sembed_cli import console
 from sembed_cli.errors import SembedError
 from sembed_cli.evaluation import classify, entailment, poi, salience, statistics, structure, sts
@@ -44,7 +44,7 @@ def test_sts_evaluate_counts_unscored_pairs_and_groups(tmp_path, capsys):
 def test_sts_evaluate_writes_each_pair_with_its_similarity(tmp_path):
     pairs = tmp_path / "similarities.jsonl"
     sts.evaluate(written(tmp_path, "pairs.jsonl", PAIRS), pairs=str(pairs))
-    lines = [line for line in pairs.read_text().splitlines()]
+    lines = pairs.read_text().splitlines()
     assert len(lines) == 7 and '"embedding' not in pairs.read_text()
     assert '"similarity":0.8' in lines[1] and '"score":null' in lines[6]
 
@@ -82,7 +82,8 @@ def test_sts_evaluate_versus_a_file_and_a_key(tmp_path):
 
 # (score, gold, split): dev's best F0.5 is at 0.6, where test has one false positive
 POI_ROWS = [(0.9, True, "dev"), (0.6, True, "dev"), (0.55, False, "dev"), (0.3, False, "dev"),
-            (0.8, True, "test"), (0.58, False, "test"), (0.62, False, "test"), (0.2, False, "test"), (0.7, True, "train")]
+            (0.8, True, "test"), (0.58, False, "test"), (0.62, False, "test"), (0.2, False, "test"),
+            (0.7, True, "train")]
 
 
 def test_poi_report_tunes_the_threshold_on_one_split_and_reports_another():
@@ -98,9 +99,9 @@ def test_poi_report_tunes_the_threshold_on_one_split_and_reports_another():
 
 
 def test_poi_report_needs_records_of_each_split():
-    with pytest.raises(SembedError, match="^no records of split 'dev' to report$"):
+    with pytest.raises(SembedError, match=r"^no records of split 'dev' to report$"):
         poi.report(POI_ROWS[4:], test_split="dev")
-    with pytest.raises(SembedError, match="^no records of split 'nothing' to tune the threshold on$"):
+    with pytest.raises(SembedError, match=r"^no records of split 'nothing' to tune the threshold on$"):
         poi.report(POI_ROWS, tune_split="nothing")
 
 
@@ -115,7 +116,8 @@ def test_poi_evaluate_reads_the_gold_label_taste_kept(tmp_path):
 
 def separable_records(n: int, key: str = "embedding") -> list[dict]:
     rng = np.random.default_rng(0)
-    return [{key: [3.0 if i % 2 else -3.0, *rng.normal(size=3).tolist()], "label": ("neg", "pos")[i % 2]} for i in range(n)]
+    return [{key: [3.0 if i % 2 else -3.0, *rng.normal(size=3).tolist()], "label": ("neg", "pos")[i % 2]}
+            for i in range(n)]
 
 
 def test_classify_and_entailment_evaluate(tmp_path):

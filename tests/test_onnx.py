@@ -11,20 +11,20 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-
-from sembed_cli.models import onnx_encoder, sentence_models
-from sembed_cli.errors import SembedError
-
 from conftest import ROOT, jsonl, sembed
+
+from sembed_cli.errors import SembedError
+from sembed_cli.models import onnx_encoder, sentence_models
 
 TEXTS = ["A man is playing a guitar.", "A woman slices an onion.", "", "x",
          "a long text of many words " * 20]  # longer than the tiny model's 64 tokens: truncated as torch does
 HEAVY = ("torch", "transformers", "sentence_transformers", "spacy")
 # Runs `sembed ARGS` and says on stderr which heavy libraries the process imported.
 IMPORTS_PROBE = ("import atexit, sys, runpy\n"
-                 "atexit.register(lambda: print('IMPORTED', [m for m in %r if m in sys.modules], file=sys.stderr))\n"
+                 f"atexit.register(lambda: print('IMPORTED', [m for m in {HEAVY!r} if m in sys.modules], "
+                 "file=sys.stderr))\n"
                  "sys.argv = ['sembed', *sys.argv[1:]]\n"
-                 "runpy.run_module('sembed_cli', run_name='__main__')\n") % (HEAVY,)
+                 "runpy.run_module('sembed_cli', run_name='__main__')\n")
 
 
 @pytest.fixture(autouse=True)
@@ -168,7 +168,8 @@ def quantized_weight_types(path: Path) -> set[str]:
 
 
 def test_an_int8_export_made_with_an_earlier_config_is_rebuilt(model, monkeypatch, caplog):
-    """sembed before 7-bit signed AVX2 weights wrote 7-bit unsigned ones: such an export is stale, the fp32 one is not."""
+    """sembed before 7-bit signed AVX2 weights wrote 7-bit unsigned ones: such an export is stale, the fp32 one is
+    not."""
     monkeypatch.setattr(onnx_encoder, "cpu_instruction_set", lambda: "avx2")
     current = onnx_encoder.int8_config
     monkeypatch.setattr(onnx_encoder, "int8_config", lambda isa: onnx_encoder.Int8Config("QUInt8", True, True))

@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import interrupt_at_call, jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
@@ -166,7 +165,8 @@ def test_usage_errors(tmp_path, stage1):
 def test_model_directory_is_not_overwritten_without_force(stage1):
     run = sembed("train", "--method", "mlm", "--from-scratch", *TINY, "-o", str(stage1), input=names_records())
     assert run.exit_code == 1
-    assert run.stderr.strip() == f"error: {stage1} already exists (hint: pass --force to replace it, or choose another -o)"
+    assert run.stderr.strip() == (f"error: {stage1} already exists "
+                                  "(hint: pass --force to replace it, or choose another -o)")
 
 
 def test_bad_records_name_file_and_line(tmp_path):
@@ -465,7 +465,6 @@ def test_the_baseline_finds_exact_nearest_names_best_first_and_classifies(monkey
     """examples/poi_baseline.py (the baseline of poi_reproduction.sh and poi_vote_ceiling.py): `nearest` is the exact
     cosine top k, best first, across its batches; `classifier` scores a place above a word it was taught."""
     import numpy as np
-
     from conftest import ROOT
 
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
@@ -562,13 +561,13 @@ def test_the_lookup_finds_each_kind_of_query_a_user_types(lookup_model, tmp_path
     firsts = {}
     for record in run.records:
         firsts.setdefault(record["perturbation"], []).append(record["neighbors"][0]["text"] == record["target"])
-    assert {kind: all(hits) for kind, hits in firsts.items()} == {kind: True for kind in (
-        "typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped",
-        "case and punctuation", "abbreviation")}
+    assert {kind: all(hits) for kind, hits in firsts.items()} == dict.fromkeys(
+        ("typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped",
+         "case and punctuation", "abbreviation"), True)
     recall = subprocess.run(report + ["recall"], input="".join(json.dumps(r) + "\n" for r in run.records),
                             capture_output=True, text=True, check=True)
     assert {kind: m["recall_at_10"] for kind, m in json.loads(recall.stdout).items()} == {
-        "all": 1.0, **{kind: 1.0 for kind in firsts}}
+        "all": 1.0, **dict.fromkeys(firsts, 1.0)}
 
 
 def test_a_second_index_of_the_same_names_adds_its_vote(lookup_model, tmp_path):

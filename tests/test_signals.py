@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import orjson
 import pytest
-
 from conftest import ROOT, jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
@@ -148,8 +147,9 @@ sentence_trainer.ConsoleProgress.on_step_begin = slow
 
 
 def test_sentence_encoder_training_stopped_by_sigterm_checkpoints_the_step_and_resumes(tiny_model, tmp_path):
-    from sembed_cli.training.checkpoints import latest, step_of
     from test_train import max_difference, pairs, weights
+
+    from sembed_cli.training.checkpoints import latest, step_of
 
     data = tmp_path / "pairs.jsonl"
     data.write_text(jsonl(*pairs()))

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import ClassVar
 
+import pytest
 from conftest import jsonl, sembed
-from sembed_cli.text import spacy_pipeline
-from sembed_cli.text.component_focus import spo_records
-from sembed_cli.text.component_focus import component_words, s_cf
-from sembed_cli.text.dependency import doc_tokens
+
 from sembed_cli.io import TextFields
+from sembed_cli.text import spacy_pipeline
+from sembed_cli.text.component_focus import component_words, s_cf, spo_records
+from sembed_cli.text.dependency import doc_tokens
 
 TABLE_1 = [
     ("An Asian woman in a crowd is not carrying a black bag", "woman not carrying bag"),
@@ -154,7 +155,8 @@ def test_parse_then_spo_equals_spo_alone():
 def test_tokens_given_are_used_and_spacy_is_not_loaded():
     tokens = [{"i": 0, "text": "cats", "lemma": "cat", "pos": "NOUN", "tag": "NNS", "dep": "nsubj", "head": 1},
               {"i": 1, "text": "purr", "lemma": "purr", "pos": "VERB", "tag": "VBP", "dep": "ROOT", "head": 1}]
-    run = sembed("spo", "--model", "no_such_pipeline", input=jsonl({"text": "(not what the tokens say)", "tokens": tokens}))
+    run = sembed("spo", "--model", "no_such_pipeline",
+                 input=jsonl({"text": "(not what the tokens say)", "tokens": tokens}))
     assert run.exit_code == 0
     assert run.records[0]["s_cf"] == "cats purr"
     run = sembed("spo", "--model", "no_such_pipeline", input=jsonl({"text": "A dog barks."}))
@@ -211,7 +213,7 @@ def test_skip_errors_and_batches_agree():
 
 def test_spo_records_parses_only_what_lacks_tokens(nlp):
     class CountingPipeline:
-        texts: list[str] = []
+        texts: ClassVar[list[str]] = []
 
         def pipe(self, texts, batch_size):
             texts = list(texts)

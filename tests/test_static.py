@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ROOT, jsonl, sembed
+from test_onnx import IMPORTS_PROBE
 
 from sembed_cli.models import sentence_models, static_model
 from sembed_cli.training import static_distillation
-
-from conftest import ROOT, jsonl, sembed
-from test_onnx import IMPORTS_PROBE
 
 TEXTS = ["A man is playing a guitar.", "A woman slices an onion.", "x", "Zebras!! qwzxv 12345", "!!",
          "a long text of many words " * 40]

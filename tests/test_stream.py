@@ -8,7 +8,6 @@ import sys
 
 import orjson
 import pytest
-
 from conftest import ROOT, jsonl, sembed
 
 GOOD = [{"text": "A man attacks a woman.", "id": 1}, {"text": "Dogs bark.", "id": 2}]
@@ -156,7 +155,8 @@ def test_a_wrong_count_of_text_keys_is_a_usage_error(given, default, why, messag
 def test_missing_input_file_and_unknown_model(tmp_path):
     run = sembed("parse", str(tmp_path / "nope.jsonl"))
     assert run.exit_code == 1
-    assert run.stderr == f"error: cannot open {tmp_path / 'nope.jsonl'}: No such file or directory (hint: check the path)\n"
+    assert run.stderr == (f"error: cannot open {tmp_path / 'nope.jsonl'}: No such file or directory "
+                          "(hint: check the path)\n")
     run = sembed("parse", "--model", "no_such_pipeline", input=jsonl(*GOOD))
     assert run.exit_code == 1
     assert run.stderr.startswith("error: spaCy pipeline 'no_such_pipeline' is not installed (hint: pip install")

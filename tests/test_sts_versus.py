@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import jsonl, sembed
 from sembed_cli.evaluation import statistics, sts
 
@@ -128,7 +127,8 @@ def test_versus_key_reads_the_other_model_from_the_same_records():
     records = side(A_COSINES, MODEL_A)
     for record, (c, s) in zip(records, B_COSINES):
         record |= {"sbert_a": [1.0, 0.0], "sbert_b": [c, s], "sbert_model": MODEL_B}
-    run = sembed("eval", "sts", "-q", "--versus-key", "sbert", "--resamples", "50", "--seed", "5", input=jsonl(*records))
+    run = sembed("eval", "sts", "-q", "--versus-key", "sbert", "--resamples", "50", "--seed", "5",
+                 input=jsonl(*records))
     assert run.exit_code == 0, run.stderr
     [report] = run.records
     assert report["b"]["similarity"] == "cosine(sbert_a, sbert_b)" and report["b"]["embedding_model"] == MODEL_B
@@ -179,7 +179,8 @@ def test_versus_refuses_files_of_other_pairs(tmp_path, change, message):
     (["--versus-key", "sbert", "--cf-grid", "0:1:0.5"], "--versus-key compares two models over all pairs; leave out --cf-grid"),
     (["--versus", "b.jsonl", "--pairs", "p.jsonl"], "--versus compares two models over all pairs; leave out --pairs"),
     (["--versus", "-"], "--versus names the input itself: give the other model's records"),
-    (["--versus-key", "sbert", "--resamples", "0"], "Invalid value for '--resamples': Input should be greater than or equal to 1"),
+    (["--versus-key", "sbert", "--resamples", "0"],
+     "Invalid value for '--resamples': Input should be greater than or equal to 1"),
 ])
 def test_versus_usage_errors(args, message):
     run = sembed("eval", "sts", *args, input=jsonl(*side(A_COSINES)))

@@ -8,14 +8,13 @@ import random
 
 import pytest
 import torch
+from conftest import interrupt_at_call, jsonl, sembed
 
 from sembed_cli.io import RecordSource
 from sembed_cli.models.syntax_map import SyntaxMap
 from sembed_cli.training import syntax as trainer
 from sembed_cli.training.job import Job
 from sembed_cli.training.methods import syntax
-
-from conftest import interrupt_at_call, jsonl, sembed
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -28,14 +27,14 @@ def gensets_records(count: int = 40, seed: int = 0) -> list[dict]:
     """Sets of 3 aligned sentences of two templates, as `sembed gensets` writes them."""
     rng = random.Random(seed)
     records = []
+
+    def sentence(odd: bool) -> list[str]:
+        if odd:
+            return ["the", rng.choice(ADJECTIVES), rng.choice(NOUNS), rng.choice(VERBS), "a", rng.choice(NOUNS)]
+        return [rng.choice(NOUNS), rng.choice(VERBS), "the", rng.choice(NOUNS), "in", "the", rng.choice(NOUNS)]
+
     for set_id in range(count):
-        if set_id % 2:
-            make = lambda: ["the", rng.choice(ADJECTIVES), rng.choice(NOUNS), rng.choice(VERBS), "a",  # noqa: E731
-                            rng.choice(NOUNS)]
-        else:
-            make = lambda: [rng.choice(NOUNS), rng.choice(VERBS), "the", rng.choice(NOUNS), "in", "the",  # noqa: E731
-                            rng.choice(NOUNS)]
-        words = [make() for _ in range(3)]
+        words = [sentence(bool(set_id % 2)) for _ in range(3)]
         records.append({"set_id": set_id, "sentences": [" ".join(w) for w in words], "words": words})
     return records
 
@@ -107,7 +106,7 @@ def test_train_writes_a_map_that_learns_and_reloads(tmp_path, tiny_model):
     assert history[-1]["held_out"]["loss"] < history[0]["held_out"]["loss"]
     assert not (tmp_path / "map.checkpoints").exists()
     assert syntax_map.apply(torch.ones(3, 64)).shape == (3, 8)
-    again, out_again = train(tmp_path, tiny_model, "--dimension", "8", name="again")
+    _again, out_again = train(tmp_path, tiny_model, "--dimension", "8", name="again")
     assert torch.equal(SyntaxMap.load(out_again).weight, syntax_map.weight)
 
 

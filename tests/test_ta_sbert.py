@@ -6,7 +6,6 @@ import json
 import random
 
 import pytest
-
 from conftest import jsonl, sembed
 
 torch = pytest.importorskip("torch")

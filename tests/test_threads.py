@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import typer
-
 from conftest import sembed
+
 from sembed_cli import threads
 from sembed_cli.main import app
 

@@ -10,7 +10,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sembed_cli.models.token_attention import (  # noqa: E402
-    INIT_BOUND, TokenAttention, TokenReconstruction, reconstruction_loss, token_weights)
+    INIT_BOUND,
+    TokenAttention,
+    TokenReconstruction,
+    reconstruction_loss,
+    token_weights,
+)
 
 
 def softmax(x: list[float]) -> list[float]:
@@ -27,7 +32,7 @@ def by_hand(E: list[list[float]], Wq, Wk, Wt, s_max: int) -> tuple[list[float], 
     K = [[dot(e, row) for row in Wk] for e in E]
     T = [dot(e, Wt[0]) for e in E]
     A = [softmax([dot(Q[i], K[j]) / math.sqrt(d) for j in range(s)]) for i in range(s)]
-    O = softmax([sum(A[i][j] * T[j] for j in range(s)) / math.sqrt(s_max) for i in range(s)])
+    O = softmax([sum(A[i][j] * T[j] for j in range(s)) / math.sqrt(s_max) for i in range(s)])  # noqa: E741 (eq. 3's O)
     V = [sum(E[i][c] * O[i] for i in range(s)) for c in range(d)]
     return O, V
 
@@ -52,7 +57,7 @@ def test_pooling_matches_a_hand_computation():
     assert features["token_weights"][0].tolist() == pytest.approx(weights, abs=1e-6)
     assert features["sentence_embedding"][0].tolist() == pytest.approx(vector, abs=1e-6)
     assert sum(weights) == pytest.approx(1.0)
-    assert len(set(round(w, 6) for w in weights)) == 3  # not the uniform weights of mean pooling
+    assert len({round(w, 6) for w in weights}) == 3  # not the uniform weights of mean pooling
 
 
 def test_padding_gets_no_weight_and_a_padded_text_pools_as_it_does_alone():
@@ -64,8 +69,9 @@ def test_padding_gets_no_weight_and_a_padded_text_pools_as_it_does_alone():
     assert w[0, 3:].tolist() == [0.0, 0.0] and w[1, 2:].tolist() == [0.0, 0.0, 0.0]
     assert w.sum(dim=1).tolist() == pytest.approx([1.0, 1.0])
     alone = module({"token_embeddings": torch.tensor([E[:2]]), "attention_mask": torch.ones(1, 2)})
-    assert features["sentence_embedding"][1].tolist() == pytest.approx(alone["sentence_embedding"][0].tolist(), abs=1e-6)
-    weights, vector = by_hand(E, WQ, WK, WT, s_max=4)
+    expected = alone["sentence_embedding"][0].tolist()
+    assert features["sentence_embedding"][1].tolist() == pytest.approx(expected, abs=1e-6)
+    _weights, vector = by_hand(E, WQ, WK, WT, s_max=4)
     assert features["sentence_embedding"][0].tolist() == pytest.approx(vector, abs=1e-6)
 
 

@@ -12,7 +12,6 @@ import random
 from pathlib import Path
 
 import pytest
-
 from conftest import jsonl, sembed
 
 torch = pytest.importorskip("torch")
@@ -21,8 +20,8 @@ pytest.importorskip("accelerate")
 
 from sentence_transformers import SentenceTransformer  # noqa: E402
 
-from sembed_cli.models import sentence_models  # noqa: E402
 from sembed_cli.artifacts import ContentHash  # noqa: E402
+from sembed_cli.models import sentence_models  # noqa: E402
 from sembed_cli.training import checkpoints, sentence_trainer  # noqa: E402
 from sembed_cli.training.siamese import ComponentFocusCosineLoss  # noqa: E402
 
@@ -377,13 +376,11 @@ def test_artifact_locks_nest_within_a_process_and_refuse_other_holders(tmp_path)
     with artifacts.exclusive(out):
         with artifacts.building(out) as work:  # the same process: the lock is shared
             (work / "x").write_text("x")
-        with open(tmp_path / ".index.lock") as other:
-            with pytest.raises(BlockingIOError):
-                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with open(tmp_path / ".index.lock") as other, pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index"]
     with open(tmp_path / ".index.lock", "w") as other:
         fcntl.flock(other, fcntl.LOCK_EX)
-        with pytest.raises(SembedError, match="is being written by another run"):
-            with artifacts.building(out, force=True):
-                pass
+        with pytest.raises(SembedError, match="is being written by another run"), artifacts.building(out, force=True):
+            pass
     assert (out / "x").read_text() == "x"

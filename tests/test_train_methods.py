@@ -8,9 +8,9 @@ from dataclasses import FrozenInstanceError, dataclass, fields
 
 import pytest
 import typer
+from conftest import sembed
 from typer.testing import CliRunner
 
-from conftest import sembed
 from sembed_cli.commands.train import command_for
 from sembed_cli.training.methods import METHODS, NAMES, Job, Method, Recipe
 from sembed_cli.training.methods.method import option, option_of

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from conftest import jsonl, sembed
 
 pytest.importorskip("faiss")

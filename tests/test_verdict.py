@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-import cf_bert_report  # noqa: E402
-import ta_sbert_report  # noqa: E402
-import verdict  # noqa: E402
+import cf_bert_report
+import ta_sbert_report
+import verdict
 
 T_975 = {4: 2.7764451051977987, 1: 12.706204736174698, 2: 4.302652729749464, 3: 3.182446305284263}  # t(0.975, df)
 
@@ -106,7 +106,8 @@ def test_cf_table_means_intervals_and_verdicts(tmp_path):
     assert ("- all-MiniLM-L6-v2, CF − SBERT: SICK-R r reproduces; SICK-R ρ inconclusive at this power; STS-B r does "
             "not reproduce; STS-B ρ reproduces, smaller than the paper's; SICK-E acc reproduces.") in lines
     # one seed: the figure without an interval, and no verdict but inconclusive
-    assert "| **ours: masked-LM MiniLM + CF fine-tuning (W_cf = 0.2)** | 71.25 | 71.25 | 71.25 | 71.25 | 71.25 |" in lines
+    assert ("| **ours: masked-LM MiniLM + CF fine-tuning (W_cf = 0.2)** | 71.25 | 71.25 | 71.25 | 71.25 | 71.25 |"
+            in lines)
     assert ("| **ours (masked-LM MiniLM): CF − SBERT** | +1.25 inconclusive at this power | +1.25 inconclusive at "
             "this power | +1.25 inconclusive at this power | +1.25 inconclusive at this power | +1.25 inconclusive at "
             "this power |") in lines
@@ -119,12 +120,16 @@ def test_cf_table_means_intervals_and_verdicts(tmp_path):
 def test_collect_and_merge_build_the_results_file_start_by_start(tmp_path):
     work = tmp_path / "work"
     (work / "metrics").mkdir(parents=True)
-    figures = {"sbert.1.sick.sts": {"pearson": 80.0, "spearman": 75.0}, "sbert.2.sick.sts": {"pearson": 81.0, "spearman": 76.0},
-               "cf.1.sick.sts": {"pearson": 80.5, "spearman": 75.5}, "sbert.1.stsb.sts": {"pearson": 82.0, "spearman": 81.0},
-               "sbert.1.sick.sick-e": {"accuracy": 84.0}, "zeroshot.none.stsb.sts": {"pearson": 82.74, "spearman": 82.03}}
+    figures = {"sbert.1.sick.sts": {"pearson": 80.0, "spearman": 75.0},
+               "sbert.2.sick.sts": {"pearson": 81.0, "spearman": 76.0},
+               "cf.1.sick.sts": {"pearson": 80.5, "spearman": 75.5},
+               "sbert.1.stsb.sts": {"pearson": 82.0, "spearman": 81.0},
+               "sbert.1.sick.sick-e": {"accuracy": 84.0},
+               "zeroshot.none.stsb.sts": {"pearson": 82.74, "spearman": 82.03}}
     for name, metrics in figures.items():
         (work / "metrics" / f"{name}.json").write_text(json.dumps(metrics))
-    (work / "cpu.tsv").write_text("prepare\t10\t12.5\ntrain stsb sbert seed 1\t100\t190\ntrain stsb sbert seed 1\t50\t95.5\n")
+    (work / "cpu.tsv").write_text("prepare\t10\t12.5\n"
+                                  "train stsb sbert seed 1\t100\t190\ntrain stsb sbert seed 1\t50\t95.5\n")
     entry = verdict.collect(work, ["sbert", "cf"], cf_bert_report.MEASURES, ["1", "2"])
     assert entry["seeds"] == [1, 2]
     assert entry["rows"]["sbert"]["SICK-R r"] == [80.0, 81.0] and entry["rows"]["cf"]["SICK-R r"] == [80.5, None]
@@ -132,7 +137,8 @@ def test_collect_and_merge_build_the_results_file_start_by_start(tmp_path):
     assert entry["zero_shot"] == {"SICK-R r": None, "SICK-R ρ": None, "STS-B r": 82.74, "STS-B ρ": 82.03,
                                   "SICK-E acc": None}
     assert verdict.stage_seconds(work) == {"wall_seconds": 160, "cpu_seconds": 298, "stages": {
-        "prepare": {"wall_seconds": 10, "cpu_seconds": 12}, "train stsb sbert seed 1": {"wall_seconds": 150, "cpu_seconds": 286}}}
+        "prepare": {"wall_seconds": 10, "cpu_seconds": 12},
+        "train stsb sbert seed 1": {"wall_seconds": 150, "cpu_seconds": 286}}}
 
     results = tmp_path / "results" / "cf_bert.json"
     results.parent.mkdir()
@@ -152,7 +158,7 @@ def test_ta_table_pairs_every_row_with_mean_pooling_and_drops_measures_not_run()
                        ("form_att_recon", -6.0)):
         for label in ("STS-B r", "STS-B ρ", "SICK-R r", "SICK-R ρ"):
             rows[row][label] = [x + shift + (0.1 * i if row != "mean" else 0) for i, x in enumerate(mean)]
-    results = {"starts": {"minilm": {"seeds": [1, 2, 3], "zero_shot": {label: None for label in ta_sbert_report.LABELS},
+    results = {"starts": {"minilm": {"seeds": [1, 2, 3], "zero_shot": dict.fromkeys(ta_sbert_report.LABELS),
                                      "rows": rows, "time": {"wall_seconds": 3600, "cpu_seconds": 7000}}}}
     lines = ta_sbert_report.table(results).splitlines()
     assert "| model | STS-B r | STS-B ρ | SICK-R r | SICK-R ρ |" in lines  # no MR / CR / SUBJ: TRANSFER=0

@@ -22,15 +22,19 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import io
 from ..errors import SembedError
 from ..io import RecordSource, derived_key
 from ..models.model_identity import OneModel
-from .. import io
 from . import tables
 from .records import read_all
+
+if TYPE_CHECKING:  # scikit-learn is imported where a classifier is fitted
+    from sklearn.linear_model import LogisticRegression
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +150,7 @@ def cross_validate(features: np.ndarray, labels: Sequence[str], folds: int = DEF
     return CrossValidation(accuracies, classes, chosen, unconverged, notes)
 
 
-def classifier(c: float, seed: int):
+def classifier(c: float, seed: int) -> LogisticRegression:
     from sklearn.linear_model import LogisticRegression
 
     return LogisticRegression(C=c, solver="lbfgs", max_iter=MAX_ITER, random_state=seed)
@@ -162,7 +166,8 @@ def inner_search(x: np.ndarray, y: np.ndarray, folds: int, seed: int) -> float:
     splits = list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y))
     scores = []
     for c in C_GRID:
-        scores.append(np.mean([np.mean(classifier(c, seed).fit(x[tr], y[tr]).predict(x[te]) == y[te]) for tr, te in splits]))
+        scores.append(np.mean([np.mean(classifier(c, seed).fit(x[tr], y[tr]).predict(x[te]) == y[te])
+                               for tr, te in splits]))
     return C_GRID[int(np.argmax(scores))]  # ties go to the stronger regularisation, listed first
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import io
 from ..io import RecordSource
 from ..models.model_identity import OneModel
-from .. import io
 from . import classify
 from .records import pair_keys, read_all
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_number, json_type
@@ -59,7 +60,7 @@ def best_threshold(scores: np.ndarray, gold: np.ndarray) -> float:
     return best
 
 
-def f_beta_of_counts(tp, fp, fn) -> np.ndarray:
+def f_beta_of_counts(tp: ArrayLike, fp: ArrayLike, fn: ArrayLike) -> np.ndarray:
     """F0.5 from counts (numbers, or arrays of them: one per resample), 0 where precision and recall are both 0."""
     tp, fp, fn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, fn))
     precision = np.divide(tp, tp + fp, out=np.zeros_like(tp), where=tp + fp > 0)
@@ -102,7 +103,8 @@ def report(rows: Sequence[tuple[float, bool, object]], score_key: str = "taste_s
     def columns(chosen: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
         return np.array([r[0] for r in chosen], dtype=float), np.array([r[1] for r in chosen], dtype=bool)
 
-    reported = [r for r in rows if (test_split is None or r[2] == test_split) and (tune_split is None or r[2] != tune_split)]
+    reported = [r for r in rows
+                if (test_split is None or r[2] == test_split) and (tune_split is None or r[2] != tune_split)]
     if not reported:
         raise SembedError(f"no records of split '{test_split}' to report" if test_split else "no records to report")
     scores, gold = columns(reported)

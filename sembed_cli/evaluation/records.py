@@ -11,18 +11,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .. import console
 from ..errors import SembedError
 from ..io import RecordSource, derived_key
+
+if TYPE_CHECKING:
+    from ..models.model_identity import OneModel
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
-def read_all(source: RecordSource, keep: Callable[[dict], T], models=None, npy: Path | None = None) -> list[T]:
+def read_all(source: RecordSource, keep: Callable[[dict], T], models: OneModel | None = None,
+             npy: Path | None = None) -> list[T]:
     """What `keep` takes from every record; a BadRecord it raises is reported at FILE:LINE (or skipped).
 
     `models` (a model_identity.OneModel) refuses records whose vectors are of another model than the first's;

@@ -8,8 +8,10 @@ published in (CSV, or tab-separated .tsv/.txt, with a header row).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 from .. import console
@@ -35,7 +37,7 @@ class NormReader:
         return check_text(record, self.word_key).strip(), check_number(record, self.rating_key, "the rating")
 
 
-def delimited_records(path: str, source: RecordSource):
+def delimited_records(path: str, source: RecordSource) -> Iterator[tuple[int, dict[str, str | float]]]:
     """The rows of a CSV/TSV file with a header as (line number, dict) pairs, the values as numbers where they are."""
     delimiter = DELIMITED[Path(path).suffix.lower()]
     lines = text_lines(path, source.rejects)
@@ -47,16 +49,15 @@ def delimited_records(path: str, source: RecordSource):
         if header is None:
             header = [name.strip() for name in row]
             continue
-        record = dict(zip(header, row))
+        record: dict[str, str | float] = dict(zip(header, row))
         for key, value in record.items():
-            try:
+            with contextlib.suppress(ValueError):  # a number where it reads as one; the word stays a string
                 record[key] = float(value)
-            except ValueError:
-                pass
         yield number, record
 
 
-def read_norms(path: str, reader: NormReader, skip_errors: bool = False) -> tuple[list[tuple[str, float]], RecordSource]:
+def read_norms(path: str, reader: NormReader,
+               skip_errors: bool = False) -> tuple[list[tuple[str, float]], RecordSource]:
     source = RecordSource(path, skip_errors=skip_errors)
     norms: list[tuple[str, float]] = []
     if Path(path).suffix.lower() in DELIMITED:

@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import io
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
 from ..models.model_identity import OneModel
-from .. import io
 from . import tables
 from .records import read_all
 
@@ -98,7 +98,7 @@ class StructureWords:
         return len(self.vectors)
 
 
-def _hashable(value):
+def _hashable(value: object) -> object:
     return (type(value).__name__, value) if isinstance(value, bool) else value
 
 
@@ -183,7 +183,7 @@ def cluster_purity(vectors: np.ndarray, labels: np.ndarray, ks: tuple[int, ...],
     """K-means purity of the (normalised) `vectors` against `labels` for each K; None where K >= len(vectors)."""
     from sklearn.cluster import KMeans
 
-    out = {}
+    out: dict[str, dict[str, float] | None] = {}
     for k in ks:
         if k >= len(vectors):
             out[str(k)] = None

@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from ..errors import SembedError
 from ..io import loads
 from . import kinds
 from .entries import unit_rows
+
+if TYPE_CHECKING:  # imported where an index is read or searched, not at start-up
+    import faiss
 from .store import FILE as STORE_FILE
 from .store import RecordStore
 from .vector_file import VectorFile
@@ -53,6 +57,11 @@ def metadata_problem(metadata: object, dimension: int) -> str | None:
     return None
 
 
+def payload_record(payload: str | bytes) -> dict:
+    """A stored row's payload, read back: the JSON of the record sembed indexed (always an object)."""
+    return cast(dict, loads(payload))
+
+
 class LegacyRecords:
     """The rows of a sembed 0.1 index (records.jsonl, read whole), behind the RecordStore calls search makes."""
 
@@ -64,7 +73,7 @@ class LegacyRecords:
         from ..io import dumps
 
         return {int(row): (dumps(self.ids[row]).rstrip(b"\n").decode(), dumps(self.payloads[row]).rstrip(b"\n"))
-                for row in set(int(r) for r in rows) if 0 <= row < len(self.ids)}
+                for row in {int(r) for r in rows} if 0 <= row < len(self.ids)}
 
     def rows(self, below: int | None = None) -> Iterator[tuple[int, str, str, bytes]]:
         from ..io import dumps
@@ -84,7 +93,7 @@ class VectorIndex:
     """An index directory, loaded: its FAISS index, rows, kept vectors (lossy types) and metadata."""
 
     path: Path
-    index: object
+    index: faiss.Index
     store: RecordStore | LegacyRecords
     metadata: dict
     vectors: VectorFile | None = None
@@ -124,12 +133,12 @@ class VectorIndex:
 
     def records(self, rows) -> dict[int, tuple[object, dict]]:
         """row -> (id, payload) of `rows` (-1 and removed rows left out)."""
-        return {row: (loads(key), loads(payload)) for row, (key, payload) in self.store.records(rows).items()}
+        return {row: (loads(key), payload_record(payload)) for row, (key, payload) in self.store.records(rows).items()}
 
     def rows(self) -> Iterator[tuple[int, object, dict]]:
         """Every (row, id, payload) in row order: for the few readers that need them all (taste's labels)."""
         for row, key, _, payload in self.store.rows():
-            yield row, loads(key), loads(payload)
+            yield row, loads(key), payload_record(payload)
 
     def texts(self, key: str) -> list[str | None]:
         """Each row's text under `key` (None for gaps and records without it), by row number."""
@@ -149,7 +158,7 @@ class VectorIndex:
         if ivf is not None and ivf.direct_map.type == 0:  # inverted lists find a row by id only through a map
             import faiss
 
-            ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
+            ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # type: ignore[attr-defined]  # not in faiss's stubs
         return np.stack([self.index.reconstruct(int(row)) for row in rows])
 
     def close(self) -> None:
@@ -192,7 +201,8 @@ class VectorIndex:
                 vectors = VectorFile.named(path, index.d, settings["rerank"])
                 if vectors.rows_on_disk() < store.number("vector_rows"):
                     raise SembedError(f"damaged index at '{path}': {vectors.path.name} holds "
-                                      f"{vectors.rows_on_disk()} rows, the store {store.number('vector_rows')}", REBUILD)
+                                      f"{vectors.rows_on_disk()} rows, the store {store.number('vector_rows')}",
+                                      REBUILD)
             removed = np.asarray(store.removed(), dtype=np.int64)
         except BaseException:
             store.close()
@@ -212,14 +222,16 @@ class VectorIndex:
 
         try:
             metadata = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
-            index = faiss.read_index(str(path / INDEX_FILE))
-            rows = [loads(line) for line in (path / LEGACY_RECORDS_FILE).read_bytes().splitlines() if line]
+            # Any: read_index returns the concrete class (IndexHNSWFlat...), which faiss's stubs type as Index
+            index: Any = faiss.read_index(str(path / INDEX_FILE))
+            lines = [loads(line) for line in (path / LEGACY_RECORDS_FILE).read_bytes().splitlines() if line]
         except (OSError, ValueError, RuntimeError) as e:
             raise SembedError(f"unreadable index at '{path}': {e}", REBUILD) from None
         problem = metadata_problem(metadata, index.d)
         if problem is not None:
             raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", REBUILD)
-        if not all(isinstance(row, dict) and "id" in row and isinstance(row.get("record"), dict) for row in rows):
+        rows = [row for row in lines if isinstance(row, dict) and "id" in row and isinstance(row.get("record"), dict)]
+        if len(rows) != len(lines):
             raise SembedError(f"damaged index at '{path}': {LEGACY_RECORDS_FILE} has a line that is not "
                               '{"id": ..., "record": {...}}', REBUILD)
         if len(rows) != index.ntotal:
@@ -247,7 +259,7 @@ class VectorIndex:
             breadth = max(graph.hnsw.efSearch, ef_search or 0, asked if self.vectors is not None else 0)
             selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.removed)) if len(self.removed) else None
             if breadth != graph.hnsw.efSearch or selector is not None:
-                params = faiss.SearchParametersHNSW(efSearch=breadth)
+                params = faiss.SearchParametersHNSW(efSearch=breadth)  # type: ignore[attr-defined]  # not in the stubs
                 if selector is not None:
                     params.sel = selector
         scores, rows = self.index.search(queries, asked, params=params) if params is not None else \
@@ -258,6 +270,8 @@ class VectorIndex:
 
     def rerank(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k best of each query's candidate rows by exact cosine against the kept vectors."""
+        if self.vectors is None:
+            raise ValueError("re-ranking needs the index's kept vectors (a lossy type built with --rerank)")
         found = candidates >= 0
         vectors = self.vectors.read(np.where(found, candidates, 0).ravel(), self.row_count)
         exact = np.einsum("qkd,qd->qk", vectors.reshape(*candidates.shape, -1), queries)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import SembedError
 
@@ -128,8 +129,10 @@ def create(kind: Kind, dim: int):
         graph.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
         graph.hnsw.efSearch = HNSW_EF_SEARCH
     ivf = ivf_of(index)
-    if ivf is not None and hasattr(faiss.downcast_index(ivf), "do_polysemous_training"):
-        faiss.downcast_index(ivf).do_polysemous_training = False  # hours of training for codes we re-rank anyway
+    # Any: downcast_index returns the concrete class (IndexIVFPQ, ...), which faiss's stubs type as the base Index
+    concrete: Any = faiss.downcast_index(ivf) if ivf is not None else None
+    if hasattr(concrete, "do_polysemous_training"):
+        concrete.do_polysemous_training = False  # hours of training for codes we re-rank anyway
     if not positional(index) and not stores_ids(index):
         index = faiss.IndexIDMap2(index)
     return index
@@ -214,6 +217,8 @@ def two_level_kmeans(sample, k: int, seed: int):
     dim, coarse = sample.shape[1], max(1, int(math.sqrt(k)))
     first = faiss.Kmeans(dim, coarse, niter=20, seed=seed, spherical=True, max_points_per_centroid=2000)
     first.train(sample)
+    coarse_centroids = first.centroids
+    assert coarse_centroids is not None  # set by train()
     _, assigned = first.index.search(sample, 1)
     assigned = assigned.ravel()
     sizes = np.bincount(assigned, minlength=coarse)
@@ -225,12 +230,13 @@ def two_level_kmeans(sample, k: int, seed: int):
         if share == 0:
             continue
         if len(members) <= share:  # too few to cluster: each member is a centroid, the rest near the coarse one
-            extra = np.repeat(first.centroids[cell:cell + 1], share - len(members), axis=0)
+            extra = np.repeat(coarse_centroids[cell:cell + 1], share - len(members), axis=0)
             centroids.append(np.concatenate([members, extra]) if len(members) else extra)
             continue
         second = faiss.Kmeans(dim, share, niter=20, seed=seed + cell, spherical=True, max_points_per_centroid=256,
                               min_points_per_centroid=1)  # shares follow sizes: ~39 a cell, some a little under
         second.train(members)
+        assert second.centroids is not None  # set by train()
         centroids.append(second.centroids)
     return np.ascontiguousarray(np.concatenate(centroids)[:k], dtype=np.float32)
 

@@ -23,7 +23,7 @@ class VectorFile:
         """`base`: the row the file begins at (an update's new rows alone, for an index that keeps no vectors)."""
         self.path, self.dim, self.dtype, self.base = Path(path), dim, np.dtype(dtype), base
         self.row_bytes = dim * self.dtype.itemsize
-        self._map: np.memmap | None = None
+        self._map: np.ndarray | None = None  # a memory map, or an empty array before the first row
         self._mapped_rows = 0
 
     @classmethod

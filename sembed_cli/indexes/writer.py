@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SembedError
-from ..io import Rejects, loads
+from ..io import Rejects
 from . import kinds
-from .directory import INDEX_FILE, METADATA_FILE, VectorIndex
+from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, payload_record
 from .entries import Entry, unit_rows
 from .store import FILE as STORE_FILE
 from .store import RecordStore
@@ -122,7 +122,7 @@ class Staging:
         if not kept:
             self.store.delete(deletes)
             return
-        texts = [entry.text for entry in kept if entry.vector is None]
+        texts = [entry.text for entry in kept if entry.vector is None and entry.text is not None]  # one or other
         embedded = iter(self.embed(texts)) if texts and self.embed is not None else iter(())
         matrix = unit_rows(np.stack([entry.vector if entry.vector is not None else next(embedded)
                                      for entry in kept]))
@@ -301,7 +301,8 @@ def update_in_place(loaded: VectorIndex, entries: Iterable[Entry], embed: Embed 
             if changes.removed and kinds.positional(index):
                 store.mark_removed(changes.removed)
             elif changes.removed:
-                index.remove_ids(np.asarray(changes.removed, dtype=np.int64))
+                # faiss's Python wrapper takes an array of ids too; its stubs name only an IDSelector
+                index.remove_ids(np.asarray(changes.removed, dtype=np.int64))  # type: ignore[arg-type]
             if staging.vectors is not None:
                 add_rows(index, staging.vectors, staging.first_new, staging.next_row)
             generation = store.number("generation") + 1
@@ -340,8 +341,8 @@ def entries_of(index: VectorIndex, chunk: int = 10_000) -> Iterable[Entry]:
     for start in range(0, len(rows), chunk):
         part = rows[start:start + chunk]
         vectors = index.vectors_of(np.asarray([row for row, *_ in part], dtype=np.int64))
-        for (row, key, digest, payload), vector in zip(part, vectors):
-            yield Entry(key, digest or legacy_digest(loads(payload), vector, index), payload, vector, None)
+        for (_row, key, digest, payload), vector in zip(part, vectors):
+            yield Entry(key, digest or legacy_digest(payload_record(payload), vector, index), payload, vector, None)
 
 
 def legacy_digest(payload: dict, vector: np.ndarray, index: VectorIndex) -> str:
@@ -361,7 +362,7 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
     import faiss
 
     first = pieces[0]
-    check_mergeable(pieces)
+    stores = check_mergeable(pieces)
     meta = first.settings
     kind = kinds.Kind(meta.get("type", "factory"), meta["factory"], meta.get("nprobe"))
     store = RecordStore(work / STORE_FILE, create=True)  # no transaction: ATTACH refuses one; `work` is atomic
@@ -386,7 +387,7 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
                     raise RuntimeError("the first piece starts at row 0")
             else:
                 merged.merge_from(piece.index, offset)
-            if kept is not None:
+            if kept is not None and piece.vectors is not None:  # check_mergeable: every piece keeps them
                 for start, block in piece.vectors.chunks(piece.row_count):
                     kept.append(block, at_row=offset + start)
             offset += piece.row_count
@@ -394,7 +395,7 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
         if kept is not None:
             kept.sync()
         count = sum(piece.count for piece in pieces)
-        digest = hashlib.sha256("".join(p.store.state.get("data_sha256", "") for p in pieces).encode()).hexdigest()
+        digest = hashlib.sha256("".join(s.state.get("data_sha256", "") for s in stores).encode()).hexdigest()
         store.set_state(faiss_file=INDEX_FILE, next_row=offset, count=count, vector_rows=offset if keep else 0,
                         generation=0, data_sha256=digest)
     finally:
@@ -402,7 +403,8 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
     return count, kind
 
 
-def check_mergeable(pieces: list[VectorIndex]) -> None:
+def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:
+    """The pieces' record stores, once they are known to fit together; a SembedError saying why they do not."""
     first = pieces[0]
     for piece in pieces[1:]:
         for what, mine, theirs in (
@@ -415,17 +417,26 @@ def check_mergeable(pieces: list[VectorIndex]) -> None:
                 raise SembedError(f"cannot merge: '{first.path}' {what} {shown[0]}, but '{piece.path}' {shown[1]}",
                                   "merge pieces built with one model and one trained quantiser "
                                   "(sembed index --trained DIR)")
+    stores = []
     for piece in pieces:
-        if piece.legacy:
+        if not isinstance(piece.store, RecordStore):
             raise SembedError(f"cannot merge '{piece.path}': written by sembed 0.1",
                               "convert it first: sembed index --update DIR < /dev/null")
+        stores.append(piece.store)
+    for piece in pieces[1:]:
+        if first.vectors is not None and piece.vectors is None:  # the merged index keeps the first's vectors
+            raise SembedError(f"cannot merge: '{first.path}' keeps vectors to re-rank with, but '{piece.path}' has "
+                              "none", "build every piece with the same --rerank")
+    return stores
 
 
 def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[tuple[Path, int]]) -> None:
     """The piece's rows (and removed rows) into `store`, numbered from `offset`; a shared id is an error naming
     both pieces."""
     db = store.db
-    db.execute("ATTACH DATABASE ? AS piece", (str(piece.store.path),))
+    source = piece.store
+    assert isinstance(source, RecordStore)  # check_mergeable refused sembed 0.1 pieces
+    db.execute("ATTACH DATABASE ? AS piece", (str(source.path),))
     try:
         shared = db.execute("SELECT id, (SELECT row FROM main.rows WHERE main.rows.id = piece.rows.id) FROM piece.rows "
                             "WHERE id IN (SELECT id FROM main.rows) ORDER BY row LIMIT 1").fetchone()

@@ -24,6 +24,7 @@ the tokenizer's unknown token, so every word gets a vector.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from pathlib import Path
@@ -183,7 +184,7 @@ class WordEncoder:
         units.append(start)
         bounds = units + [len(words)]
         windows = []
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             window_ids, window_word_ids = self._pieces(words[a:b])
             windows.append((window_ids, window_word_ids, a))
         log.debug("a %d-word sentence of %d pieces was encoded in %d windows", len(words), len(ids), len(windows))
@@ -193,7 +194,7 @@ class WordEncoder:
         """One float32 CPU tensor (len(words), dimension) per sentence of pre-tokenised words."""
         import torch
 
-        units = []  # (sentence index, ids, word ids, first word)
+        units: list[tuple[int, list[int], list[int], int]] = []  # (sentence index, ids, word ids, first word)
         for s, words in enumerate(sentences):
             if not words:
                 continue
@@ -216,7 +217,7 @@ class WordEncoder:
                                      output_hidden_states=True)
                 hidden = outputs.hidden_states  # L + 1: the embedding layer, then each transformer layer
                 mixed = torch.cat([torch.stack(hidden[1:]).mean(0), hidden[self.layer]], dim=-1).float().cpu()
-                for row, (s, ids, word_ids, first) in enumerate(batch):
+                for row, (s, ids, _word_ids, first) in enumerate(batch):
                     # word = mean of its pieces, as a (words x pieces) averaging matrix: a small matrix product
                     # (index_add_ is far slower on the CPU)
                     index = word_index[row, :len(ids)]

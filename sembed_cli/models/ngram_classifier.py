@@ -67,7 +67,8 @@ class NgramClassifier:
                    float(model.intercept_[0]), digest)
 
     def features(self, texts: list[str]):
-        """TfidfVectorizer(sublinear_tf=True)'s rows from the saved vocabulary and IDF: (1 + log tf) idf, unit length."""
+        """TfidfVectorizer(sublinear_tf=True)'s rows from the saved vocabulary and IDF: (1 + log tf) idf, unit
+        length."""
         from sklearn.preprocessing import normalize
 
         counts = self.counter.transform(texts)

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 NGRAM_FILE = "ngram_lookup.json"
 NGRAM_DIMENSION = 512
@@ -39,7 +40,7 @@ NGRAM_RANGE = (1, 3)
 class CharNgrams:
     """Hashed TF-IDF vectors of character n-grams within words (sublinear term frequency, unit length)."""
 
-    def __init__(self, idf: Sequence[float], ngram_range: tuple[int, int] = NGRAM_RANGE):
+    def __init__(self, idf: ArrayLike, ngram_range: tuple[int, int] = NGRAM_RANGE):
         from sklearn.feature_extraction.text import HashingVectorizer
 
         self.idf = np.asarray(idf, dtype=np.float32)
@@ -206,18 +207,16 @@ class SpellingReranker:
 
             raise SembedError("search --spelling needs the 'rapidfuzz' package", "pip install rapidfuzz") from None
         self.text_of, self.size = text_of, size  # row -> the indexed record's text; the number of rows
-        self._keys: list[str] | None = None
-        self._words: NameWords | None = None
-        self._lengths: np.ndarray | None = None
+        self._names: tuple[list[str], NameWords, np.ndarray] | None = None  # read at the first query
 
-    def words(self) -> tuple[list[str], NameWords]:
-        if self._words is None:
+    def names(self) -> tuple[list[str], NameWords, np.ndarray]:
+        """Every indexed name's key, the words they hold and each key's length."""
+        if self._names is None:
             from ..readers.gazetteer import name_key
 
-            self._keys = [name_key(self.text_of(row) or "") for row in range(self.size)]
-            self._lengths = np.fromiter(map(len, self._keys), np.int64, self.size)
-            self._words = NameWords(self._keys)
-        return self._keys, self._words
+            keys = [name_key(self.text_of(row) or "") for row in range(self.size)]
+            self._names = keys, NameWords(keys), np.fromiter(map(len, keys), np.int64, self.size)
+        return self._names
 
     def score(self, query: str, similarities: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """New scores of the candidate `rows` (cosines `similarities`) and of the names holding the query's words,
@@ -228,7 +227,7 @@ class SpellingReranker:
         from ..readers.gazetteer import name_key
         from ..text.place_words import place_words
 
-        keys, words = self.words()
+        keys, words, lengths = self.names()
         query_key = name_key(query)
         holders, share, left_out = words.matching(place_words(query_key))
         holder_bonus = share * np.maximum(WORDS_BONUS - LEFT_OUT_WEIGHT * left_out, 0)
@@ -243,7 +242,7 @@ class SpellingReranker:
             held = np.minimum(np.searchsorted(holders, rows), len(holders) - 1)  # holders are in row order
             holds = holders[held] == rows
             bonus[holds] = holder_bonus[held[holds]]
-        near = np.flatnonzero(np.abs(self._lengths[rows] - len(query_key)) <= 1)  # the others are 2 edits away
+        near = np.flatnonzero(np.abs(lengths[rows] - len(query_key)) <= 1)  # the others are 2 edits away
         distances = process.cdist([query_key], [keys[row] for row in rows[near].tolist()], scorer=OSA.distance,
                                   score_cutoff=1, dtype=np.int32, workers=1)[0]
         bonus[near] += ONE_EDIT_BONUS * (distances <= 1)

@@ -62,7 +62,7 @@ def sif_weights(tokens_of_word: np.ndarray, tokens: int, a: float = SIF_A) -> np
 
 def first_component(gram: np.ndarray) -> np.ndarray:
     """The first principal component (no centring, as Arora et al.'s truncated SVD) from X^T X."""
-    values, vectors = np.linalg.eigh(gram.astype(np.float64))
+    _values, vectors = np.linalg.eigh(gram.astype(np.float64))
     u = vectors[:, -1]
     return (u if u[np.argmax(np.abs(u))] >= 0 else -u).astype(np.float32)  # a fixed sign
 
@@ -172,30 +172,31 @@ class SentenceEmbedder:
         self.coverage = Coverage()
         self.unseen: dict[str, int] = {}  # words with a vector that the table lacks
         self.sif_component = sif_component
-        self.component = None
-        self.weight_of = None
+        self.component: np.ndarray | None = None
+        self.weight_of: np.ndarray | None = None
         if table is not None and method != "avg":
             weights, fallback = table.weights(method)
             self.weight_of = np.full(len(vectors.words), np.nan, dtype=np.float32)
             ids = np.array([vectors.index.get(word, -1) for word in table.words])
             self.weight_of[ids[ids >= 0]] = weights[ids >= 0]
             self.fallback = fallback
-        if method == "sif" and sif_component == "corpus":
+        if table is not None and method == "sif" and sif_component == "corpus":  # sif has a table (checked above)
             if table.sif_component is None:
                 raise SembedError("the salience table has no SIF component", "use --sif-component batch")
             self.component = table.sif_component
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One vector a text (float32); a text with no known word gets the zero vector."""
-        ids, lengths = [], []
+        word_ids: list[int] = []
+        word_counts: list[int] = []
         for text in texts:
             known, unknown = self.vectors.words_of(text)
             self.coverage.add(len(known), unknown)
             if self.method in ("isf", "nws"):
                 known = list(dict.fromkeys(known))  # eq. 1 sums over the set of words of the sentence
-            ids += [self.vectors.index[word] for word in known]
-            lengths.append(len(known))
-        ids = np.array(ids, dtype=np.int64)
+            word_ids += [self.vectors.index[word] for word in known]
+            word_counts.append(len(known))
+        ids = np.array(word_ids, dtype=np.int64)
         weights = np.ones(len(ids), dtype=np.float32)
         if self.weight_of is not None:
             weights = self.weight_of[ids]
@@ -204,7 +205,7 @@ class SentenceEmbedder:
                 word = self.vectors.words[ids[i]]
                 self.unseen[word] = self.unseen.get(word, 0) + 1
             weights[missing] = self.fallback
-        lengths = np.array(lengths)
+        lengths = np.array(word_counts)
         weighted = self.vectors.vectors(ids) * weights[:, None]
         out = np.zeros((len(texts), self.vectors.dim), dtype=np.float32)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])

@@ -72,10 +72,10 @@ class Taster:
         self.device = next(model.parameters()).device
         self.special = torch.tensor(sorted(set(tokenizer.all_special_ids)))
         # BERT-style masked-LMs (BertForMaskedLM: .bert, .cls) can rank the masked positions alone
-        self.encoder = getattr(model, "bert", None)
+        self.encoder: torch.nn.Module | None = getattr(model, "bert", None)
         head = getattr(model, "cls", None) if self.encoder is not None else None
         half = next(model.parameters()).dtype != torch.float32
-        self.head = copy.deepcopy(head).float() if head is not None and half else head
+        self.head: torch.nn.Module | None = copy.deepcopy(head).float() if head is not None and half else head
 
     def _encode(self, texts: list[str]):
         encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
@@ -133,7 +133,7 @@ class Taster:
                  truth: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """For each masked copy: is the true token among the top k, and its log-probability."""
         rows = torch.arange(len(copies), device=self.device)
-        if self.head is not None:  # only the masked positions through the prediction head
+        if self.encoder is not None and self.head is not None:  # only the masked positions through the head
             hidden = self.encoder(input_ids=copies.to(self.device), attention_mask=attention.to(self.device))[0]
             masked = self.head(hidden[rows, positions.to(self.device)].float())
         else:

@@ -23,7 +23,7 @@ imports a module class from outside its own package).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Self
 
 import torch
 from sentence_transformers.base.modules import Module
@@ -44,9 +44,15 @@ class _SavedWithWeights(Module):
         self.save_torch_weights(output_path, safe_serialization=safe_serialization)
 
     @classmethod
-    def load(cls, model_name_or_path: str, subfolder: str = "", **kwargs):
-        hub = {key: kwargs[key] for key in ("token", "cache_folder", "revision", "local_files_only") if key in kwargs}
-        module = cls(**cls.load_config(model_name_or_path, subfolder=subfolder, **hub))
+    def load(cls, model_name_or_path: str, subfolder: str = "", token: bool | str | None = None,
+             cache_folder: str | None = None, revision: str | None = None, local_files_only: bool = False,
+             init_defaults: dict[str, Any] | None = None, **kwargs: Any) -> Self:
+        hub: dict[str, Any] = {"token": token, "cache_folder": cache_folder, "revision": revision,
+                               "local_files_only": local_files_only}
+        config = cls.load_config(model_name_or_path, subfolder=subfolder, **hub)
+        for key, value in (init_defaults or {}).items():  # as Module.load: the saved config wins
+            config.setdefault(key, value)
+        module = cls(**config)
         cls.load_torch_weights(model_name_or_path, subfolder=subfolder, model=module, **hub)
         return module
 
@@ -58,7 +64,7 @@ class TokenAttention(_SavedWithWeights):
     batch x tokens, zero on padding, each row summing to 1).
     """
 
-    config_keys: list[str] = ["dimension", "s_max"]
+    config_keys: list[str] = ["dimension", "s_max"]  # noqa: RUF012 (a list in Module, the base class)
 
     def __init__(self, dimension: int, s_max: int = S_MAX):
         super().__init__()
@@ -104,7 +110,7 @@ class TokenReconstruction(_SavedWithWeights):
     tokens' ids) to the features, for the loss of eq. 7; at inference it passes the features through untouched.
     """
 
-    config_keys: list[str] = ["dimension", "vocab_size"]
+    config_keys: list[str] = ["dimension", "vocab_size"]  # noqa: RUF012 (a list in Module, the base class)
 
     def __init__(self, dimension: int, vocab_size: int):
         super().__init__()

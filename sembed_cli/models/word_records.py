@@ -23,8 +23,8 @@ OPTIONAL_TOKEN_FIELDS = ("lemma", "pos", "tag")  # written as null when the pars
 
 def check_word_tokens(name: str, tokens: object) -> None:
     """A parse in the shape `sembed parse` writes (heads among its tokens), with the dependency labels this needs."""
-    check_tokens(name, tokens, " (run sembed parse: --words needs dependency labels)")
-    for n, token in enumerate(tokens):  # type: ignore[arg-type]
+    checked = check_tokens(name, tokens, " (run sembed parse: --words needs dependency labels)")
+    for n, token in enumerate(checked):
         for field in OPTIONAL_TOKEN_FIELDS:
             if token.get(field) is not None and not isinstance(token[field], str):
                 raise BadRecord(f"'{name}'[{n}] '{field}' must be a string, got {json_type(token[field])}")
@@ -104,7 +104,8 @@ def word_batches(records: Iterable[dict], encoder, text_key: str = "text", batch
     tokens_key = derived_key(text_key, "tokens")
     position = 0
     for batch in batched(records, batch_size):
-        parses = parse_missing([record.get(tokens_key) for record in batch], [record[text_key] for record in batch], nlp)
+        parses = parse_missing([record.get(tokens_key) for record in batch], [record[text_key] for record in batch],
+                               nlp)
         vectors = encoder.encode([[t["text"] for t in tokens] for tokens in parses], batch_size=encode_batch_size)
         if syntax_map is not None:
             lengths = [len(v) for v in vectors]
@@ -117,7 +118,7 @@ def word_batches(records: Iterable[dict], encoder, text_key: str = "text", batch
             first = matrix_file.append(matrix.numpy()) if matrix_file is not None and len(matrix) else None
             for n, fields in enumerate(word_fields(tokens)):
                 word = {**base, **fields, "sentence_index": index}
-                if matrix_file is not None:
+                if first is not None:  # kept in the matrix file (a sentence with words has rows there)
                     word["embedding_row"] = first + n
                 else:
                     word["embedding"] = matrix[n].numpy()

@@ -40,7 +40,8 @@ KINDS = ("glove", "word2vec", "word2vec-bin", "spacy")
 
 # "don't" -> do n't, "it's" -> it 's, "u.s." -> u.s., "o'clock" and "e-mail" whole, punctuation a mark at a time
 # (as the PTB-style tokenisers GloVe and spaCy were built with).
-TOKEN = re.compile(r"\w+(?=n't\b)|n't\b|'(?:s|re|ve|ll|d|m)\b|(?:\w\.){2,}|\d+(?:[.,:]\d+)+|\w+(?:(?:-|'(?!(?:s|re|ve|ll|d|m)\b))\w+)*|[^\w\s]")
+TOKEN = re.compile(r"\w+(?=n't\b)|n't\b|'(?:s|re|ve|ll|d|m)\b|(?:\w\.){2,}|\d+(?:[.,:]\d+)+"
+                   r"|\w+(?:(?:-|'(?!(?:s|re|ve|ll|d|m)\b))\w+)*|[^\w\s]")
 
 
 def tokenize(text: str, lowercase: bool) -> list[str]:
@@ -86,8 +87,8 @@ class WordVectors:
             row = self.lookup(token)
             if row is None and "-" in token.strip("-"):  # "right-click" without a vector: right - click
                 parts = [part for piece in token.split("-") for part in (piece, "-") if part][:-1]
-                found = [self.lookup(part) for part in parts]
-                if all(r is not None for r in found):
+                found = [r for part in parts if (r := self.lookup(part)) is not None]
+                if len(found) == len(parts):
                     known += [self.words[r] for r in found]
                     continue
             if row is None:

@@ -44,7 +44,7 @@ class Sentence:
         i = len(self.tokens)
         if self.layout == 10:
             misc = cells[9]
-            token = {"i": i, "text": cells[1]}
+            token: dict = {"i": i, "text": cells[1]}
             if cells[2] != MISSING:
                 token["lemma"] = cells[2]
             token["pos"] = cells[3]

@@ -93,7 +93,7 @@ def non_poi_names(files: Sequence[InputFile], settings: ReadSettings) -> Iterato
 
     for currency in sorted(pycountry.currencies, key=lambda c: c.alpha_3):
         yield "currency", currency.name
-    for language in sorted(pycountry.languages, key=lambda l: l.alpha_3):
+    for language in sorted(pycountry.languages, key=lambda language: language.alpha_3):
         yield "language", language.name
     for word in dictionary_words(files, settings):
         yield "word", word

@@ -8,9 +8,10 @@ contain quotes, so csv quoting rules would merge or split lines wrongly.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from itertools import chain
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, json_type
@@ -44,8 +45,9 @@ class SickColumns:
     are optional (an unannotated test file has neither).
     """
 
-    FIELDS = {"pair_ID": "id", "sentence_A": "text_a", "sentence_B": "text_b", "relatedness_score": "score",
-              "entailment_judgment": "label", "entailment_label": "label"}
+    FIELDS: ClassVar[dict[str, str]] = {"pair_ID": "id", "sentence_A": "text_a", "sentence_B": "text_b",
+                                        "relatedness_score": "score", "entailment_judgment": "label",
+                                        "entailment_label": "label"}
     REQUIRED = ("pair_ID", "sentence_A", "sentence_B")
 
     def __init__(self, header: str):
@@ -58,7 +60,7 @@ class SickColumns:
 
     def record(self, line: str) -> dict:
         cells = columns(line, self.names)
-        record = {"id": cells[self.where["id"]].strip(),
+        record: dict = {"id": cells[self.where["id"]].strip(),
                   "text_a": sentence(cells[self.where["text_a"]], "sentence_A"),
                   "text_b": sentence(cells[self.where["text_b"]], "sentence_B")}
         if "score" in self.where:
@@ -101,7 +103,7 @@ STS_GOLD = re.compile(r"^STS\.gs\.(.+)\.txt(\.gz)?$")
 SCORED_COLUMNS = ("score", "sentence1", "sentence2")
 
 
-def semeval_files(paths: list[Path]) -> list[Path]:
+def semeval_files(paths: Sequence[Path]) -> list[Path]:
     """In a SemEval folder, the STS.input files (their gold files are read with them); otherwise all data files."""
     inputs = [p for p in paths if STS_INPUT.match(p.name)]
     return inputs or [p for p in data_files(paths) if not STS_GOLD.match(p.name)]
@@ -133,7 +135,7 @@ def read_semeval_sts(file: InputFile, settings: ReadSettings) -> Iterator[dict]:
 
 
 def _pair(pair_id: str, source: str, text_a: str, text_b: str, score: str | None) -> dict:
-    record = {"id": pair_id, "source": source, "text_a": sentence(text_a, "sentence1"),
+    record: dict = {"id": pair_id, "source": source, "text_a": sentence(text_a, "sentence1"),
               "text_b": sentence(text_b, "sentence2")}
     if score is not None and score.strip():
         record["score"] = number(score, "score")

@@ -38,7 +38,8 @@ def _labelled_by_name(file: InputFile, settings: ReadSettings, label: int) -> It
     return line_records(file, settings.encoding, lambda line: {"text": sentence(line, "sentence"), "label": label})
 
 
-def _by_name(rule: Callable[[InputFile], int | None], expected: str):
+def _by_name(rule: Callable[[InputFile], int | None], expected: str) -> Callable[[InputFile, ReadSettings],
+                                                                                   Iterator[dict]]:
     def read(file: InputFile, settings: ReadSettings) -> Iterator[dict]:
         label = rule(file)
         if label is None:

@@ -26,7 +26,7 @@ from .spacy_pipeline import BATCH
 
 # Curly right and left single quotes and the modifier-letter apostrophe all serve as apostrophes in real text.
 APOSTROPHES = "\u2019\u2018\u02bc"
-_STRAIGHTEN = str.maketrans({c: "'" for c in APOSTROPHES})
+_STRAIGHTEN = str.maketrans(dict.fromkeys(APOSTROPHES, "'"))
 _ANY_APOSTROPHE = re.compile(f"['{APOSTROPHES}]")
 _WORD = re.compile(r"\S+")
 

@@ -143,8 +143,8 @@ class Tree:
 
     def root(self, i: int) -> int:
         root = i
-        for root in self.ancestors(i):
-            pass
+        for ancestor in self.ancestors(i):
+            root = ancestor
         return root
 
     def sentences(self) -> list[list[int]]:
@@ -218,8 +218,8 @@ def clause_order(tree: Tree, sentence: list[int]) -> list[int]:
         head, dep = tree.head(i), tree.dep(i)
         if head is None:
             continue
-        if tree.dep(head) in AUXILIARIES and tree.head(head) is not None:
-            head = tree.head(head)  # "Is the cat sleeping?" with the subject on "Is": the verb is the predicate
+        if tree.dep(head) in AUXILIARIES and (verb := tree.head(head)) is not None:
+            head = verb  # "Is the cat sleeping?" with the subject on "Is": the verb is the predicate
         if "subj" in dep or (dep == "attr" and any(tree.dep(c) == EXPLETIVE for c in tree.children[head])):
             clause(head).subjects.update(tree.conjuncts(i))
         elif ("obj" in dep and dep != "pobj") or (dep == "dative" and not tree.is_preposition(i)):
@@ -327,7 +327,9 @@ def clause_words(c: Clause, clauses: Mapping[int, Clause], open_keys: set[int]) 
     # the clause's own negation keeps its place around the subjects and predicate:
     # "No, you do not need" -> "No you not need", "is not carrying" -> "not carrying", "said no"
     first_subject, predicate = min(c.subjects, default=c.predicate[0]), c.predicate[0]
-    leading, middle, trailing = [], [], []
+    leading: list[int] = []
+    middle: list[int] = []
+    trailing: list[int] = []
     for n in before.get(None, []):
         (leading if n < first_subject else middle if n < predicate else trailing).append(n)
     words = leading

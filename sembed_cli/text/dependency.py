@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import cast
 
 from ..errors import BadRecord
 from ..io import TextFields, check_text, derived_key, json_type, map_texts
@@ -19,10 +20,10 @@ def doc_tokens(doc) -> list[dict]:
     ]
 
 
-def check_tokens(name: str, tokens: object, dep_hint: str = "") -> None:
-    """A `name` field in the shape `sembed parse` writes, with at least TOKEN_FIELDS in every token; `dep_hint`
-    follows the message about a token without a dependency label. Every head must be some token's `i` (the
-    root is its own head): a head past the sentence is a broken parse, not one to guess around."""
+def check_tokens(name: str, tokens: object, dep_hint: str = "") -> list[dict]:
+    """`tokens`, a `name` field in the shape `sembed parse` writes, with at least TOKEN_FIELDS in every token;
+    `dep_hint` follows the message about a token without a dependency label. Every head must be some token's `i`
+    (the root is its own head): a head past the sentence is a broken parse, not one to guess around."""
     if not isinstance(tokens, list):
         raise BadRecord(f"'{name}' must be a list of tokens, got {json_type(tokens)}")
     for n, token in enumerate(tokens):
@@ -38,6 +39,7 @@ def check_tokens(name: str, tokens: object, dep_hint: str = "") -> None:
     for n, token in enumerate(tokens):
         if token["head"] not in positions:
             raise BadRecord(f"'{name}'[{n}] has head {token['head']}, which is no token's 'i'")
+    return tokens
 
 
 def doc_triples(doc) -> list[list]:
@@ -77,4 +79,4 @@ def parse_missing(parses: list[list[dict] | None], texts: Sequence[str], nlp=Non
             nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
         for n, doc in zip(missing, nlp.pipe((texts[n] for n in missing), batch_size=spacy_pipeline.BATCH)):
             parses[n] = doc_tokens(doc)
-    return parses
+    return cast("list[list[dict]]", parses)  # every None was filled above

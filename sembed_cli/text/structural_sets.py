@@ -156,7 +156,7 @@ def sentence_from_tokens(name: str, tokens: object, text: str | None) -> Sentenc
         words.append(word)
     tags = [token.get("tag") for token in tokens]
     known = all(isinstance(tag, str) and tag for tag in tags)
-    return Sentence(words, spaces_in(words, text), tags if known else None)  # type: ignore[arg-type]
+    return Sentence(words, spaces_in(words, text), tags if known else None)
 
 
 def spaces_in(words: list[str], text: str | None) -> list[bool]:
@@ -411,7 +411,8 @@ class SetGenerator:
         for batch in batched(records, self.batch_size):
             sentences, ids = [], []
             for record in batch:
-                sentence, ordinal = self._read.pop(id(record), None) or (self.sentence(record), ordinal)
+                read = self._read.pop(id(record), None)  # read ahead (to find the batch's sentences), or not yet
+                sentence, ordinal = read if read is not None else (self.sentence(record), ordinal)
                 sentences.append(sentence)
                 ids.append(self.set_id(record, ordinal))
                 ordinal += 1
