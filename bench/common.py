@@ -30,8 +30,14 @@ def stsb_test_sentences() -> list[str]:
 
 
 # The shared corpora, each converted as `sembed convert --help` recommends (format, folder, options).
-CONVERT = [("prose", "abc", ["--doc-break", "blank"]), ("prose", "state_union", []), ("prose", "inaugural", []),
-           ("lines", "webtext", []), ("lines", "movie_reviews", []), ("brown", "brown", [])]
+CONVERT = [
+    ("prose", "abc", ["--doc-break", "blank"]),
+    ("prose", "state_union", []),
+    ("prose", "inaugural", []),
+    ("lines", "webtext", []),
+    ("lines", "movie_reviews", []),
+    ("brown", "brown", []),
+]
 
 
 def convert_corpora(path: Path) -> float:
@@ -39,8 +45,19 @@ def convert_corpora(path: Path) -> float:
     started = time.perf_counter()
     with open(path, "wb") as out:
         for kind, folder, extra in CONVERT:
-            subprocess.run([str(ROOT / ".venv" / "bin" / "sembed"), "convert", "-q", "--from", kind,
-                            str(DATA / "corpora" / folder), *extra], stdout=out, check=True)
+            subprocess.run(
+                [
+                    str(ROOT / ".venv" / "bin" / "sembed"),
+                    "convert",
+                    "-q",
+                    "--from",
+                    kind,
+                    str(DATA / "corpora" / folder),
+                    *extra,
+                ],
+                stdout=out,
+                check=True,
+            )
     return time.perf_counter() - started
 
 
@@ -70,10 +87,13 @@ def time_process(name: str, command: list[str], env: dict, sentences: int, windo
     if process.returncode or first is None:
         raise SystemExit(f"{name} failed with exit status {process.returncode}")
     after_first = sentences - min(window, sentences)
-    return {"startup_to_first_record_s": round(first - started, 2),
-            "sentences_per_s": round(after_first / (ended - first), 1) if after_first else None,
-            "wall_s": round(ended - started, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+    return {
+        "startup_to_first_record_s": round(first - started, 2),
+        "sentences_per_s": round(after_first / (ended - first), 1) if after_first else None,
+        "wall_s": round(ended - started, 2),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
 
 
 def write_jsonl(path: Path, sentences: list[str]) -> Path:
@@ -97,17 +117,26 @@ def cpu_description() -> dict:
     except OSError:
         pass
     flags = set(info.get("flags", "").split())
-    return {"cpu_model": info.get("model name", "unknown"), "cpu_flags": [f for f in CPU_FLAGS if f in flags],
-            "cores": os.cpu_count()}
+    return {
+        "cpu_model": info.get("model name", "unknown"),
+        "cpu_flags": [f for f in CPU_FLAGS if f in flags],
+        "cores": os.cpu_count(),
+    }
 
 
 def save(name: str, result: dict) -> Path:
     """Write a benchmark's figures to bench/results/NAME.json with the machine they came from: its CPU model and
     flags, and the load average when the figures were saved (other jobs slow wall-clock figures down)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
-    result = {"benchmark": name, "date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0],
-              "machine": platform.machine(), **cpu_description(),
-              "load_average_at_save": [round(x, 2) for x in os.getloadavg()], **result}
+    result = {
+        "benchmark": name,
+        "date": time.strftime("%Y-%m-%d"),
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        **cpu_description(),
+        "load_average_at_save": [round(x, 2) for x in os.getloadavg()],
+        **result,
+    }
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path

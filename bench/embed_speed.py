@@ -87,12 +87,21 @@ def time_sembed(model, src: Path, dst: Path, npy: Path | None = None) -> Clock:
         source = RecordSource(str(src))
         with RecordSink(str(dst), flush_every=WINDOW) as sink:
             if npy is None:
-                sink.write_all(embed_records(source.checked(fields.of), model, fields, WINDOW,
-                                             encode_batch_size=CPU_ENCODE_BATCH))
+                sink.write_all(
+                    embed_records(source.checked(fields.of), model, fields, WINDOW, encode_batch_size=CPU_ENCODE_BATCH)
+                )
             else:
                 with VectorFile(npy, force=True) as vectors:
-                    sink.write_all(embed_records(source.checked(fields.of), model, fields, WINDOW,
-                                                 encode_batch_size=CPU_ENCODE_BATCH, vectors=vectors))
+                    sink.write_all(
+                        embed_records(
+                            source.checked(fields.of),
+                            model,
+                            fields,
+                            WINDOW,
+                            encode_batch_size=CPU_ENCODE_BATCH,
+                            vectors=vectors,
+                        )
+                    )
     return clock
 
 
@@ -112,8 +121,14 @@ for start in range(0, len(texts), 1000):
     sys.stdout.write(f"{len(vectors)}\\n")
     sys.stdout.flush()
 """
-CONTENDERS = {"sentence_transformers_encode": None, "sembed_torch": ["--backend", "torch"],
-              "sembed_onnx": ["--backend", "onnx"], "sembed_onnx_int8": ["--backend", "onnx", "--quantize", "int8"]}
+CONTENDERS = {
+    "sentence_transformers_encode": None,
+    "sembed_torch": ["--backend", "torch"],
+    "sembed_onnx": ["--backend", "onnx"],
+    "sembed_onnx_int8": ["--backend", "onnx", "--quantize", "int8"],
+}
+
+
 def run_contender(name: str, src: Path, threads: int, sentences: int) -> dict:
     """One process: start-up to its first output, steady sentences/s after it, peak RSS and CPU seconds."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "SEMBED_THREADS": str(threads), "SEMBED_DATA": str(DATA)}
@@ -131,18 +146,26 @@ def int8_description() -> dict:
     from sembed_cli.models import onnx_encoder
 
     isa = onnx_encoder.cpu_instruction_set()
-    return {"instruction_set": isa, "file": onnx_encoder.file_name("int8", isa),
-            **asdict(onnx_encoder.int8_config(isa))}
+    return {
+        "instruction_set": isa,
+        "file": onnx_encoder.file_name("int8", isa),
+        **asdict(onnx_encoder.int8_config(isa)),
+    }
 
 
 def compare_backends(args) -> None:
     """--backends: the reference and sembed with each backend, as processes, interleaved, at 1 and 2 threads."""
-    texts = stsb_train_sentences()[:args.limit]
-    described = {**cpu_description(), "load_average_before": [round(x, 2) for x in os.getloadavg()],
-                 "int8": int8_description()}
+    texts = stsb_train_sentences()[: args.limit]
+    described = {
+        **cpu_description(),
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
+        "int8": int8_description(),
+    }
     log(f"int8 config: {described['int8']}")
-    log(f"{len(texts)} sentences; {described['cpu_model']} ({', '.join(described['cpu_flags'])}); "
-        f"load average {described['load_average_before']}")
+    log(
+        f"{len(texts)} sentences; {described['cpu_model']} ({', '.join(described['cpu_flags'])}); "
+        f"load average {described['load_average_before']}"
+    )
     runs: dict[str, dict[str, list[dict]]] = {str(t): {name: [] for name in CONTENDERS} for t in args.thread_counts}
     with tempfile.TemporaryDirectory() as tmp:
         src = write_jsonl(Path(tmp) / "in.jsonl", texts)
@@ -154,14 +177,19 @@ def compare_backends(args) -> None:
                 for name in CONTENDERS:
                     small = run_contender(name, warm, threads, 10)
                     result = run_contender(name, src, threads, len(texts))
-                    result = {**result, "startup_s": small["startup_to_first_record_s"],
-                              "peak_rss_mb_10_sentences": small["peak_rss_mb"],
-                              "load_average": round(os.getloadavg()[0], 2)}
+                    result = {
+                        **result,
+                        "startup_s": small["startup_to_first_record_s"],
+                        "peak_rss_mb_10_sentences": small["peak_rss_mb"],
+                        "load_average": round(os.getloadavg()[0], 2),
+                    }
                     runs[str(threads)][name].append(result)
-                    log(f"round {n + 1}, {threads} thread(s), {name:30s} {result['sentences_per_s']:7.1f} sentences/s,"
+                    log(
+                        f"round {n + 1}, {threads} thread(s), {name:30s} {result['sentences_per_s']:7.1f} sentences/s,"
                         f" start-up {result['startup_s']:5.2f} s (first of {WINDOW}: "
                         f"{result['startup_to_first_record_s']:5.2f} s), peak {result['peak_rss_mb']:6.1f} MB, "
-                        f"load {os.getloadavg()[0]:.2f}")
+                        f"load {os.getloadavg()[0]:.2f}"
+                    )
                     if all(results for results in runs[str(threads)].values()):
                         summarise(runs, described, len(texts), save_it=args.limit is None)
     summarise(runs, described, len(texts), save_it=args.limit is None, show=True)
@@ -176,32 +204,44 @@ def summarise(runs: dict, described: dict, sentences: int, save_it: bool, show: 
         reference = by_name["sentence_transformers_encode"]
         table[threads] = {}
         for name, results in by_name.items():
-            best = {"sentences_per_s": max(r["sentences_per_s"] for r in results),
-                    "startup_s": min(r["startup_s"] for r in results),
-                    "startup_to_first_record_s": min(r["startup_to_first_record_s"] for r in results),
-                    "peak_rss_mb": max(r["peak_rss_mb"] for r in results)}
+            best = {
+                "sentences_per_s": max(r["sentences_per_s"] for r in results),
+                "startup_s": min(r["startup_s"] for r in results),
+                "startup_to_first_record_s": min(r["startup_to_first_record_s"] for r in results),
+                "peak_rss_mb": max(r["peak_rss_mb"] for r in results),
+            }
             # ratios round by round (the same load), their median: steadier than ratios of bests on a busy machine
             speed = sorted(r["sentences_per_s"] / ref["sentences_per_s"] for r, ref in zip(results, reference))
             start = sorted(ref["startup_s"] / r["startup_s"] for r, ref in zip(results, reference))
             # CPU seconds of the whole process (start-up included): at 1 thread the work itself, whatever the load
             cpu = sorted(ref["cpu_s"] / r["cpu_s"] for r, ref in zip(results, reference))
-            table[threads][name] = {**best, "throughput_ratio": round(speed[len(speed) // 2], 2),
-                                    "startup_speedup": round(start[len(start) // 2], 2),
-                                    "cpu_time_ratio": round(cpu[len(cpu) // 2], 2),
-                                    "rss_ratio": round(best["peak_rss_mb"] / max(r["peak_rss_mb"] for r in reference),
-                                                       2)}
-    result = {"sentences": sentences, "model": sentence_models.DEFAULT_MODEL, "window_records": WINDOW,
-              "encode_batch_size": CPU_ENCODE_BATCH, **described,
-              "load_average_after": [round(x, 2) for x in os.getloadavg()],
-              "note": "machine shared with other jobs: throughput ratios are per round (same load), median of rounds",
-              "aims": {"int8_throughput_ratio": 1.5, "startup_speedup": 5, "rss_ratio": 0.5},
-              "best_by_threads": table, "runs": runs}
+            table[threads][name] = {
+                **best,
+                "throughput_ratio": round(speed[len(speed) // 2], 2),
+                "startup_speedup": round(start[len(start) // 2], 2),
+                "cpu_time_ratio": round(cpu[len(cpu) // 2], 2),
+                "rss_ratio": round(best["peak_rss_mb"] / max(r["peak_rss_mb"] for r in reference), 2),
+            }
+    result = {
+        "sentences": sentences,
+        "model": sentence_models.DEFAULT_MODEL,
+        "window_records": WINDOW,
+        "encode_batch_size": CPU_ENCODE_BATCH,
+        **described,
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "note": "machine shared with other jobs: throughput ratios are per round (same load), median of rounds",
+        "aims": {"int8_throughput_ratio": 1.5, "startup_speedup": 5, "rss_ratio": 0.5},
+        "best_by_threads": table,
+        "runs": runs,
+    }
     for threads, rows in table.items() if show else ():
         for name, row in rows.items():
-            log(f"{threads} thread(s) {name:30s} {row['sentences_per_s']:7.1f} sentences/s "
+            log(
+                f"{threads} thread(s) {name:30s} {row['sentences_per_s']:7.1f} sentences/s "
                 f"(x{row['throughput_ratio']}),"
                 f" start-up {row['startup_s']:5.2f} s (x{row['startup_speedup']} faster), "
-                f"peak {row['peak_rss_mb']:6.1f} MB (x{row['rss_ratio']})")
+                f"peak {row['peak_rss_mb']:6.1f} MB (x{row['rss_ratio']})"
+            )
     if save_it:
         path = save("embed_speed_backends", result)
         if show:
@@ -224,7 +264,7 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    texts = stsb_train_sentences()[:args.limit]
+    texts = stsb_train_sentences()[: args.limit]
     start = time.perf_counter()
     model = sentence_models.load(sentence_models.DEFAULT_MODEL, "cpu")
     load_s = time.perf_counter() - start
@@ -245,14 +285,22 @@ def main() -> None:
         jsonl_mb, npy_mb = dst.stat().st_size / 1e6, npy.stat().st_size / 1e6
         env = {**os.environ, **({"OMP_NUM_THREADS": str(args.threads)} if args.threads else {})}
         with Clock() as cli:
-            subprocess.run([sys.executable, "-m", "sembed_cli", "embed", "-q", "--device", "cpu", str(src),
-                            "-o", str(dst)], check=True, cwd=ROOT, env=env)
+            subprocess.run(
+                [sys.executable, "-m", "sembed_cli", "embed", "-q", "--device", "cpu", str(src), "-o", str(dst)],
+                check=True,
+                cwd=ROOT,
+                env=env,
+            )
 
     wall = {name: len(texts) / min(c.wall for c in clocks) for name, clocks in runs.items()}
     cpu = {name: len(texts) / min(c.cpu for c in clocks) for name, clocks in runs.items()}
     result = {
-        "sentences": len(texts), "model": sentence_models.DEFAULT_MODEL, "device": "cpu", "torch_threads": threads,
-        "encode_batch_size": CPU_ENCODE_BATCH, "sembed_window_records": WINDOW,
+        "sentences": len(texts),
+        "model": sentence_models.DEFAULT_MODEL,
+        "device": "cpu",
+        "torch_threads": threads,
+        "encode_batch_size": CPU_ENCODE_BATCH,
+        "sembed_window_records": WINDOW,
         "sentence_transformers_encode_sentences_per_s": round(wall["encode"], 1),
         "sembed_embed_jsonl_sentences_per_s": round(wall["sembed"], 1),
         "sembed_embed_npy_sentences_per_s": round(wall["sembed_npy"], 1),
@@ -265,17 +313,23 @@ def main() -> None:
         "model_load_s": round(load_s, 2),
         "cli_wall_s_including_startup_and_load": round(cli.wall, 2),
         "cli_sentences_per_s_including_startup_and_load": round(len(texts) / cli.wall, 1),
-        "output_jsonl_mb": round(jsonl_mb, 2), "output_npy_mb": round(npy_mb, 2),
-        "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2),
+        "output_jsonl_mb": round(jsonl_mb, 2),
+        "output_npy_mb": round(npy_mb, 2),
+        "load_average_before": round(load_before, 2),
+        "load_average_after": round(os.getloadavg()[0], 2),
         "runs_wall_s": {name: [round(c.wall, 3) for c in clocks] for name, clocks in runs.items()},
         "runs_cpu_s": {name: [round(c.cpu, 3) for c in clocks] for name, clocks in runs.items()},
     }
     log(f"SentenceTransformer.encode {wall['encode']:8.1f} sentences/s (cpu time: {cpu['encode']:.1f})")
-    log(f"sembed embed (JSONL)       {wall['sembed']:8.1f} sentences/s (cpu time: {cpu['sembed']:.1f}), "
-        "JSONL in and out")
+    log(
+        f"sembed embed (JSONL)       {wall['sembed']:8.1f} sentences/s (cpu time: {cpu['sembed']:.1f}), "
+        "JSONL in and out"
+    )
     log(f"sembed embed --npy         {wall['sembed_npy']:8.1f} sentences/s (cpu time: {cpu['sembed_npy']:.1f})")
-    log(f"ratio                      {result['ratio']:8.3f} (cpu time {result['ratio_cpu_time']:.3f}; target >= 0.9); "
-        f"--npy {result['ratio_npy']:.3f} (cpu time {result['ratio_npy_cpu_time']:.3f})")
+    log(
+        f"ratio                      {result['ratio']:8.3f} (cpu time {result['ratio_cpu_time']:.3f}; target >= 0.9); "
+        f"--npy {result['ratio_npy']:.3f} (cpu time {result['ratio_npy_cpu_time']:.3f})"
+    )
     log(f"CLI end to end             {cli.wall:8.2f} s including start-up and model load")
     if args.limit is None:
         log(f"written {save('embed_speed', result)}")

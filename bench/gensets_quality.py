@@ -41,8 +41,9 @@ MIN_WORDS, MAX_WORDS = 6, 30
 
 
 def converted(*args: str) -> list[dict]:
-    run = subprocess.run([sys.executable, "-m", "sembed_cli", "convert", "-q", *args], capture_output=True,
-                         check=True, cwd=ROOT)
+    run = subprocess.run(
+        [sys.executable, "-m", "sembed_cli", "convert", "-q", *args], capture_output=True, check=True, cwd=ROOT
+    )
     return [json.loads(line) for line in run.stdout.splitlines()]
 
 
@@ -92,12 +93,15 @@ def measure(records: list[dict], tagger: Tagger) -> dict:
             agreeing += sum(final[i] == pos[i] for i in swapped)
             same_sequence += final == pos
             replaceable_words += slots
-    return {"variants": variants, "substituted_words": changed,
-            "tag_agreement": round(agreeing / max(changed, 1), 4),
-            "variants_with_the_original_tag_sequence": round(same_sequence / max(variants, 1), 4),
-            "share_of_variants_differing": round(differing / max(variants, 1), 4),
-            "words_substituted_per_variant": round(changed / max(variants, 1), 3),
-            "share_of_replaceable_words_substituted": round(changed / max(replaceable_words, 1), 4)}
+    return {
+        "variants": variants,
+        "substituted_words": changed,
+        "tag_agreement": round(agreeing / max(changed, 1), 4),
+        "variants_with_the_original_tag_sequence": round(same_sequence / max(variants, 1), 4),
+        "share_of_variants_differing": round(differing / max(variants, 1), 4),
+        "words_substituted_per_variant": round(changed / max(variants, 1), 3),
+        "share_of_replaceable_words_substituted": round(changed / max(replaceable_words, 1), 4),
+    }
 
 
 def sentence_spaces(record: dict) -> list[bool]:
@@ -133,11 +137,14 @@ def main() -> None:
     load_s = time.perf_counter() - start
     tagger = Tagger(nlp)
     load_before = os.getloadavg()[0]  # other jobs on the machine slow the wall-clock figures down
-    log(f"{len(texts)} sentences; masked-LM {args.mlm} in {precision}; {torch.get_num_threads()} torch threads; "
-        f"load {load_s:.1f}s; load average {load_before:.2f}")
+    log(
+        f"{len(texts)} sentences; masked-LM {args.mlm} in {precision}; {torch.get_num_threads()} torch threads; "
+        f"load {load_s:.1f}s; load average {load_before:.2f}"
+    )
 
-    generator = SetGenerator(mlm, tagger, nlp.tokenizer, k=args.k, top=args.top, seed=args.seed,
-                             batch_size=args.batch_size)
+    generator = SetGenerator(
+        mlm, tagger, nlp.tokenizer, k=args.k, top=args.top, seed=args.seed, batch_size=args.batch_size
+    )
     records = [{"id": n, "text": t} for n, t in enumerate(texts)]
     for record in records:
         generator.check(record)
@@ -156,19 +163,37 @@ def main() -> None:
     except (OSError, ValueError):
         model_info = {}
     result = {
-        "mlm": str(args.mlm), "mlm_metadata": model_info, "sentences_from": source, "sets": len(out),
+        "mlm": str(args.mlm),
+        "mlm_metadata": model_info,
+        "sentences_from": source,
+        "sets": len(out),
         "words_per_sentence": round(sum(len(r["words"][0]) for r in out) / max(len(out), 1), 1),
-        "k": args.k, "top": args.top, "seed": args.seed, "batch_size": args.batch_size, "device": "cpu",
+        "k": args.k,
+        "top": args.top,
+        "seed": args.seed,
+        "batch_size": args.batch_size,
+        "device": "cpu",
         "precision": precision,
-        "torch_threads": torch.get_num_threads(), "tagger_context_tokens": tagger.context,
-        **figures, "target_tag_agreement": 0.9,
-        "sets_per_s": round(len(out) / wall, 3), "cpu_s_per_set": round(cpu / max(len(out), 1), 3),
-        "wall_s": round(wall, 1), "model_load_s": round(load_s, 2),
-        "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2),
+        "torch_threads": torch.get_num_threads(),
+        "tagger_context_tokens": tagger.context,
+        **figures,
+        "target_tag_agreement": 0.9,
+        "sets_per_s": round(len(out) / wall, 3),
+        "cpu_s_per_set": round(cpu / max(len(out), 1), 3),
+        "wall_s": round(wall, 1),
+        "model_load_s": round(load_s, 2),
+        "load_average_before": round(load_before, 2),
+        "load_average_after": round(os.getloadavg()[0], 2),
         "examples": [r["sentences"] for r in out[:3]],
     }
-    for key in ("tag_agreement", "variants_with_the_original_tag_sequence", "share_of_variants_differing",
-                "words_substituted_per_variant", "share_of_replaceable_words_substituted", "sets_per_s"):
+    for key in (
+        "tag_agreement",
+        "variants_with_the_original_tag_sequence",
+        "share_of_variants_differing",
+        "words_substituted_per_variant",
+        "share_of_replaceable_words_substituted",
+        "sets_per_s",
+    ):
         log(f"{key:42s} {result[key]}")
     log(f"wrote {save(args.name, result)}")
 

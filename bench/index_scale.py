@@ -46,15 +46,24 @@ def timed(command: list[str], env: dict | None = None, stdin=None) -> dict:
     """Run `command` under /usr/bin/time: wall seconds, CPU seconds (user + system: what a shared machine's other
     jobs change least) and peak RSS (GB)."""
     started = time.perf_counter()
-    run = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *command], capture_output=True, text=True,
-                         env={**os.environ, **(env or {})}, stdin=stdin)
+    run = subprocess.run(
+        ["/usr/bin/time", "-f", "%M %U %S", *command],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        stdin=stdin,
+    )
     wall = time.perf_counter() - started
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed: {run.stderr[-2000:]}")
     rss_kb, user, system = run.stderr.strip().splitlines()[-1].split()
-    return {"seconds": round(wall, 2), "cpu_seconds": round(float(user) + float(system), 2),
-            "peak_rss_gb": round(int(rss_kb) / 1e6, 3), "load_average": round(os.getloadavg()[0], 2),
-            "stdout": run.stdout}
+    return {
+        "seconds": round(wall, 2),
+        "cpu_seconds": round(float(user) + float(system), 2),
+        "peak_rss_gb": round(int(rss_kb) / 1e6, 3),
+        "load_average": round(os.getloadavg()[0], 2),
+        "stdout": run.stdout,
+    }
 
 
 def disk_bytes(path: Path) -> int:
@@ -62,6 +71,7 @@ def disk_bytes(path: Path) -> int:
 
 
 # --- data ----------------------------------------------------------------------------------------------------
+
 
 def spread(centres: np.ndarray, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """`count` unit vectors around randomly drawn centres, and which centre each came from."""
@@ -82,7 +92,7 @@ def make_data(work: Path, size: int, seed: int) -> dict:
     base = work / "base.npy"
     centres = np.load(base).astype(np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    texts = [json.loads(line)["text"] for line in open(work / "base.jsonl", encoding="utf-8")][:len(centres)]
+    texts = [json.loads(line)["text"] for line in open(work / "base.jsonl", encoding="utf-8")][: len(centres)]
     identity = json.loads((work / "base.npy.json").read_text())["embedding_model"]
     rng = np.random.default_rng(seed)
     matrix = np.lib.format.open_memmap(folder / "vectors.npy", mode="w+", dtype=np.float16, shape=(size, 384))
@@ -91,9 +101,12 @@ def make_data(work: Path, size: int, seed: int) -> dict:
         for start in range(0, size, 500_000):
             count = min(500_000, size - start)
             vectors, picked = spread(centres, count, rng)
-            matrix[start:start + count] = vectors.astype(np.float16)
-            records.writelines(json.dumps({"id": start + n, "text": texts[j], "embedding_row": start + n,
-                                           "embedding_model": identity}) + "\n" for n, j in enumerate(picked))
+            matrix[start : start + count] = vectors.astype(np.float16)
+            records.writelines(
+                json.dumps({"id": start + n, "text": texts[j], "embedding_row": start + n, "embedding_model": identity})
+                + "\n"
+                for n, j in enumerate(picked)
+            )
     matrix.flush()
     del matrix
     (folder / "vectors.npy.json").write_text(json.dumps({"embedding_model": identity}))
@@ -105,8 +118,9 @@ def make_data(work: Path, size: int, seed: int) -> dict:
     with open(folder / "update.jsonl", "w", encoding="utf-8") as f:
         for n, j in enumerate(picked):
             record_id = n if n < 1000 else size + n - 1000
-            f.write(json.dumps({"id": record_id, "text": texts[j], "embedding_row": n,
-                                "embedding_model": identity}) + "\n")
+            f.write(
+                json.dumps({"id": record_id, "text": texts[j], "embedding_row": n, "embedding_model": identity}) + "\n"
+            )
     made = {"size": size, "seconds": round(time.perf_counter() - started, 1), "identity": identity}
     done.write_text(json.dumps(made))
     return made
@@ -121,7 +135,7 @@ def exact_neighbours(folder: Path, queries: np.ndarray) -> np.ndarray:
     best_scores = np.full((len(queries), K), -np.inf, dtype=np.float32)
     best_rows = np.zeros((len(queries), K), dtype=np.int64)
     for start in range(0, len(matrix), 500_000):
-        block = np.asarray(matrix[start:start + 500_000], dtype=np.float32)
+        block = np.asarray(matrix[start : start + 500_000], dtype=np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
         scores = queries @ block.T
         top = np.argpartition(-scores, K, axis=1)[:, :K]
@@ -138,6 +152,7 @@ def recall(found: np.ndarray, exact: np.ndarray) -> float:
 
 
 # --- raw FAISS, each step run in its own process ---------------------------------------------------------------
+
 
 def raw_build(folder: Path, factory: str, sample_size: int, seed: int, threads: int) -> None:
     """The factory built directly: trained (two-level clustering for many cells), added by id in chunks."""
@@ -160,7 +175,7 @@ def raw_build(folder: Path, factory: str, sample_size: int, seed: int, threads: 
             ivf.quantizer.add(np.ascontiguousarray(centroids, dtype=np.float32))
         index.train(sample)
     for start in range(0, len(matrix), 100_000):
-        block = np.asarray(matrix[start:start + 100_000], dtype=np.float32)
+        block = np.asarray(matrix[start : start + 100_000], dtype=np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
         index.add_with_ids(block, np.arange(start, start + len(block), dtype=np.int64))
     faiss.write_index(index, str(folder / "raw.faiss"))
@@ -190,8 +205,14 @@ def raw_search(folder: Path, nprobe: int, threads: int) -> None:
         rows[n] = found[order][np.argsort(-(vectors @ queries[n]))[:K]]
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     np.save(folder / "raw_found.npy", rows)
-    print(json.dumps({"queries_per_second": round(len(queries) / seconds, 1),
-                      "queries_per_cpu_second": round(len(queries) / cpu, 1)}))
+    print(
+        json.dumps(
+            {
+                "queries_per_second": round(len(queries) / seconds, 1),
+                "queries_per_cpu_second": round(len(queries) / cpu, 1),
+            }
+        )
+    )
 
 
 def raw_update(folder: Path, size: int, threads: int) -> None:
@@ -222,14 +243,29 @@ def sembed_search(directory: Path, folder: Path, threads: int) -> None:
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert len(found) == len(set(rows.ravel().tolist()) - {-1})
     np.save(folder / "sembed_found.npy", rows)
-    print(json.dumps({"queries_per_second": round(len(queries) / seconds, 1),
-                      "queries_per_cpu_second": round(len(queries) / cpu, 1)}))
+    print(
+        json.dumps(
+            {
+                "queries_per_second": round(len(queries) / seconds, 1),
+                "queries_per_cpu_second": round(len(queries) / cpu, 1),
+            }
+        )
+    )
 
 
 # --- one size ----------------------------------------------------------------------------------------------
 
-def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, checkpoint=lambda result: None,
-             reuse: dict | None = None, raw_too: bool = True) -> dict:
+
+def run_size(
+    work: Path,
+    size: int,
+    threads: int,
+    seed: int,
+    index_type: str,
+    checkpoint=lambda result: None,
+    reuse: dict | None = None,
+    raw_too: bool = True,
+) -> dict:
     """One size's figures; `reuse`: a partial result of an earlier run whose sembed index is on disk (its build
     figures are kept, the rest measured now); without `raw_too` FAISS alone is not built (a long run cut short)."""
     folder = work / str(size)
@@ -242,22 +278,59 @@ def run_size(work: Path, size: int, threads: int, seed: int, index_type: str, ch
         result["sembed"] = dict(reuse["sembed"])
         meta = json.loads((index_dir / "sembed.json").read_text())
         return measure(work, size, threads, seed, index_type, result, meta, checkpoint, raw_too, env, folder, index_dir)
-    build = timed([*SEMBED, "index", "-q", str(folder / "records.jsonl"), "--npy", str(folder / "vectors.npy"),
-                   "--type", index_type, "-o", str(index_dir), "--force", "--seed", str(seed)], env)
+    build = timed(
+        [
+            *SEMBED,
+            "index",
+            "-q",
+            str(folder / "records.jsonl"),
+            "--npy",
+            str(folder / "vectors.npy"),
+            "--type",
+            index_type,
+            "-o",
+            str(index_dir),
+            "--force",
+            "--seed",
+            str(seed),
+        ],
+        env,
+    )
     meta = json.loads((index_dir / "sembed.json").read_text())
     settings = meta["settings"]
-    result["sembed"] = {"build_seconds": build["seconds"], "build_cpu_seconds": build["cpu_seconds"],
-                        "build_load_average": build["load_average"], "build_peak_rss_gb": build["peak_rss_gb"],
-                        "disk_bytes": disk_bytes(index_dir), "type": meta["type"], "factory": settings["factory"],
-                        "nprobe": settings.get("nprobe"), "bytes_per_vector": settings.get("bytes_per_vector")}
+    result["sembed"] = {
+        "build_seconds": build["seconds"],
+        "build_cpu_seconds": build["cpu_seconds"],
+        "build_load_average": build["load_average"],
+        "build_peak_rss_gb": build["peak_rss_gb"],
+        "disk_bytes": disk_bytes(index_dir),
+        "type": meta["type"],
+        "factory": settings["factory"],
+        "nprobe": settings.get("nprobe"),
+        "bytes_per_vector": settings.get("bytes_per_vector"),
+    }
     checkpoint(result)
-    log(f"{size}: sembed built {meta['type']} ({settings['factory']}) in {build['seconds']} s, "
-        f"{build['peak_rss_gb']} GB")
+    log(
+        f"{size}: sembed built {meta['type']} ({settings['factory']}) in {build['seconds']} s, "
+        f"{build['peak_rss_gb']} GB"
+    )
     return measure(work, size, threads, seed, index_type, result, meta, checkpoint, raw_too, env, folder, index_dir)
 
 
-def measure(work: Path, size: int, threads: int, seed: int, index_type: str, result: dict, meta: dict, checkpoint,
-            raw_too: bool, env: dict, folder: Path, index_dir: Path) -> dict:
+def measure(
+    work: Path,
+    size: int,
+    threads: int,
+    seed: int,
+    index_type: str,
+    result: dict,
+    meta: dict,
+    checkpoint,
+    raw_too: bool,
+    env: dict,
+    folder: Path,
+    index_dir: Path,
+) -> dict:
     """Everything after sembed's build: FAISS's own build, search, start-up, update."""
     from sembed_cli.indexes import kinds
 
@@ -265,33 +338,72 @@ def measure(work: Path, size: int, threads: int, seed: int, index_type: str, res
     raw_too = raw_too and settings.get("nprobe") is not None
     sample = kinds.training_size(kinds.create(kinds.Kind(meta["type"], settings["factory"]), 384), size)
     if raw_too:
-        raw = timed([PYTHON, __file__, "raw-build", str(folder), settings["factory"], str(sample), str(seed),
-                     str(threads)], env)
-    result["raw_faiss"] = {} if not raw_too else {"build_seconds": raw["seconds"], "build_cpu_seconds": raw["cpu_seconds"],
-                           "build_load_average": raw["load_average"], "build_peak_rss_gb": raw["peak_rss_gb"],
-                           "disk_bytes": disk_bytes(folder / "raw.faiss") + disk_bytes(folder / "vectors.npy") // 1}
+        raw = timed(
+            [PYTHON, __file__, "raw-build", str(folder), settings["factory"], str(sample), str(seed), str(threads)], env
+        )
+    result["raw_faiss"] = (
+        {}
+        if not raw_too
+        else {
+            "build_seconds": raw["seconds"],
+            "build_cpu_seconds": raw["cpu_seconds"],
+            "build_load_average": raw["load_average"],
+            "build_peak_rss_gb": raw["peak_rss_gb"],
+            "disk_bytes": disk_bytes(folder / "raw.faiss") + disk_bytes(folder / "vectors.npy") // 1,
+        }
+    )
     checkpoint(result)
     if raw_too:
         log(f"{size}: raw FAISS built in {raw['seconds']} s, {raw['peak_rss_gb']} GB")
     exact = exact_neighbours(folder, np.load(folder / "queries.npy"))
     searched = timed([PYTHON, __file__, "sembed-search", str(index_dir), str(folder), str(threads)], env)
-    result["sembed"].update(json.loads(searched["stdout"]), search_peak_rss_gb=searched["peak_rss_gb"],
-                            recall_at_10=recall(np.load(folder / "sembed_found.npy"), exact))
+    result["sembed"].update(
+        json.loads(searched["stdout"]),
+        search_peak_rss_gb=searched["peak_rss_gb"],
+        recall_at_10=recall(np.load(folder / "sembed_found.npy"), exact),
+    )
     if raw_too:
         raw_searched = timed([PYTHON, __file__, "raw-search", str(folder), str(settings["nprobe"]), str(threads)], env)
-        result["raw_faiss"].update(json.loads(raw_searched["stdout"]), search_peak_rss_gb=raw_searched["peak_rss_gb"],
-                                   recall_at_10=recall(np.load(folder / "raw_found.npy"), exact))
+        result["raw_faiss"].update(
+            json.loads(raw_searched["stdout"]),
+            search_peak_rss_gb=raw_searched["peak_rss_gb"],
+            recall_at_10=recall(np.load(folder / "raw_found.npy"), exact),
+        )
     checkpoint(result)
-    query = [*SEMBED, "search", "-q", "-i", str(index_dir), "--query", "The minister denied knowing of the payments",
-             "--backend", "onnx", "--quantize", "int8", "--k", "10"]
+    query = [
+        *SEMBED,
+        "search",
+        "-q",
+        "-i",
+        str(index_dir),
+        "--query",
+        "The minister denied knowing of the payments",
+        "--backend",
+        "onnx",
+        "--quantize",
+        "int8",
+        "--k",
+        "10",
+    ]
     timed(query, env)  # the first run exports and quantises the ONNX model once
     startup = timed(query, env)
     result["sembed"]["search_startup_seconds"] = startup["seconds"]
     result["sembed"]["search_startup_cpu_seconds"] = startup["cpu_seconds"]
     result["sembed"]["search_startup_peak_rss_gb"] = startup["peak_rss_gb"]
     checkpoint(result)
-    updated = timed([*SEMBED, "index", "-q", "--update", str(index_dir), str(folder / "update.jsonl"), "--npy",
-                     str(folder / "update.npy")], env)
+    updated = timed(
+        [
+            *SEMBED,
+            "index",
+            "-q",
+            "--update",
+            str(index_dir),
+            str(folder / "update.jsonl"),
+            "--npy",
+            str(folder / "update.npy"),
+        ],
+        env,
+    )
     result["sembed"]["update_2000_seconds"] = updated["seconds"]
     result["sembed"]["update_2000_cpu_seconds"] = updated["cpu_seconds"]
     result["sembed"]["update_2000_peak_rss_gb"] = updated["peak_rss_gb"]
@@ -324,21 +436,24 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "index_scale")
     parser.add_argument("--name", default="index_scale")
-    parser.add_argument("--reuse", action="store_true",
-                        help="measure again over a sembed index an earlier (partial) run left, keeping its build figures")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="measure again over a sembed index an earlier (partial) run left, keeping its build figures",
+    )
     parser.add_argument("--no-raw", action="store_true", help="leave FAISS's own build out (a long run cut short)")
     args = parser.parse_args()
     path = RESULTS / f"{args.name}.json"
     previous = json.loads(path.read_text()).get("runs", []) if path.exists() else []
     runs = [r for r in previous if not any(r["size"] == s and r.get("type_asked") == args.type for s in args.sizes)]
     for size in args.sizes:
+
         def checkpoint(result: dict) -> None:  # a long run keeps what it has measured so far
             partial = [r for r in runs if r["size"] != size] + [{**result, "partial": True}]
             save(args.name, {"how": __doc__.split("\n\n")[1], "runs": sorted(partial, key=lambda r: r["size"])})
 
         earlier = next((r for r in previous if r["size"] == size and "sembed" in r), None) if args.reuse else None
-        runs.append(run_size(args.work, size, args.threads, args.seed, args.type, checkpoint, earlier,
-                             not args.no_raw))
+        runs.append(run_size(args.work, size, args.threads, args.seed, args.type, checkpoint, earlier, not args.no_raw))
         save(args.name, {"how": __doc__.split("\n\n")[1], "runs": sorted(runs, key=lambda r: r["size"])})
 
 

@@ -77,7 +77,7 @@ def masked_words(sentences: list[tuple[str, str]], tokenizer, count: int, seed: 
     lower = tokenizer.tokenize("A") == tokenizer.tokenize("a")  # an uncased vocabulary
     items: list[MaskedWord] = []
     for start in range(0, len(order), 500):
-        chosen = [sentences[i] for i in order[start:start + 500]]
+        chosen = [sentences[i] for i in order[start : start + 500]]
         for (corpus, text), doc in zip(chosen, nlp.pipe([t for _, t in chosen], batch_size=256)):
             if len(tokenizer.tokenize(text)) > MAX_PIECES - 2:
                 continue
@@ -86,22 +86,23 @@ def masked_words(sentences: list[tuple[str, str]], tokenizer, count: int, seed: 
                 if token.pos_ not in CONTENT_POS or not token.is_alpha or token.is_stop:
                     continue
                 begin, end = token.idx, token.idx + len(token.text)
-                if re.match(r"\w", text[begin - 1:begin]) or re.match(r"\w", text[end:end + 1]):
+                if re.match(r"\w", text[begin - 1 : begin]) or re.match(r"\w", text[end : end + 1]):
                     continue  # part of a longer word for BERT's tokenizer
                 pieces = tokenizer.tokenize(token.text.lower() if lower else token.text)
                 if len(pieces) == 1 and pieces[0] != tokenizer.unk_token:
                     candidates.append((token, tokenizer.convert_tokens_to_ids(pieces[0])))
             if candidates:
                 token, target = rng.choice(candidates)
-                masked = text[:token.idx] + tokenizer.mask_token + text[token.idx + len(token.text):]
+                masked = text[: token.idx] + tokenizer.mask_token + text[token.idx + len(token.text) :]
                 items.append(MaskedWord(masked, token.text, target, token.pos_, corpus))
             if len(items) == count:
                 return items
     return items
 
 
-def top_ranks(model, tokenizer, items: list[MaskedWord], k: int = 10, batch_size: int = 64
-              ) -> tuple[list[list[int]], list[list[int]]]:
+def top_ranks(
+    model, tokenizer, items: list[MaskedWord], k: int = 10, batch_size: int = 64
+) -> tuple[list[list[int]], list[list[int]]]:
     """The k best word pieces at each item's [MASK], best first (the logits computed at the [MASK] only): over the
     whole vocabulary, and among the entries gensets may substitute."""
     import torch
@@ -112,8 +113,9 @@ def top_ranks(model, tokenizer, items: list[MaskedWord], k: int = 10, batch_size
     tops, candidates = [], []
     with torch.inference_mode():
         for start in range(0, len(items), batch_size):
-            batch = tokenizer([item.text for item in items[start:start + batch_size]], padding=True,
-                              return_tensors="pt")
+            batch = tokenizer(
+                [item.text for item in items[start : start + batch_size]], padding=True, return_tensors="pt"
+            )
             hidden = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
             where = batch["input_ids"] == tokenizer.mask_token_id
             assert int(where.sum()) == len(batch["input_ids"]), "one [MASK] a sentence"
@@ -128,8 +130,14 @@ def recovery(items: list[MaskedWord], tops: list[list[int]], by=None) -> dict:
     groups = defaultdict(list)
     for item, top in zip(items, tops):
         groups[by(item) if by else "all"].append((item.target == top[0], item.target in top[:10]))
-    report = {name: {"n": len(hits), "top1": round(100 * sum(h[0] for h in hits) / len(hits), 1),
-                     "top10": round(100 * sum(h[1] for h in hits) / len(hits), 1)} for name, hits in groups.items()}
+    report = {
+        name: {
+            "n": len(hits),
+            "top1": round(100 * sum(h[0] for h in hits) / len(hits), 1),
+            "top10": round(100 * sum(h[1] for h in hits) / len(hits), 1),
+        }
+        for name, hits in groups.items()
+    }
     return report if by else report["all"]
 
 
@@ -165,23 +173,47 @@ def main() -> None:
     training = meta.get("training", {})
     settings = meta.get("settings", {})
     result = {
-        "model": args.model, "base_model": meta.get("base_model"), "held_out_sentences": len(sentences),
-        "masked_words": overall["n"], "top1": overall["top1"], "top10": overall["top10"],
-        "target_top10": 40.0, "candidates_top1": among["top1"], "candidates_top10": among["top10"],
+        "model": args.model,
+        "base_model": meta.get("base_model"),
+        "held_out_sentences": len(sentences),
+        "masked_words": overall["n"],
+        "top1": overall["top1"],
+        "top10": overall["top10"],
+        "target_top10": 40.0,
+        "candidates_top1": among["top1"],
+        "candidates_top10": among["top10"],
         "by_corpus": recovery(items, tops, lambda i: i.corpus),
         "by_pos": recovery(items, tops, lambda i: i.pos),
-        "training_seconds": training.get("seconds"), "training_steps": training.get("steps"),
+        "training_seconds": training.get("seconds"),
+        "training_steps": training.get("steps"),
         "training_sentences_seen": training.get("sentences_seen"),
         "training_records": meta.get("data", {}).get("training_records"),
-        "settings": {k: settings.get(k) for k in ("batch_size", "learning_rate", "head_lr_scale", "warmup_ratio",
-                                                  "max_steps", "epochs", "masked_share", "max_length")},
-        "seed": args.seed, "eval_seconds": round(seconds, 1), "torch_threads": torch.get_num_threads(),
-        "examples": [{"text": i.text, "word": i.word, "top10": tokenizer.convert_ids_to_tokens(t)}
-                     for i, t in list(zip(items, tops))[:5]],
+        "settings": {
+            k: settings.get(k)
+            for k in (
+                "batch_size",
+                "learning_rate",
+                "head_lr_scale",
+                "warmup_ratio",
+                "max_steps",
+                "epochs",
+                "masked_share",
+                "max_length",
+            )
+        },
+        "seed": args.seed,
+        "eval_seconds": round(seconds, 1),
+        "torch_threads": torch.get_num_threads(),
+        "examples": [
+            {"text": i.text, "word": i.word, "top10": tokenizer.convert_ids_to_tokens(t)}
+            for i, t in list(zip(items, tops))[:5]
+        ],
     }
-    log(f"{overall['n']} masked content words: top-1 {overall['top1']}%, top-10 {overall['top10']}% "
+    log(
+        f"{overall['n']} masked content words: top-1 {overall['top1']}%, top-10 {overall['top10']}% "
         f"(target top-10 > 40%); among gensets' candidates top-1 {among['top1']}%, top-10 {among['top10']}%; "
-        f"trained {training.get('steps')} steps in {training.get('seconds')} s")
+        f"trained {training.get('steps')} steps in {training.get('seconds')} s"
+    )
     for corpus, figures in sorted(result["by_corpus"].items()):
         log(f"  {corpus:14s} n {figures['n']:5d}  top-1 {figures['top1']:5.1f}  top-10 {figures['top10']:5.1f}")
     log(f"written {save(args.name, result)}")

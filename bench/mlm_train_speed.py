@@ -99,23 +99,36 @@ def main() -> None:
     start, tokenizer, _, _ = start_model(args.model, args.seed, dropout=0.0)
     with corpora_records(args.records) as records:
         batches = training_batches(tokenizer, records, args.steps, args.seed)
-    variants = {"reference (transformers, fp32)": (reference_loss, "fp32"),
-                "sembed fp32": (masked_positions_loss, "fp32"), "sembed bf16": (masked_positions_loss, "bf16")}
+    variants = {
+        "reference (transformers, fp32)": (reference_loss, "fp32"),
+        "sembed fp32": (masked_positions_loss, "fp32"),
+        "sembed bf16": (masked_positions_loss, "bf16"),
+    }
     figures = {}
     for name, (loss, precision) in variants.items():
         seconds, losses = time_steps(copy.deepcopy(start), loss, batches, precision)
-        figures[name] = {"seconds_a_step": round(statistics.median(seconds), 3),
-                         "mean_loss": round(statistics.fmean(losses), 4)}
+        figures[name] = {
+            "seconds_a_step": round(statistics.median(seconds), 3),
+            "mean_loss": round(statistics.fmean(losses), 4),
+        }
         log(f"{name:32s} {figures[name]['seconds_a_step']:.3f} s a step, mean loss {figures[name]['mean_loss']:.4f}")
     reference = figures["reference (transformers, fp32)"]["seconds_a_step"]
     for name in figures:
         figures[name]["speedup"] = round(reference / figures[name]["seconds_a_step"], 2)
-    result = {"model": args.model, "batch_size": BATCH, "timed_steps": args.steps, "warmup_steps": WARMUP,
-              "torch_threads": torch.get_num_threads(), "native_bf16": native_bf16(), "variants": figures,
-              "bf16_over_fp32": round(figures["sembed fp32"]["seconds_a_step"] /
-                                      figures["sembed bf16"]["seconds_a_step"], 2)}
-    log(f"bf16 {result['bf16_over_fp32']}x sembed fp32; sembed fp32 {figures['sembed fp32']['speedup']}x, "
-        f"bf16 {figures['sembed bf16']['speedup']}x transformers' step")
+    result = {
+        "model": args.model,
+        "batch_size": BATCH,
+        "timed_steps": args.steps,
+        "warmup_steps": WARMUP,
+        "torch_threads": torch.get_num_threads(),
+        "native_bf16": native_bf16(),
+        "variants": figures,
+        "bf16_over_fp32": round(figures["sembed fp32"]["seconds_a_step"] / figures["sembed bf16"]["seconds_a_step"], 2),
+    }
+    log(
+        f"bf16 {result['bf16_over_fp32']}x sembed fp32; sembed fp32 {figures['sembed fp32']['speedup']}x, "
+        f"bf16 {figures['sembed bf16']['speedup']}x transformers' step"
+    )
     log(f"written {save(args.name, result)}")
 
 

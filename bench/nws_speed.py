@@ -24,6 +24,7 @@ from sembed_cli.training.job import Job
 from sembed_cli.training.methods import nws
 from sembed_cli.training.word_saliency import train_nws
 
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path)
@@ -44,16 +45,30 @@ def main() -> None:
             tick = time.perf_counter()
             vectors = word_vectors.load(spec)
             load_seconds = time.perf_counter() - tick
-            job = Job(RecordSource(str(corpus)), Path(tmp) / f"table-{len(result['runs'])}",
-                      dataclasses.replace(nws.RECIPE, epochs=1), None, 42, "cpu", resume=False, force=False)
+            job = Job(
+                RecordSource(str(corpus)),
+                Path(tmp) / f"table-{len(result['runs'])}",
+                dataclasses.replace(nws.RECIPE, epochs=1),
+                None,
+                42,
+                "cpu",
+                resume=False,
+                force=False,
+            )
             table = train_nws(job, nws.Settings(), vectors)
             epoch = table.metadata["history"][0]
-            run = {"vectors": spec, "dim": vectors.dim, "sentences": table.sentences, "tokens": table.tokens,
-                   "vectors_load_seconds": round(load_seconds, 1), "epoch_seconds": epoch["seconds"],
-                   "sentences_per_second": epoch["sentences_per_second"],
-                   "tokens_per_second": round(table.tokens / epoch["seconds"]),
-                   "total_seconds_with_reading": table.metadata["seconds"],
-                   "under_3_minutes": table.metadata["seconds"] < 180}
+            run = {
+                "vectors": spec,
+                "dim": vectors.dim,
+                "sentences": table.sentences,
+                "tokens": table.tokens,
+                "vectors_load_seconds": round(load_seconds, 1),
+                "epoch_seconds": epoch["seconds"],
+                "sentences_per_second": epoch["sentences_per_second"],
+                "tokens_per_second": round(table.tokens / epoch["seconds"]),
+                "total_seconds_with_reading": table.metadata["seconds"],
+                "under_3_minutes": table.metadata["seconds"] < 180,
+            }
             log(str(run))
             result["runs"].append(run)
     log(f"wrote {save('nws_speed', result)}")

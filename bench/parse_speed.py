@@ -62,16 +62,21 @@ def main() -> None:
             spacy_s.append(time_spacy(nlp, texts))
             sembed_s.append(time_sembed(nlp, src, dst))
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "sembed_cli", "parse", "-q", str(src), "-o", str(dst)], check=True, cwd=ROOT)
+        subprocess.run(
+            [sys.executable, "-m", "sembed_cli", "parse", "-q", str(src), "-o", str(dst)], check=True, cwd=ROOT
+        )
         cli_s = time.perf_counter() - start
         out_mb = dst.stat().st_size / 1e6
 
     spacy_rate, sembed_rate = len(texts) / min(spacy_s), len(texts) / min(sembed_s)
     result = {
-        "sentences": len(texts), "words": words, "pipes": nlp.pipe_names,
+        "sentences": len(texts),
+        "words": words,
+        "pipes": nlp.pipe_names,
         "spacy_nlp_pipe_sentences_per_s": round(spacy_rate, 1),
         "sembed_parse_sentences_per_s": round(sembed_rate, 1),
-        "ratio": round(sembed_rate / spacy_rate, 3), "target_ratio": 0.85,
+        "ratio": round(sembed_rate / spacy_rate, 3),
+        "target_ratio": 0.85,
         "spacy_words_per_s": round(words / min(spacy_s), 0),
         "model_load_s": round(load_s, 2),
         "cli_wall_s_including_startup_and_load": round(cli_s, 2),

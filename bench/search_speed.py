@@ -78,26 +78,33 @@ def main() -> None:
     start = time.perf_counter()
     vectors = model.encode([r["text"] for r in rows], batch_size=256, convert_to_numpy=True, show_progress_bar=False)
     embed_s = time.perf_counter() - start
-    log(f"{index.index.ntotal} vectors ({index.metadata['type']}, {index.dimension} d), {len(rows)} queries, "
-        f"{args.threads} thread(s), load average {os.getloadavg()[0]:.2f}")
+    log(
+        f"{index.index.ntotal} vectors ({index.metadata['type']}, {index.dimension} d), {len(rows)} queries, "
+        f"{args.threads} thread(s), load average {os.getloadavg()[0]:.2f}"
+    )
 
     def raw() -> float:
         start = time.perf_counter()
         for i in range(0, len(vectors), args.batch_size):
-            index.index.search(unit_rows(vectors[i:i + args.batch_size]), 10)
+            index.index.search(unit_rows(vectors[i : i + args.batch_size]), 10)
         return time.perf_counter() - start
 
     def sembed_run(src: Path, dst: Path) -> float:
         start = time.perf_counter()
         with RecordSink(str(dst), flush_every=args.batch_size) as sink:
-            sink.write_all(search_records(RecordSource(str(src)), index, model, 10, "text", "embedding",
-                                          args.batch_size))
+            sink.write_all(
+                search_records(RecordSource(str(src)), index, model, 10, "text", "embedding", args.batch_size)
+            )
         return time.perf_counter() - start
 
     with tempfile.TemporaryDirectory() as tmp:
         with_vectors, with_texts = Path(tmp) / "vectors.jsonl", Path(tmp) / "texts.jsonl"
-        with_vectors.write_bytes(b"".join(orjson.dumps({**r, "embedding": v}, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
-                                          for r, v in zip(rows, vectors)))
+        with_vectors.write_bytes(
+            b"".join(
+                orjson.dumps({**r, "embedding": v}, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"
+                for r, v in zip(rows, vectors)
+            )
+        )
         with_texts.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
         out = Path(tmp) / "out.jsonl"
         times = {"raw_faiss": [], "sembed_search_vectors": [], "sembed_search_texts": []}
@@ -114,11 +121,19 @@ def main() -> None:
         recall.setdefault("all", []).append(hit)
     qps = {k: round(len(rows) / min(v), 1) for k, v in times.items()}
     result = {
-        "index": str(args.index), "index_type": index.metadata["type"], "vectors": index.index.ntotal,
-        "dimension": index.dimension, "model": index.metadata["model"], "queries": len(rows), "k": 10,
-        "batch_size": args.batch_size, "threads": args.threads,
-        "queries_per_s": qps, "ratio_sembed_to_raw_faiss": round(qps["sembed_search_vectors"] / qps["raw_faiss"], 3),
-        "target_queries_per_s": 1000, "target_ratio": 0.9,
+        "index": str(args.index),
+        "index_type": index.metadata["type"],
+        "vectors": index.index.ntotal,
+        "dimension": index.dimension,
+        "model": index.metadata["model"],
+        "queries": len(rows),
+        "k": 10,
+        "batch_size": args.batch_size,
+        "threads": args.threads,
+        "queries_per_s": qps,
+        "ratio_sembed_to_raw_faiss": round(qps["sembed_search_vectors"] / qps["raw_faiss"], 3),
+        "target_queries_per_s": 1000,
+        "target_ratio": 0.9,
         "query_embedding_queries_per_s": round(len(rows) / embed_s, 1),
         "recall_at_10": {k: {"n": len(v), "recall": round(sum(v) / len(v), 4)} for k, v in recall.items()},
         "paper_seconds_per_query": 3.6,

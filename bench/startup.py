@@ -18,9 +18,11 @@ import time
 
 from common import ROOT, log, save
 
-CONTENDERS = {"python -c pass": [sys.executable, "-c", "pass"],
-              "python -c 'import typer'": [sys.executable, "-c", "import typer"],
-              "sembed --help": [sys.executable, "-m", "sembed_cli", "--help"]}
+CONTENDERS = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "python -c 'import typer'": [sys.executable, "-c", "import typer"],
+    "sembed --help": [sys.executable, "-m", "sembed_cli", "--help"],
+}
 AIM_S = 1.0
 
 
@@ -34,8 +36,9 @@ def main() -> None:
             started = time.perf_counter()
             subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, check=True)
             seconds[name].append(time.perf_counter() - started)
-    rows = {name: {"min_s": round(min(s), 3), "median_s": round(statistics.median(s), 3)}
-            for name, s in seconds.items()}
+    rows = {
+        name: {"min_s": round(min(s), 3), "median_s": round(statistics.median(s), 3)} for name, s in seconds.items()
+    }
     for name, row in rows.items():
         log(f"{name:28s} min {row['min_s']:.3f} s, median {row['median_s']:.3f} s")
     help_s = rows["sembed --help"]["median_s"]

@@ -68,14 +68,22 @@ STATIC = ("sembed_static", "sembed_static_npy", "sentence_transformers_static", 
 def command(name: str, src: Path, threads: int, args, tmp: Path) -> list[str]:
     teacher = str(sentence_models.resolve_path(sentence_models.DEFAULT_MODEL))
     embed = [sys.executable, "-m", "sembed_cli", "embed", "-q", "--force"]
-    return {"sentence_transformers_encode": [sys.executable, "-c", ENCODE, str(src), str(threads), teacher, "32"],
-            "sembed_onnx_int8": [*embed, "--backend", "onnx", "--quantize", "int8", str(src)],
-            "sembed_static": [*embed, "-m", str(args.static), str(src)],
-            "sembed_static_npy": [*embed, "-m", str(args.static), "--npy", str(tmp / "vectors.npy"), str(src)],
-            "sentence_transformers_static": [sys.executable, "-c", ENCODE, str(src), str(threads), str(args.static),
-                                             "1000"],
-            "model2vec": [str(args.model2vec_python), "-c", MODEL2VEC, str(src), str(threads), str(args.model2vec)],
-            }[name]
+    return {
+        "sentence_transformers_encode": [sys.executable, "-c", ENCODE, str(src), str(threads), teacher, "32"],
+        "sembed_onnx_int8": [*embed, "--backend", "onnx", "--quantize", "int8", str(src)],
+        "sembed_static": [*embed, "-m", str(args.static), str(src)],
+        "sembed_static_npy": [*embed, "-m", str(args.static), "--npy", str(tmp / "vectors.npy"), str(src)],
+        "sentence_transformers_static": [
+            sys.executable,
+            "-c",
+            ENCODE,
+            str(src),
+            str(threads),
+            str(args.static),
+            "1000",
+        ],
+        "model2vec": [str(args.model2vec_python), "-c", MODEL2VEC, str(src), str(threads), str(args.model2vec)],
+    }[name]
 
 
 def main() -> None:
@@ -87,22 +95,35 @@ def main() -> None:
     parser.add_argument("--thread-counts", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--limit", type=int, default=None, help="only the first N sentences (a quick check)")
     args = parser.parse_args()
-    names = ["sentence_transformers_encode", "sembed_onnx_int8", "sembed_static", "sembed_static_npy",
-             "sentence_transformers_static"] + (["model2vec"] if args.model2vec else [])
-    texts = stsb_train_sentences()[:args.limit]
+    names = [
+        "sentence_transformers_encode",
+        "sembed_onnx_int8",
+        "sembed_static",
+        "sembed_static_npy",
+        "sentence_transformers_static",
+    ] + (["model2vec"] if args.model2vec else [])
+    texts = stsb_train_sentences()[: args.limit]
     described = {**cpu_description(), "load_average_before": [round(x, 2) for x in os.getloadavg()]}
-    log(f"{len(texts)} sentences ({len(texts) * STATIC_REPEATS} for the static contenders); "
-        f"{described['cpu_model']} ({', '.join(described['cpu_flags'])}); load average {described['load_average_before']}")
+    log(
+        f"{len(texts)} sentences ({len(texts) * STATIC_REPEATS} for the static contenders); "
+        f"{described['cpu_model']} ({', '.join(described['cpu_flags'])}); load average {described['load_average_before']}"
+    )
     runs: dict[str, dict[str, list[dict]]] = {str(t): {name: [] for name in names} for t in args.thread_counts}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        sources = {False: write_jsonl(tmp / "in.jsonl", texts),
-                   True: write_jsonl(tmp / "in-static.jsonl", texts * STATIC_REPEATS)}
+        sources = {
+            False: write_jsonl(tmp / "in.jsonl", texts),
+            True: write_jsonl(tmp / "in-static.jsonl", texts * STATIC_REPEATS),
+        }
         warm = write_jsonl(tmp / "warm.jsonl", texts[:10])
 
         def run(name: str, src: Path, threads: int, sentences: int) -> dict:
-            env = {**os.environ, "SEMBED_DATA": str(DATA), "HF_HUB_OFFLINE": "1",
-                   **{key: str(threads) for key in ("OMP_NUM_THREADS", "SEMBED_THREADS", "RAYON_NUM_THREADS")}}
+            env = {
+                **os.environ,
+                "SEMBED_DATA": str(DATA),
+                "HF_HUB_OFFLINE": "1",
+                **{key: str(threads) for key in ("OMP_NUM_THREADS", "SEMBED_THREADS", "RAYON_NUM_THREADS")},
+            }
             return time_process(name, command(name, src, threads, args, tmp), env, sentences, WINDOW)
 
         for name in names:  # the ONNX export, the file cache
@@ -113,13 +134,18 @@ def main() -> None:
                     static = name in STATIC
                     sentences = len(texts) * (STATIC_REPEATS if static else 1)
                     small = run(name, warm, threads, 10)
-                    result = {**run(name, sources[static], threads, sentences), "sentences": sentences,
-                              "startup_s": small["startup_to_first_record_s"],
-                              "load_average": round(os.getloadavg()[0], 2)}
+                    result = {
+                        **run(name, sources[static], threads, sentences),
+                        "sentences": sentences,
+                        "startup_s": small["startup_to_first_record_s"],
+                        "load_average": round(os.getloadavg()[0], 2),
+                    }
                     runs[str(threads)][name].append(result)
-                    log(f"round {n + 1}, {threads} thread(s), {name:30s} {result['sentences_per_s']:9.1f} "
+                    log(
+                        f"round {n + 1}, {threads} thread(s), {name:30s} {result['sentences_per_s']:9.1f} "
                         f"sentences/s, start-up {result['startup_s']:5.2f} s, peak {result['peak_rss_mb']:6.1f} MB, "
-                        f"load {result['load_average']:.2f}")
+                        f"load {result['load_average']:.2f}"
+                    )
                     summarise(runs, args, texts, described)
     summarise(runs, args, texts, described, show=True)
 
@@ -135,24 +161,37 @@ def summarise(runs: dict, args, texts: list[str], described: dict, show: bool = 
         table[threads] = {}
         for name, results in by_name.items():
             ratios = sorted(r["sentences_per_s"] / ref["sentences_per_s"] for r, ref in zip(results, reference))
-            table[threads][name] = {"sentences_per_s": max(r["sentences_per_s"] for r in results),
-                                    "throughput_ratio": round(ratios[len(ratios) // 2], 1),
-                                    "startup_s": min(r["startup_s"] for r in results),
-                                    "peak_rss_mb": max(r["peak_rss_mb"] for r in results)}
+            table[threads][name] = {
+                "sentences_per_s": max(r["sentences_per_s"] for r in results),
+                "throughput_ratio": round(ratios[len(ratios) // 2], 1),
+                "startup_s": min(r["startup_s"] for r in results),
+                "peak_rss_mb": max(r["peak_rss_mb"] for r in results),
+            }
             row = table[threads][name]
             if show:
-                log(f"{threads} thread(s) {name:30s} {row['sentences_per_s']:9.1f} sentences/s "
+                log(
+                    f"{threads} thread(s) {name:30s} {row['sentences_per_s']:9.1f} sentences/s "
                     f"(x{row['throughput_ratio']}), start-up {row['startup_s']:5.2f} s, "
-                    f"peak {row['peak_rss_mb']:6.1f} MB")
-    result = {"sentences": len(texts), "static_sentences": len(texts) * STATIC_REPEATS, "window": WINDOW,
-              "static_model": str(args.static), "model2vec": str(args.model2vec) if args.model2vec else None,
-              **described, "load_average_after": [round(x, 2) for x in os.getloadavg()],
-              "note": "throughput ratios are per round (the same load), median of rounds; machine shared with other "
-                      "jobs", "aim": {"static_throughput_ratio": 50}, "best_by_threads": table, "runs": runs}
+                    f"peak {row['peak_rss_mb']:6.1f} MB"
+                )
+    result = {
+        "sentences": len(texts),
+        "static_sentences": len(texts) * STATIC_REPEATS,
+        "window": WINDOW,
+        "static_model": str(args.static),
+        "model2vec": str(args.model2vec) if args.model2vec else None,
+        **described,
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "note": "throughput ratios are per round (the same load), median of rounds; machine shared with other jobs",
+        "aim": {"static_throughput_ratio": 50},
+        "best_by_threads": table,
+        "runs": runs,
+    }
     if args.limit is None:
         path = save("static_speed", result)
         if show:
             log(f"written {path}")
+
 
 if __name__ == "__main__":
     main()

@@ -23,17 +23,29 @@ from pathlib import Path
 from common import RESULTS, ROOT, log, save, stsb_test_sentences, write_jsonl
 
 # Runs one command and prints its peak RSS in KiB (ru_maxrss of the only child).
-MEASURE = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
-           "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-COMMANDS = ("parse", "spo", "normalize", "embed --backend torch", "embed --backend onnx",
-            "embed --backend onnx --quantize int8")
+MEASURE = (
+    "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+COMMANDS = (
+    "parse",
+    "spo",
+    "normalize",
+    "embed --backend torch",
+    "embed --backend onnx",
+    "embed --backend onnx --quantize int8",
+)
 
 
 def peak_rss_mb(command: str, src: Path) -> tuple[float, float]:
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", MEASURE, sys.executable, "-m", "sembed_cli", *command.split(), "-q",
-                          str(src)],
-                         check=True, capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, sys.executable, "-m", "sembed_cli", *command.split(), "-q", str(src)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     return int(out.stdout.strip()) / 1024, time.perf_counter() - start
 
 
@@ -52,12 +64,20 @@ def main() -> None:
             small_mb, small_s = peak_rss_mb(command, small)
             large_mb, large_s = peak_rss_mb(command, large)
             growth = large_mb / small_mb - 1
-            rows[command] = {"records_small": len(texts), "records_large": len(texts) * args.factor,
-                             "peak_mb_small": round(small_mb, 1), "peak_mb_large": round(large_mb, 1),
-                             "growth": round(growth, 3), "within_20_percent": growth <= 0.20,
-                             "seconds_small": round(small_s, 1), "seconds_large": round(large_s, 1)}
-            log(f"{command:40s} {small_mb:7.1f} MB for {len(texts):6d} records, {large_mb:7.1f} MB for "
-                f"{len(texts) * args.factor:6d} ({growth:+.1%}; {large_s:.0f}s)")
+            rows[command] = {
+                "records_small": len(texts),
+                "records_large": len(texts) * args.factor,
+                "peak_mb_small": round(small_mb, 1),
+                "peak_mb_large": round(large_mb, 1),
+                "growth": round(growth, 3),
+                "within_20_percent": growth <= 0.20,
+                "seconds_small": round(small_s, 1),
+                "seconds_large": round(large_s, 1),
+            }
+            log(
+                f"{command:40s} {small_mb:7.1f} MB for {len(texts):6d} records, {large_mb:7.1f} MB for "
+                f"{len(texts) * args.factor:6d} ({growth:+.1%}; {large_s:.0f}s)"
+            )
     log(f"written {save('stream_memory', {'target_growth': 0.20, 'commands': rows})}")
 
 

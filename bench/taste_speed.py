@@ -91,29 +91,45 @@ def main() -> None:
 
     exact = Taster(*model_in("fp32"))
     copies = sum(len(exact.tokenizer(n)["input_ids"]) - 2 for n in names)
-    log(f"{len(names)} names, {copies} masked copies, {torch.get_num_threads()} threads, auto precision {auto}, "
-        f"load average {os.getloadavg()[0]:.2f}")
+    log(
+        f"{len(names)} names, {copies} masked copies, {torch.get_num_threads()} threads, auto precision {auto}, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     start = time.perf_counter()
     single = [(t.hits, t.length) for t in (exact.taste_one_copy_at_a_time(n) for n in names)]
     single_s = time.perf_counter() - start
     batched = {}
     for precision in dict.fromkeys(["fp32", auto]):
-        seconds, hits = batched_run(exact if precision == "fp32" else Taster(*model_in(precision)), names,
-                                    args.batch_size)
+        seconds, hits = batched_run(
+            exact if precision == "fp32" else Taster(*model_in(precision)), names, args.batch_size
+        )
         same = sum(a == b for a, b in zip(hits, single)) / len(names)
         if precision == "fp32":
             assert same == 1.0, "batched and one-at-a-time tastes differ"
-        batched[precision] = {"names_per_s": round(len(names) / seconds, 1), "seconds": round(seconds, 2),
-                              "speedup": round(single_s / seconds, 2), "same_hits_as_fp32": round(same, 4)}
-        log(f"sembed taste (batched, {precision})  {batched[precision]['names_per_s']:8.1f} names/s ({seconds:.2f}s), "
-            f"{batched[precision]['speedup']:.2f}x; same hits as fp32 for {100 * same:.1f}% of names")
+        batched[precision] = {
+            "names_per_s": round(len(names) / seconds, 1),
+            "seconds": round(seconds, 2),
+            "speedup": round(single_s / seconds, 2),
+            "same_hits_as_fp32": round(same, 4),
+        }
+        log(
+            f"sembed taste (batched, {precision})  {batched[precision]['names_per_s']:8.1f} names/s ({seconds:.2f}s), "
+            f"{batched[precision]['speedup']:.2f}x; same hits as fp32 for {100 * same:.1f}% of names"
+        )
     log(f"one masked copy a time (fp32)  {len(names) / single_s:8.1f} names/s ({single_s:.2f}s)")
     result = {
-        "names": len(names), "masked_copies": copies, "model": args.model or "untrained character BERT (4 x 128)",
-        "device": "cpu", "torch_threads": torch.get_num_threads(), "batch_size_records": args.batch_size,
-        "auto_precision": auto, "one_copy_at_a_time_names_per_s": round(len(names) / single_s, 1),
-        "one_copy_at_a_time_s": round(single_s, 2), "batched": batched,
-        "speedup": batched[auto]["speedup"], "target_speedup": 5.0,
+        "names": len(names),
+        "masked_copies": copies,
+        "model": args.model or "untrained character BERT (4 x 128)",
+        "device": "cpu",
+        "torch_threads": torch.get_num_threads(),
+        "batch_size_records": args.batch_size,
+        "auto_precision": auto,
+        "one_copy_at_a_time_names_per_s": round(len(names) / single_s, 1),
+        "one_copy_at_a_time_s": round(single_s, 2),
+        "batched": batched,
+        "speedup": batched[auto]["speedup"],
+        "target_speedup": 5.0,
         "load_average_after": round(os.getloadavg()[0], 2),
     }
     log(f"speed-up at the default precision ({auto}): {result['speedup']:.2f}x (target >= 5)")

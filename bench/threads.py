@@ -50,8 +50,12 @@ def cpu() -> dict:
         key = key.strip()
         if key in ("model name", "flags") and key not in info:
             info[key] = value.strip()
-    return {"model": info.get("model name"), "usable_cores": threads.usable_cores(), "cpu_count": os.cpu_count(),
-            "flags": info.get("flags", "").split()}
+    return {
+        "model": info.get("model name"),
+        "usable_cores": threads.usable_cores(),
+        "cpu_count": os.cpu_count(),
+        "flags": info.get("flags", "").split(),
+    }
 
 
 def load() -> dict:
@@ -66,9 +70,24 @@ def convert(path: Path) -> None:
 
     with open(path, "wb") as out:
         for kind, folder, extra in CORPORA:
-            subprocess.run([sys.executable, "-m", "sembed_cli", "convert", "-q", "--threads", "1", "--from", kind,
-                            str(DATA / "corpora" / folder), *extra], stdout=out, check=True,
-                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "sembed_cli",
+                    "convert",
+                    "-q",
+                    "--threads",
+                    "1",
+                    "--from",
+                    kind,
+                    str(DATA / "corpora" / folder),
+                    *extra,
+                ],
+                stdout=out,
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
 
 
 def nws_rate(corpus: Path, vectors, work: Path) -> float:
@@ -79,8 +98,16 @@ def nws_rate(corpus: Path, vectors, work: Path) -> float:
     from sembed_cli.training.word_saliency import train_nws
 
     one_epoch = dataclasses.replace(nws.RECIPE, epochs=1)
-    job = Job(RecordSource(str(corpus)), work / f"nws-{time.monotonic_ns()}", one_epoch, None, 42, "cpu",
-              resume=False, force=False)
+    job = Job(
+        RecordSource(str(corpus)),
+        work / f"nws-{time.monotonic_ns()}",
+        one_epoch,
+        None,
+        42,
+        "cpu",
+        resume=False,
+        force=False,
+    )
     table = train_nws(job, nws.Settings(), vectors)
     return table.metadata["history"][0]["sentences_per_second"]
 
@@ -108,12 +135,17 @@ def measure(condition: str, rounds: int, workloads: dict) -> dict:
         key = f"{name}_sentences_per_second"
         medians = {str(s): statistics.median(r[key] for r in rows if r["setting"] == s) for s in (*FIXED, "default")}
         best = max(medians[str(s)] for s in FIXED)
-        per_round = [by[("default", r)] / max(by[(s, r)] for s in FIXED)
-                     for by in [{(row["setting"], row["round"]): row[key] for row in rows}] for r in range(1, rounds + 1)]
-        summary[name] = {"median_sentences_per_second": medians,
-                         "default_over_best_fixed": round(medians["default"] / best, 3),
-                         "default_over_best_fixed_same_round_median": round(statistics.median(per_round), 3),
-                         "worst_over_best_fixed": round(min(medians.values()) / best, 3)}
+        per_round = [
+            by[("default", r)] / max(by[(s, r)] for s in FIXED)
+            for by in [{(row["setting"], row["round"]): row[key] for row in rows}]
+            for r in range(1, rounds + 1)
+        ]
+        summary[name] = {
+            "median_sentences_per_second": medians,
+            "default_over_best_fixed": round(medians["default"] / best, 3),
+            "default_over_best_fixed_same_round_median": round(statistics.median(per_round), 3),
+            "worst_over_best_fixed": round(min(medians.values()) / best, 3),
+        }
     chosen = sorted({row["threads"] for row in rows if row["setting"] == "default"})
     return {"default_chose_threads": chosen, "rows": rows, "summary": summary}
 
@@ -125,17 +157,23 @@ def main() -> None:
     args = parser.parse_args()
     from sembed_cli.models import sentence_models
 
-    result = {"cpu": cpu(), "settings": {"fixed": list(FIXED), "rounds": args.rounds,
-                                         "embed_sentences": args.sentences,
-                                         "nws_corpora": [folder for _, folder, _ in CORPORA]},
-              "load_at_start": load()}
+    result = {
+        "cpu": cpu(),
+        "settings": {
+            "fixed": list(FIXED),
+            "rounds": args.rounds,
+            "embed_sentences": args.sentences,
+            "nws_corpora": [folder for _, folder, _ in CORPORA],
+        },
+        "load_at_start": load(),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         corpus = work / "corpora.jsonl"
         convert(corpus)
         vectors = word_vectors.load("glove-6b-50d")
         encoder = sentence_models.load(sentence_models.DEFAULT_MODEL, "cpu")
-        sentences = stsb_test_sentences()[:args.sentences]
+        sentences = stsb_test_sentences()[: args.sentences]
         workloads = {"nws": lambda: nws_rate(corpus, vectors, work), "embed": lambda: embed_rate(encoder, sentences)}
         embed_rate(encoder, sentences[:64])  # warm-up: first-call allocations
         result["quiet"] = measure("quiet", args.rounds, workloads)

@@ -33,13 +33,18 @@ PAPER = [
 ]
 ROWS = [("sbert", "+ SBERT fine-tuning (W_cf = 0)"), ("cf", "+ CF fine-tuning (W_cf = 0.2)")]
 # (metrics file: DATA.KIND, metric, column): the files examples/cf_bert_reproduction.sh writes per model
-MEASURES = [("sick.sts", "pearson", "SICK-R r"), ("sick.sts", "spearman", "SICK-R ρ"),
-            ("stsb.sts", "pearson", "STS-B r"), ("stsb.sts", "spearman", "STS-B ρ"),
-            ("sick.sick-e", "accuracy", "SICK-E acc")]
+MEASURES = [
+    ("sick.sts", "pearson", "SICK-R r"),
+    ("sick.sts", "spearman", "SICK-R ρ"),
+    ("stsb.sts", "pearson", "STS-B r"),
+    ("stsb.sts", "spearman", "STS-B ρ"),
+    ("sick.sick-e", "accuracy", "SICK-E acc"),
+]
 LABELS = [label for _, _, label in MEASURES]
 # The claim: CF-BERT-base (W_cf = 0.2) above SBERT-base, by these differences (Tables 5 and 6)
-PAPER_DIFFERENCE = {"cf": dict(zip(LABELS, (cf - sbert for cf, sbert in zip((*PAPER[3][1], PAPER[3][2]),
-                                                                        (*PAPER[2][1], PAPER[2][2])))))}
+PAPER_DIFFERENCE = {
+    "cf": dict(zip(LABELS, (cf - sbert for cf, sbert in zip((*PAPER[3][1], PAPER[3][2]), (*PAPER[2][1], PAPER[2][2])))))
+}
 STARTS = {"minilm": "all-MiniLM-L6-v2", "mlm": "masked-LM MiniLM"}
 
 
@@ -54,26 +59,47 @@ def sample(n: str, seed: int) -> None:
 
 def collect(args: argparse.Namespace) -> dict:
     """This start's per-seed figures, training settings and time into the results file."""
-    entry = {"base_model": args.base_model,
-             **verdict.collect(args.work, [key for key, _ in ROWS], MEASURES, args.seeds),
-             "time": verdict.stage_seconds(args.work),
-             "training": {"epochs": args.epochs, "train_pairs": args.train_pairs, "batch": 16, "lr": 2e-5,
-                          "warmup": 0.1, "cf_weight": 0.2},
-             "machine": verdict.machine()}
-    return verdict.merge(args.json, args.start, entry, {"interval": verdict.INTERVAL, "rule": verdict.RULE,
-                                                        "measures": LABELS, "paper": PAPER})
+    entry = {
+        "base_model": args.base_model,
+        **verdict.collect(args.work, [key for key, _ in ROWS], MEASURES, args.seeds),
+        "time": verdict.stage_seconds(args.work),
+        "training": {
+            "epochs": args.epochs,
+            "train_pairs": args.train_pairs,
+            "batch": 16,
+            "lr": 2e-5,
+            "warmup": 0.1,
+            "cf_weight": 0.2,
+        },
+        "machine": verdict.machine(),
+    }
+    return verdict.merge(
+        args.json,
+        args.start,
+        entry,
+        {"interval": verdict.INTERVAL, "rule": verdict.RULE, "measures": LABELS, "paper": PAPER},
+    )
 
 
 def table(results: dict) -> str:
     """The markdown of the results file: Tables 5 and 6, ours per start, CF - SBERT with verdicts."""
     return verdict.render(
-        results, title="CF-BERT reproduction: Tables 5 and 6 (x100), over seeds", labels=LABELS,
-        paper_rows=[(name, dict(zip(LABELS, (*sts, acc)))) for name, sts, acc in PAPER], rows=ROWS, baseline="sbert",
-        claims=[("cf", "CF − SBERT")], paper_differences=PAPER_DIFFERENCE, start_labels=STARTS,
-        notes=["Paper's claim: CF-BERT-base − SBERT-base, Tables 5 and 6; the paper fine-tunes BERT-base/large NLI "
-               "models for 4 epochs on a GPU, ours 1 epoch over the same STS-B / SICK training pairs (batch 16, AdamW "
-               "lr 2e-5, 10% warm-up), SICK scores mapped by (s − 1) / 4, S_cf by `sembed spo`.",
-               "Test: STS-B test, SICK test (SICK-R; SICK-E by 10-fold logistic regression on |u − v|)."])
+        results,
+        title="CF-BERT reproduction: Tables 5 and 6 (x100), over seeds",
+        labels=LABELS,
+        paper_rows=[(name, dict(zip(LABELS, (*sts, acc)))) for name, sts, acc in PAPER],
+        rows=ROWS,
+        baseline="sbert",
+        claims=[("cf", "CF − SBERT")],
+        paper_differences=PAPER_DIFFERENCE,
+        start_labels=STARTS,
+        notes=[
+            "Paper's claim: CF-BERT-base − SBERT-base, Tables 5 and 6; the paper fine-tunes BERT-base/large NLI "
+            "models for 4 epochs on a GPU, ours 1 epoch over the same STS-B / SICK training pairs (batch 16, AdamW "
+            "lr 2e-5, 10% warm-up), SICK scores mapped by (s − 1) / 4, S_cf by `sembed spo`.",
+            "Test: STS-B test, SICK test (SICK-R; SICK-E by 10-fold logistic regression on |u − v|).",
+        ],
+    )
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ DATASETS = [("stsb", "STS-B test"), ("sick", "SICK-R test")]
 
 
 def load(work: Path) -> dict:
-    return {path.name[:-len(".json")]: json.loads(path.read_text()) for path in (work / "metrics").glob("*.json")}
+    return {path.name[: -len(".json")]: json.loads(path.read_text()) for path in (work / "metrics").glob("*.json")}
 
 
 def f(value) -> str:
@@ -34,15 +34,26 @@ def f(value) -> str:
 def build(work: Path, args: argparse.Namespace) -> tuple[str, dict]:
     metrics = load(work)
     times = dict(line.split("\t") for line in (work / "times.tsv").read_text().splitlines() if line)
-    result = {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-              "epochs": args.epochs, "seed": args.seed, "times_s": {k: int(v) for k, v in times.items()},
-              "table": {}, "epochs_curve": {}, "training": {}}
-    lines = [f"# NWS reproduction ({result['date']}, {result['machine']}, CPU)", "",
-             f"Corpus: the shared sentence-ordered corpora (abc, state_union, inaugural, webtext, movie_reviews, "
-             f"brown) through `sembed convert`; NWS: {args.epochs} epochs, batch 128, AdaGrad lr 0.01, K = 2, "
-             f"ISF initialisation, seed {args.seed}. Pearson r / Spearman rho x100 (Fisher 95% CI in nws.json).", "",
-             "| vectors | method | STS-B r | STS-B rho | SICK-R r | SICK-R rho | paper (avg of 18 STS sets, r) |",
-             "|---|---|---|---|---|---|---|"]
+    result = {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "epochs": args.epochs,
+        "seed": args.seed,
+        "times_s": {k: int(v) for k, v in times.items()},
+        "table": {},
+        "epochs_curve": {},
+        "training": {},
+    }
+    lines = [
+        f"# NWS reproduction ({result['date']}, {result['machine']}, CPU)",
+        "",
+        f"Corpus: the shared sentence-ordered corpora (abc, state_union, inaugural, webtext, movie_reviews, "
+        f"brown) through `sembed convert`; NWS: {args.epochs} epochs, batch 128, AdaGrad lr 0.01, K = 2, "
+        f"ISF initialisation, seed {args.seed}. Pearson r / Spearman rho x100 (Fisher 95% CI in nws.json).",
+        "",
+        "| vectors | method | STS-B r | STS-B rho | SICK-R r | SICK-R rho | paper (avg of 18 STS sets, r) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for tag, label in VECTORS:
         for method, name in METHODS:
             row = {data: metrics.get(f"{tag}.{method}.{data}") for data, _ in DATASETS}
@@ -55,11 +66,19 @@ def build(work: Path, args: argparse.Namespace) -> tuple[str, dict]:
         meta = work / f"nws-{tag}" / "sembed.json"
         if meta.exists():
             data = json.loads(meta.read_text())
-            result["training"][tag] = {"history": data["history"], "seconds": data["seconds"],
-                                       "corpus": data["corpus"], "never_trained": data["never_trained"]}
-    lines += ["", "Correlation (Pearson r x100) of NWS after each epoch (epoch 0: the ISF initialisation), "
-                  "the paper's Fig. 2:", "", "| vectors | data | " + " | ".join(
-                      str(e) for e in range(args.epochs + 1)) + " |", "|---|---|" + "---|" * (args.epochs + 1)]
+            result["training"][tag] = {
+                "history": data["history"],
+                "seconds": data["seconds"],
+                "corpus": data["corpus"],
+                "never_trained": data["never_trained"],
+            }
+    lines += [
+        "",
+        "Correlation (Pearson r x100) of NWS after each epoch (epoch 0: the ISF initialisation), the paper's Fig. 2:",
+        "",
+        "| vectors | data | " + " | ".join(str(e) for e in range(args.epochs + 1)) + " |",
+        "|---|---|" + "---|" * (args.epochs + 1),
+    ]
     for tag, label in VECTORS:
         for data, data_label in DATASETS:
             curve = [metrics.get(f"{tag}.epoch{e}.{data}") for e in range(args.epochs + 1)]
@@ -70,9 +89,11 @@ def build(work: Path, args: argparse.Namespace) -> tuple[str, dict]:
         t = result["training"].get(tag)
         if t:
             speeds = [h["sentences_per_second"] for h in t["history"]]
-            lines.append(f"- {label}: {t['corpus']['sentences']} sentences, {t['corpus']['tokens']} tokens; "
-                         f"{min(h['seconds'] for h in t['history']):.1f}-{max(h['seconds'] for h in t['history']):.1f} s "
-                         f"an epoch ({min(speeds):,.0f}-{max(speeds):,.0f} sentences/s); whole run {t['seconds']:.0f} s")
+            lines.append(
+                f"- {label}: {t['corpus']['sentences']} sentences, {t['corpus']['tokens']} tokens; "
+                f"{min(h['seconds'] for h in t['history']):.1f}-{max(h['seconds'] for h in t['history']):.1f} s "
+                f"an epoch ({min(speeds):,.0f}-{max(speeds):,.0f} sentences/s); whole run {t['seconds']:.0f} s"
+            )
     lines += ["", "Stage times (s): " + ", ".join(f"{k} {v}" for k, v in times.items())]
     return "\n".join(lines) + "\n", result
 

@@ -28,8 +28,7 @@ from sembed_cli.evaluation import poi  # noqa: E402
 def vectorizer():
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    return TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), lowercase=True, sublinear_tf=True,
-                           dtype=np.float32)
+    return TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 4), lowercase=True, sublinear_tf=True, dtype=np.float32)
 
 
 def read(path: str) -> list[dict]:
@@ -43,8 +42,9 @@ def classifier(train: list[dict], **settings):
     from sklearn.linear_model import LogisticRegression
 
     tfidf = vectorizer().set_params(**settings).fit([r["text"] for r in train])
-    model = LogisticRegression(C=10.0, max_iter=2000).fit(tfidf.transform([r["text"] for r in train]),
-                                                         [r["is_poi"] for r in train])
+    model = LogisticRegression(C=10.0, max_iter=2000).fit(
+        tfidf.transform([r["text"] for r in train]), [r["is_poi"] for r in train]
+    )
     return lambda texts: model.predict_proba(tfidf.transform(texts))[:, 1]
 
 
@@ -53,12 +53,12 @@ def nearest(queries, matrix, k: int, batch: int = 500) -> tuple[np.ndarray, np.n
     transposed = matrix.T.tocsr()
     top, order = np.zeros((queries.shape[0], k), np.float32), np.zeros((queries.shape[0], k), np.int64)
     for start in range(0, queries.shape[0], batch):
-        scores = (queries[start:start + batch] @ transposed).toarray()
+        scores = (queries[start : start + batch] @ transposed).toarray()
         rows = np.argpartition(-scores, k, axis=1)[:, :k]
         found = np.take_along_axis(scores, rows, 1)
         best = np.argsort(-found, axis=1, kind="stable")
-        order[start:start + batch] = np.take_along_axis(rows, best, 1)
-        top[start:start + batch] = np.take_along_axis(found, best, 1)
+        order[start : start + batch] = np.take_along_axis(rows, best, 1)
+        top[start : start + batch] = np.take_along_axis(found, best, 1)
     return top, order
 
 
@@ -74,11 +74,16 @@ def classify(labelled: str, evaluated: str, scored_path: str | None = None) -> N
     dev_scores, dev_gold = scored("dev")
     threshold = poi.best_threshold(np.round(dev_scores, 4), dev_gold)
     test_scores, test_gold = scored("test")
-    report = {"score": "char n-gram TF-IDF + logistic regression", "train_records": len(train),
-              **poi.metrics(test_scores, test_gold, 0.5), "tune_split": "dev", "tuned_threshold": threshold,
-              "tuning": poi.metrics(dev_scores, dev_gold, threshold),
-              "at_tuned_threshold": poi.metrics(test_scores, test_gold, threshold),
-              "seconds": round(time.perf_counter() - started, 1)}
+    report = {
+        "score": "char n-gram TF-IDF + logistic regression",
+        "train_records": len(train),
+        **poi.metrics(test_scores, test_gold, 0.5),
+        "tune_split": "dev",
+        "tuned_threshold": threshold,
+        "tuning": poi.metrics(dev_scores, dev_gold, threshold),
+        "at_tuned_threshold": poi.metrics(test_scores, test_gold, threshold),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     print(json.dumps(report))
     if scored_path:
         with open(scored_path, "w", encoding="utf-8") as f:

@@ -28,8 +28,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sembed_cli.readers.gazetteer import name_key  # noqa: E402
 
 PAPER = {"lm": {"train": 0.84, "dev/test": 0.84}, "lm+tri": {"train": 0.90, "dev/test": 0.89}}
-SUFFIXES = (" County", " Parish", " Province", " Region", " District", " Governorate", " Prefecture", " City",
-            " Municipality", " Oblast", " Department", " State")
+SUFFIXES = (
+    " County",
+    " Parish",
+    " Province",
+    " Region",
+    " District",
+    " Governorate",
+    " Prefecture",
+    " City",
+    " Municipality",
+    " Oblast",
+    " Department",
+    " State",
+)
 
 
 def records():
@@ -62,16 +74,23 @@ def sample(args) -> None:
     write(work / "labelled.jsonl", labelled)
     write(work / "eval.jsonl", dev + test)
     pois = [{"id": i, **r} for i, r in enumerate(r for r in rows if r["is_poi"])]
-    write(work / "poi-names.jsonl", pois[:args.index_names] if args.index_names else pois)
+    write(work / "poi-names.jsonl", pois[: args.index_names] if args.index_names else pois)
     counts = {"records": len(rows), "poi": sum(r["is_poi"] for r in rows)}
     for split in ("train", "dev", "test"):
-        counts[split] = {"poi": sum(r["is_poi"] for r in rows if r["split"] == split),
-                         "non_poi": sum(not r["is_poi"] for r in rows if r["split"] == split)}
+        counts[split] = {
+            "poi": sum(r["is_poi"] for r in rows if r["split"] == split),
+            "non_poi": sum(not r["is_poi"] for r in rows if r["split"] == split),
+        }
     counts["sources"] = {}
     for r in rows:
         counts["sources"][r["source"]] = counts["sources"].get(r["source"], 0) + 1
-    counts["used"] = {"stage1_names": len(stage1), "stage2_records": len(stage2), "vote_records": len(labelled),
-                      "dev": len(dev), "test": len(test)}
+    counts["used"] = {
+        "stage1_names": len(stage1),
+        "stage2_records": len(stage2),
+        "vote_records": len(labelled),
+        "dev": len(dev),
+        "test": len(test),
+    }
     (work / "counts.json").write_text(json.dumps(counts, indent=2))
 
 
@@ -79,15 +98,16 @@ def dropped_suffix(text: str) -> str | None:
     """The name without its administrative suffix ("Ocean County" -> "Ocean"), if it has one."""
     for suffix in SUFFIXES:
         if text.endswith(suffix) and len(text) > len(suffix) + 2:
-            return text[:-len(suffix)]
+            return text[: -len(suffix)]
     return None
 
 
 def missing_words(text: str) -> list[str]:
     """The name with each of its words left out in turn (none for a one-word name)."""
     words = text.split()
-    return [" ".join(w for i, w in enumerate(words) if i != drop) for drop in range(len(words))] if len(words) > 1 \
-        else []
+    return (
+        [" ".join(w for i, w in enumerate(words) if i != drop) for drop in range(len(words))] if len(words) > 1 else []
+    )
 
 
 def typo(text: str, rng: random.Random) -> str | None:
@@ -97,11 +117,11 @@ def typo(text: str, rng: random.Random) -> str | None:
     i = rng.randrange(1, len(text) - 1)
     kind = rng.choice(("swap", "delete", "replace"))
     if kind == "swap":
-        made = text[:i] + text[i + 1] + text[i] + text[i + 2:]
+        made = text[:i] + text[i + 1] + text[i] + text[i + 2 :]
     elif kind == "delete":
-        made = text[:i] + text[i + 1:]
+        made = text[:i] + text[i + 1 :]
     else:
-        made = text[:i] + rng.choice("abcdefghijklmnopqrstuvwxyz") + text[i + 1:]
+        made = text[:i] + rng.choice("abcdefghijklmnopqrstuvwxyz") + text[i + 1 :]
     return made if name_key(made) != name_key(text) else None  # not a change of case ("McAllen", "Mcallen")
 
 
@@ -170,9 +190,16 @@ def abbreviation(text: str, rng: random.Random) -> str | None:
     return " ".join(words)
 
 
-KINDS = {"typo": typo, "missing word": missing_word, "dropped suffix": lambda text, rng: dropped_suffix(text),
-         "word added": word_added, "word order": word_order, "accents dropped": accents_dropped,
-         "case and punctuation": case_and_punctuation, "abbreviation": abbreviation}
+KINDS = {
+    "typo": typo,
+    "missing word": missing_word,
+    "dropped suffix": lambda text, rng: dropped_suffix(text),
+    "word added": word_added,
+    "word order": word_order,
+    "accents dropped": accents_dropped,
+    "case and punctuation": case_and_punctuation,
+    "abbreviation": abbreviation,
+}
 
 
 def perturb_one(kind: str, text: str, rng: random.Random, regions: list[str] = ("Ohio",)) -> str | None:
@@ -201,8 +228,12 @@ def perturb(args) -> None:
             if query is None:  # no name left that makes this kind
                 del order[kind]
                 continue
-            print(json.dumps({"text": query, "perturbation": kind, "target": record["text"],
-                              "target_id": record["id"]}, ensure_ascii=False))
+            print(
+                json.dumps(
+                    {"text": query, "perturbation": kind, "target": record["text"], "target_id": record["id"]},
+                    ensure_ascii=False,
+                )
+            )
             made += 1
 
 
@@ -236,8 +267,9 @@ def recall(args) -> None:
         hit = any(name_key(n["text"]) == name_key(r["target"]) for n in r["neighbors"][:10])
         by_kind.setdefault(r.get("perturbation", "unlabelled"), []).append(hit)
         by_kind["all"].append(hit)
-    print(json.dumps({kind: {"n": len(v), "recall_at_10": round(sum(v) / len(v), 4)} for kind, v in by_kind.items()
-                      if v}))
+    print(
+        json.dumps({kind: {"n": len(v), "recall_at_10": round(sum(v) / len(v), 4)} for kind, v in by_kind.items() if v})
+    )
 
 
 def speed(args) -> None:
@@ -267,8 +299,11 @@ def speed(args) -> None:
         for _ in search_records(iter(batch), index, encoder, 10, "text", "embedding", 1000, spelling=True):
             pass
         seconds = time.perf_counter() - started
-        result[f"{threads}_thread"] = {"seconds": round(seconds, 2), "queries_per_s": round(len(batch) / seconds),
-                                       "load_average_1min": round(os.getloadavg()[0], 2)}
+        result[f"{threads}_thread"] = {
+            "seconds": round(seconds, 2),
+            "queries_per_s": round(len(batch) / seconds),
+            "load_average_1min": round(os.getloadavg()[0], 2),
+        }
     print(json.dumps(result))
 
 
@@ -278,23 +313,41 @@ AIM = 0.95  # issue 31: recall@10 on every kind but "missing word" (whose bound 
 def recall_rows(lines: list, title: str, ours: dict, plain: dict, base: dict) -> list[str]:
     """The table of recall@10 by kind, and the kinds that miss the aims (AIM, and at least the baseline's), which
     it returns."""
-    lines += ["", title, "", "| perturbation | queries | sembed (stage 2 + n-grams + --spelling) | without --spelling "
-              "| baseline (char n-gram TF-IDF) |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines += [
+        "",
+        title,
+        "",
+        "| perturbation | queries | sembed (stage 2 + n-grams + --spelling) | without --spelling "
+        "| baseline (char n-gram TF-IDF) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     for kind, m in ours.items():
-        lines.append(f"| {kind} | {m['n']} | {m['recall_at_10']:.3f} | {plain[kind]['recall_at_10']:.3f} | "
-                     f"{base[kind]['recall_at_10']:.3f} |")
-    below = [f"{kind} {m['recall_at_10']:.3f} (below {AIM})" for kind, m in ours.items()
-             if kind != "missing word" and m["recall_at_10"] < AIM]
-    below += [f"{kind} {m['recall_at_10']:.3f} (below the baseline's {base[kind]['recall_at_10']:.3f})"
-              for kind, m in ours.items() if m["recall_at_10"] < base[kind]["recall_at_10"]]
-    lines += ["", f"Aims (recall@10 >= {AIM} on every kind but missing word, and at or above the baseline on every "
-                  "kind): " + ("all met." if not below else "not met: " + "; ".join(below) + ".")]
+        lines.append(
+            f"| {kind} | {m['n']} | {m['recall_at_10']:.3f} | {plain[kind]['recall_at_10']:.3f} | "
+            f"{base[kind]['recall_at_10']:.3f} |"
+        )
+    below = [
+        f"{kind} {m['recall_at_10']:.3f} (below {AIM})"
+        for kind, m in ours.items()
+        if kind != "missing word" and m["recall_at_10"] < AIM
+    ]
+    below += [
+        f"{kind} {m['recall_at_10']:.3f} (below the baseline's {base[kind]['recall_at_10']:.3f})"
+        for kind, m in ours.items()
+        if m["recall_at_10"] < base[kind]["recall_at_10"]
+    ]
+    lines += [
+        "",
+        f"Aims (recall@10 >= {AIM} on every kind but missing word, and at or above the baseline on every "
+        "kind): " + ("all met." if not below else "not met: " + "; ".join(below) + "."),
+    ]
     return below
 
 
 def typed_rows(lines: list, work: Path) -> None:
     """Each query typed by hand (examples/data/poi_typed_queries.jsonl): the rank of the name meant among sembed's
     and the baseline's 10 first names, and the first of each."""
+
     def ranked(path: Path) -> list[tuple[str, str, int | None, str]]:
         out = []
         for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()):
@@ -305,11 +358,16 @@ def typed_rows(lines: list, work: Path) -> None:
 
     if not (work / "typed.jsonl").is_file():
         return
-    lines += ["", "## Lookup: queries typed by hand (rank of the name meant in the first 10; -: not there)", "",
-              "| query | name meant | sembed rank | sembed's first | baseline rank | baseline's first |",
-              "| --- | --- | ---: | --- | ---: | --- |"]
-    for (text, target, rank, first), (_, _, base_rank, base_first) in zip(ranked(work / "typed.jsonl"),
-                                                                          ranked(work / "typed-baseline.jsonl")):
+    lines += [
+        "",
+        "## Lookup: queries typed by hand (rank of the name meant in the first 10; -: not there)",
+        "",
+        "| query | name meant | sembed rank | sembed's first | baseline rank | baseline's first |",
+        "| --- | --- | ---: | --- | ---: | --- |",
+    ]
+    for (text, target, rank, first), (_, _, base_rank, base_first) in zip(
+        ranked(work / "typed.jsonl"), ranked(work / "typed-baseline.jsonl")
+    ):
         lines.append(f"| {text} | {target} | {rank or '-'} | {first} | {base_rank or '-'} | {base_first} |")
 
 
@@ -324,7 +382,9 @@ def paired_with_baseline(work: Path) -> dict:
     from sembed_cli.evaluation.poi import best_threshold, paired_f_difference
 
     ours = [json.loads(line) for line in tasted.read_text(encoding="utf-8").splitlines() if line]
-    theirs = {r["text"]: r["baseline_score"] for r in map(json.loads, baseline.read_text(encoding="utf-8").splitlines())}
+    theirs = {
+        r["text"]: r["baseline_score"] for r in map(json.loads, baseline.read_text(encoding="utf-8").splitlines())
+    }
     gold = np.array([r["is_poi_gold"] for r in ours])
     dev, test = (np.array([r["split"] == split for r in ours]) for split in ("dev", "test"))
 
@@ -332,103 +392,184 @@ def paired_with_baseline(work: Path) -> dict:
         return scores[test] >= best_threshold(scores[dev], gold[dev])
 
     base = predicted(np.array([theirs[r["text"]] for r in ours]))
-    return {name: paired_f_difference(predicted(np.array([r[key] for r in ours])), base, gold[test])
-            for name, key in (("score", "poi_score"), ("vote", "poi_vote"))}
+    return {
+        name: paired_f_difference(predicted(np.array([r[key] for r in ours])), base, gold[test])
+        for name, key in (("score", "poi_score"), ("vote", "poi_vote"))
+    }
 
 
 def table(args) -> None:
     work = Path(args.work)
-    metrics = {p.name.removesuffix(".json"): json.loads(p.read_text()) for p in sorted((work / "metrics").glob("*.json"))}
+    metrics = {
+        p.name.removesuffix(".json"): json.loads(p.read_text()) for p in sorted((work / "metrics").glob("*.json"))
+    }
     times = dict(line.split("\t") for line in (work / "times.tsv").read_text().splitlines() if line)
     counts = json.loads((work / "counts.json").read_text())
     searched = metrics.pop("speed")
     best = max(searched["1_thread"]["queries_per_s"], searched["2_thread"]["queries_per_s"])
-    lines = ["# POI identification and lookup (Zhang et al., \"BERT has a Mouth, and it can Taste\"), beside a "
-             "character n-gram baseline", "",
-             f"Run {time.strftime('%Y-%m-%d')} on {platform.machine()} ({os.cpu_count()} cores, shared), CPU only; "
-             f"settings: {os.environ.get('POI_SETTINGS', '')}", "",
-             "## Data (`sembed convert --from gazetteer`)", "",
-             f"{counts['records']} distinct names: {counts['poi']} POI, {counts['records'] - counts['poi']} non-POI.", "",
-             "| split | POI | non-POI |", "| --- | ---: | ---: |"]
+    lines = [
+        '# POI identification and lookup (Zhang et al., "BERT has a Mouth, and it can Taste"), beside a '
+        "character n-gram baseline",
+        "",
+        f"Run {time.strftime('%Y-%m-%d')} on {platform.machine()} ({os.cpu_count()} cores, shared), CPU only; "
+        f"settings: {os.environ.get('POI_SETTINGS', '')}",
+        "",
+        "## Data (`sembed convert --from gazetteer`)",
+        "",
+        f"{counts['records']} distinct names: {counts['poi']} POI, {counts['records'] - counts['poi']} non-POI.",
+        "",
+        "| split | POI | non-POI |",
+        "| --- | ---: | ---: |",
+    ]
     for split in ("train", "dev", "test"):
         lines.append(f"| {split} | {counts[split]['poi']} | {counts[split]['non_poi']} |")
-    lines += ["", "Sources: " + ", ".join(f"{k} {v}" for k, v in counts["sources"].items()) + ".",
-              f"Used here: {json.dumps(counts['used'])}.", "",
-              "## Identification: F0.5 on the test records (POI = positive class), threshold tuned on dev", "",
-              "| model | score | threshold | precision | recall | F0.5 | paper F0.5 (dev/test) |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [
+        "",
+        "Sources: " + ", ".join(f"{k} {v}" for k, v in counts["sources"].items()) + ".",
+        f"Used here: {json.dumps(counts['used'])}.",
+        "",
+        "## Identification: F0.5 on the test records (POI = positive class), threshold tuned on dev",
+        "",
+        "| model | score | threshold | precision | recall | F0.5 | paper F0.5 (dev/test) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     from sembed_cli.models.neighbour_vote import default_vote_weight
 
     words = (work / "word-index").is_dir()  # the second vote (WORD_MODEL) was cast
     weight = default_vote_weight(2 if words else 1)
     voters = "the stage-2 and the WORD_MODEL index's votes averaged" if words else "the stage-2 index"
-    rows = (("lm (stage 1)", "taste: top-10 hits / characters", "stage1.poi", PAPER["lm"]["dev/test"]),
-            ("lm (stage 1)", "taste_prob: geometric mean p(true character)", "stage1-prob.poi", PAPER["lm"]["dev/test"]),
-            ("lm+tri (stage 2)", "taste: top-10 hits / characters", "stage2.poi", PAPER["lm+tri"]["dev/test"]),
-            ("lm+tri (stage 2)", "taste_prob: geometric mean p(true character)", "stage2-prob.poi",
-             PAPER["lm+tri"]["dev/test"]),
-            ("lm+tri (stage 2)", f"k-NN vote over labelled train names ({voters})", "stage2-vote.poi",
-             PAPER["lm+tri"]["dev/test"]),
-            ("lm+tri (stage 2) + n-grams", f"poi_score: {weight:g} vote + {1 - weight:g} n-gram regression",
-             "stage2-score.poi", PAPER["lm+tri"]["dev/test"]),
-            ("baseline", "char n-gram TF-IDF + logistic regression", "baseline.poi", None))
+    rows = (
+        ("lm (stage 1)", "taste: top-10 hits / characters", "stage1.poi", PAPER["lm"]["dev/test"]),
+        ("lm (stage 1)", "taste_prob: geometric mean p(true character)", "stage1-prob.poi", PAPER["lm"]["dev/test"]),
+        ("lm+tri (stage 2)", "taste: top-10 hits / characters", "stage2.poi", PAPER["lm+tri"]["dev/test"]),
+        (
+            "lm+tri (stage 2)",
+            "taste_prob: geometric mean p(true character)",
+            "stage2-prob.poi",
+            PAPER["lm+tri"]["dev/test"],
+        ),
+        (
+            "lm+tri (stage 2)",
+            f"k-NN vote over labelled train names ({voters})",
+            "stage2-vote.poi",
+            PAPER["lm+tri"]["dev/test"],
+        ),
+        (
+            "lm+tri (stage 2) + n-grams",
+            f"poi_score: {weight:g} vote + {1 - weight:g} n-gram regression",
+            "stage2-score.poi",
+            PAPER["lm+tri"]["dev/test"],
+        ),
+        ("baseline", "char n-gram TF-IDF + logistic regression", "baseline.poi", None),
+    )
     for model, score, key, paper in rows:
         m = metrics.get(key)
         if not m:
             continue
         for label, row in (("0.5", m), (f"{m['tuned_threshold']:.3g} (dev)", m["at_tuned_threshold"])):
-            lines.append(f"| {model} | {score} | {label} | {row['precision']:.3f} | {row['recall']:.3f} | "
-                         f"{row['f0_5']:.3f} | {'' if paper is None else f'{paper:.2f}'} |")
+            lines.append(
+                f"| {model} | {score} | {label} | {row['precision']:.3f} | {row['recall']:.3f} | "
+                f"{row['f0_5']:.3f} | {'' if paper is None else f'{paper:.2f}'} |"
+            )
     paired = paired_with_baseline(work)
     if paired:
-        lines += ["", "Against the baseline on the same test records, each at its dev-tuned threshold (F0.5, "
-                  f"{paired['score']['interval']}, {paired['score']['resamples']:,} resamples):", ""]
-        lines += [f"- {name} - baseline: {d['f0_5']:+.4f} [{d['f0_5_ci'][0]:+.4f}, {d['f0_5_ci'][1]:+.4f}]"
-                  for name, d in (("poi_score", paired["score"]), ("poi_vote", paired["vote"]))]
-    unmet = recall_rows(lines, "## Lookup: recall@10 of perturbed real names over all POI names", metrics["recall"],
-                        metrics["recall-no-spelling"], metrics["baseline-recall"])
-    bound = missing_word_bound([json.loads(line)["text"] for line in (work / "poi-names.jsonl").open(encoding="utf-8")],
-                               [json.loads(line) for line in (work / "queries.jsonl").open(encoding="utf-8")])
-    lines += ["", f"The best recall@10 any search can have on these missing-word queries is {bound:.3f} "
-                  "(missing_word_bound: each query's names ranked by the chance that the generator made it from "
-                  "them; \"Park\" can come from any of hundreds of names, each as likely as \"Mosman Park\")."]
+        lines += [
+            "",
+            "Against the baseline on the same test records, each at its dev-tuned threshold (F0.5, "
+            f"{paired['score']['interval']}, {paired['score']['resamples']:,} resamples):",
+            "",
+        ]
+        lines += [
+            f"- {name} - baseline: {d['f0_5']:+.4f} [{d['f0_5_ci'][0]:+.4f}, {d['f0_5_ci'][1]:+.4f}]"
+            for name, d in (("poi_score", paired["score"]), ("poi_vote", paired["vote"]))
+        ]
+    unmet = recall_rows(
+        lines,
+        "## Lookup: recall@10 of perturbed real names over all POI names",
+        metrics["recall"],
+        metrics["recall-no-spelling"],
+        metrics["baseline-recall"],
+    )
+    bound = missing_word_bound(
+        [json.loads(line)["text"] for line in (work / "poi-names.jsonl").open(encoding="utf-8")],
+        [json.loads(line) for line in (work / "queries.jsonl").open(encoding="utf-8")],
+    )
+    lines += [
+        "",
+        f"The best recall@10 any search can have on these missing-word queries is {bound:.3f} "
+        "(missing_word_bound: each query's names ranked by the chance that the generator made it from "
+        'them; "Park" can come from any of hundreds of names, each as likely as "Mosman Park").',
+    ]
     if "recall-queries" in metrics:
-        unmet_in_file = recall_rows(lines, "## Lookup: recall@10 of the QUERIES file", metrics["recall-queries"],
-                                    metrics["recall-queries-no-spelling"], metrics["baseline-recall-queries"])
+        unmet_in_file = recall_rows(
+            lines,
+            "## Lookup: recall@10 of the QUERIES file",
+            metrics["recall-queries"],
+            metrics["recall-queries-no-spelling"],
+            metrics["baseline-recall-queries"],
+        )
     typed_rows(lines, work)
-    lines += ["", f"sembed search --spelling from text ({searched['queries']} queries, index and model loaded): "
-                  f"{searched['1_thread']['queries_per_s']} queries/s with 1 thread, "
-                  f"{searched['2_thread']['queries_per_s']} with 2 (a shared CPU: load average "
-                  f"{searched['1_thread'].get('load_average_1min', '?')} and "
-                  f"{searched['2_thread'].get('load_average_1min', '?')} at the end of each; the index of the names' "
-                  f"words, built once a run, takes {searched.get('word_index_build_s', '?')} s of it).",
-              "", "## Time (seconds)", "", "The identification stages (taste, index labelled records) run alongside the "
-              "lookup stages, so the stages add up to more than the total.", "", "| stage | s |", "| --- | ---: |"]
+    lines += [
+        "",
+        f"sembed search --spelling from text ({searched['queries']} queries, index and model loaded): "
+        f"{searched['1_thread']['queries_per_s']} queries/s with 1 thread, "
+        f"{searched['2_thread']['queries_per_s']} with 2 (a shared CPU: load average "
+        f"{searched['1_thread'].get('load_average_1min', '?')} and "
+        f"{searched['2_thread'].get('load_average_1min', '?')} at the end of each; the index of the names' "
+        f"words, built once a run, takes {searched.get('word_index_build_s', '?')} s of it).",
+        "",
+        "## Time (seconds)",
+        "",
+        "The identification stages (taste, index labelled records) run alongside the "
+        "lookup stages, so the stages add up to more than the total.",
+        "",
+        "| stage | s |",
+        "| --- | ---: |",
+    ]
     lines += [f"| {k} | {v} |" for k, v in times.items()]
     text = "\n".join(lines) + "\n"
     sys.stderr.write(text)
-    summary = {"test_f0_5": metrics["stage2-score.poi"]["at_tuned_threshold"]["f0_5"],
-               "test_f0_5_by_score": {key.removesuffix(".poi"): metrics[key]["at_tuned_threshold"]["f0_5"]
-                                      for _, _, key, _ in rows if key in metrics},
-               "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["recall"].items()},
-               "missing_word_bound": bound,
-               "lookup_aims_unmet": unmet,
-               "queries_per_s": best,
-               "baseline": {"test_f0_5": metrics["baseline.poi"]["at_tuned_threshold"]["f0_5"],
-                            "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["baseline-recall"].items()}}}
+    summary = {
+        "test_f0_5": metrics["stage2-score.poi"]["at_tuned_threshold"]["f0_5"],
+        "test_f0_5_by_score": {
+            key.removesuffix(".poi"): metrics[key]["at_tuned_threshold"]["f0_5"]
+            for _, _, key, _ in rows
+            if key in metrics
+        },
+        "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["recall"].items()},
+        "missing_word_bound": bound,
+        "lookup_aims_unmet": unmet,
+        "queries_per_s": best,
+        "baseline": {
+            "test_f0_5": metrics["baseline.poi"]["at_tuned_threshold"]["f0_5"],
+            "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["baseline-recall"].items()},
+        },
+    }
     if paired:
         summary["minus_baseline"] = {name: {"f0_5": d["f0_5"], "ci": d["f0_5_ci"]} for name, d in paired.items()}
     if "recall-queries" in metrics:
-        summary["queries_file"] = {"recall_at_10": {k: m["recall_at_10"] for k, m in metrics["recall-queries"].items()},
-                                   "baseline_recall_at_10": {k: m["recall_at_10"] for k, m in
-                                                             metrics["baseline-recall-queries"].items()},
-                                   "lookup_aims_unmet": unmet_in_file}
+        summary["queries_file"] = {
+            "recall_at_10": {k: m["recall_at_10"] for k, m in metrics["recall-queries"].items()},
+            "baseline_recall_at_10": {k: m["recall_at_10"] for k, m in metrics["baseline-recall-queries"].items()},
+            "lookup_aims_unmet": unmet_in_file,
+        }
     if args.markdown:
         Path(args.markdown).write_text(text)
     if args.json:
-        Path(args.json).write_text(json.dumps({"summary": summary, "paper": PAPER, "counts": counts,
-                                               "metrics": metrics, "search_speed": searched, "times_s": times},
-                                              indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "summary": summary,
+                    "paper": PAPER,
+                    "counts": counts,
+                    "metrics": metrics,
+                    "search_speed": searched,
+                    "times_s": times,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
 
 
 def main() -> None:

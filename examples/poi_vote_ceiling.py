@@ -45,15 +45,20 @@ def main(work: Path) -> None:
     halves = np.array_split(np.random.default_rng(0).permutation(dev), 2)
 
     tfidf = vectorizer().fit([r["text"] for r in train])
-    top, order = nearest(tfidf.transform([r["text"] for r in rows]), tfidf.transform([r["text"] for r in train]),
-                         max(GRID_K), batch=1000)
+    top, order = nearest(
+        tfidf.transform([r["text"] for r in rows]), tfidf.transform([r["text"] for r in train]), max(GRID_K), batch=1000
+    )
     labels = np.array([r["is_poi"] for r in train], dtype=float)
     grid = {}
     for k in GRID_K:
         for p in GRID_P:
             scores = weighted_share(top[:, :k], order[:, :k], labels, p)
-            cv = np.mean([metrics(scores[b], gold[b], best_threshold(scores[a], gold[a]))["f0_5"]
-                          for a, b in (halves, halves[::-1])])
+            cv = np.mean(
+                [
+                    metrics(scores[b], gold[b], best_threshold(scores[a], gold[a]))["f0_5"]
+                    for a, b in (halves, halves[::-1])
+                ]
+            )
             grid[(k, p)] = (cv, tuned_f05(scores, gold, dev, test))
     k, p = max(grid, key=lambda kp: grid[kp][0])
 
@@ -62,18 +67,32 @@ def main(work: Path) -> None:
     poi_vote = np.array([r["poi_vote"] for r in rows])
     wrong_vote = (poi_vote >= best_threshold(poi_vote[dev], gold[dev])) != gold
     wrong_baseline = (baseline >= best_threshold(baseline[dev], gold[dev])) != gold
-    shared = Counter(f"{rows[i]['source']} ({'POI' if gold[i] else 'not POI'})"
-                     for i in np.flatnonzero(test & wrong_vote & wrong_baseline))
-    print(json.dumps({
-        "vote_over_baseline_features": {"k": k, "p": p, "dev_cv_f0_5": round(grid[(k, p)][0], 4),
-                                        "test_f0_5": round(grid[(k, p)][1], 4),
-                                        "test_f0_5_range": [round(min(v[1] for v in grid.values()), 4),
-                                                            round(max(v[1] for v in grid.values()), 4)]},
-        "baseline": round(tuned_f05(baseline, gold, dev, test), 4),
-        "baseline_accents_stripped": round(tuned_f05(stripped, gold, dev, test), 4),
-        "sembed_vote": round(tuned_f05(poi_vote, gold, dev, test), 4),
-        "sembed_score": round(tuned_f05(np.array([r["poi_score"] for r in rows]), gold, dev, test), 4),
-        "shared_errors": dict(shared.most_common())}, indent=1))
+    shared = Counter(
+        f"{rows[i]['source']} ({'POI' if gold[i] else 'not POI'})"
+        for i in np.flatnonzero(test & wrong_vote & wrong_baseline)
+    )
+    print(
+        json.dumps(
+            {
+                "vote_over_baseline_features": {
+                    "k": k,
+                    "p": p,
+                    "dev_cv_f0_5": round(grid[(k, p)][0], 4),
+                    "test_f0_5": round(grid[(k, p)][1], 4),
+                    "test_f0_5_range": [
+                        round(min(v[1] for v in grid.values()), 4),
+                        round(max(v[1] for v in grid.values()), 4),
+                    ],
+                },
+                "baseline": round(tuned_f05(baseline, gold, dev, test), 4),
+                "baseline_accents_stripped": round(tuned_f05(stripped, gold, dev, test), 4),
+                "sembed_vote": round(tuned_f05(poi_vote, gold, dev, test), 4),
+                "sembed_score": round(tuned_f05(np.array([r["poi_score"] for r in rows]), gold, dev, test), 4),
+                "shared_errors": dict(shared.most_common()),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

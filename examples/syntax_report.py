@@ -40,19 +40,33 @@ def sample(args: argparse.Namespace) -> None:
         if args.min_words <= len(words) <= args.max_words and letters >= 0.7 * len(words):
             kept.append({k: v for k, v in record.items() if k in ("doc_id", "sent_id", "text")})
     random.Random(args.seed).shuffle(kept)
-    for record in kept[:args.n]:
+    for record in kept[: args.n]:
         sys.stdout.write(json.dumps(record) + "\n")
-    print(f"sampled {min(args.n, len(kept))} of {len(kept)} sentences of {args.min_words}-{args.max_words} words",
-          file=sys.stderr)
+    print(
+        f"sampled {min(args.n, len(kept))} of {len(kept)} sentences of {args.min_words}-{args.max_words} words",
+        file=sys.stderr,
+    )
 
 
-ROWS = [("raw", "all", "raw"), ("transformed", "all", "transformed"), ("control", "all", None),
-        ("raw", "difficult", "raw, difficult"), ("transformed", "difficult", "transformed, difficult"),
-        ("control", "difficult", None)]
-LABELS = {"raw": "MiniLM, raw vectors", "transformed": "MiniLM, transformed (f)",
-          "control": "random MiniLM, its own f (control)"}
-METRICS = [("dep_edge", "dep", "dep. edge"), ("head_dep_edge", "head_dep", "head's dep. edge"),
-           ("depth_r", "depth", "depth (r)"), ("lexical_match", "lexical", "lexical match")]
+ROWS = [
+    ("raw", "all", "raw"),
+    ("transformed", "all", "transformed"),
+    ("control", "all", None),
+    ("raw", "difficult", "raw, difficult"),
+    ("transformed", "difficult", "transformed, difficult"),
+    ("control", "difficult", None),
+]
+LABELS = {
+    "raw": "MiniLM, raw vectors",
+    "transformed": "MiniLM, transformed (f)",
+    "control": "random MiniLM, its own f (control)",
+}
+METRICS = [
+    ("dep_edge", "dep", "dep. edge"),
+    ("head_dep_edge", "head_dep", "head's dep. edge"),
+    ("depth_r", "depth", "depth (r)"),
+    ("lexical_match", "lexical", "lexical match"),
+]
 
 
 def cell(value) -> str:
@@ -61,59 +75,93 @@ def cell(value) -> str:
 
 def report(args: argparse.Namespace) -> tuple[str, dict]:
     work = Path(args.work)
-    metrics = {name: json.loads((work / "metrics" / f"{name}.json").read_text()) for name in LABELS
-               if (work / "metrics" / f"{name}.json").exists()}
+    metrics = {
+        name: json.loads((work / "metrics" / f"{name}.json").read_text())
+        for name in LABELS
+        if (work / "metrics" / f"{name}.json").exists()
+    }
     times = dict(line.split("\t") for line in (work / "times.tsv").read_text().splitlines() if line)
-    training = {name: json.loads((work / name / "sembed.json").read_text()) for name in ("map", "control")
-                if (work / name / "sembed.json").exists()}
+    training = {
+        name: json.loads((work / name / "sembed.json").read_text())
+        for name in ("map", "control")
+        if (work / name / "sembed.json").exists()
+    }
     sets = [json.loads(line) for line in (work / "sets.jsonl").read_text().splitlines()]
     changed = [sum(a != b for a, b in zip(words, s["words"][0])) for s in sets for words in s["words"][1:]]
-    result = {"date": datetime.date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-              "sets": len(sets), "eval_sentences": args.eval, "queries": args.queries, "metrics": metrics,
-              "times_s": {k: int(v) for k, v in times.items()}, "paper_bert": PAPER_BERT,
-              "variants_differing": round(sum(c > 0 for c in changed) / max(len(changed), 1), 4),
-              "words_changed_per_variant": round(sum(changed) / max(len(changed), 1), 2),
-              "training": {name: {"history": t.get("history"), "seconds": t.get("seconds")}
-                           for name, t in training.items()}}
+    result = {
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "sets": len(sets),
+        "eval_sentences": args.eval,
+        "queries": args.queries,
+        "metrics": metrics,
+        "times_s": {k: int(v) for k, v in times.items()},
+        "paper_bert": PAPER_BERT,
+        "variants_differing": round(sum(c > 0 for c in changed) / max(len(changed), 1), 4),
+        "words_changed_per_variant": round(sum(changed) / max(len(changed), 1), 2),
+        "training": {name: {"history": t.get("history"), "seconds": t.get("seconds")} for name, t in training.items()},
+    }
     raw = metrics.get("raw", {})
-    lines = [f"## Syntax distillation ({result['date']}, {result['machine']}, CPU)", "",
-             f"{len(sets)} structurally equivalent sets (`sembed gensets`, k = 6, top-30) from corpus sentences of "
-             f"6-25 words; f: 768 -> 75, 5 epochs, batch 500, Adam 1e-3 (`sembed train --method syntax`). "
-             f"Evaluation: {args.eval} Penn Treebank sample sentences parsed by spaCy "
-             f"({raw.get('words', '?')} words, {raw.get('content_words', '?')} content words), {args.queries} random "
-             f"content-word queries, nearest neighbour by cosine among the content words of the other sentences "
-             f"(`sembed eval structure`).", "",
-             "| vectors | words | " + " | ".join(m[2] for m in METRICS) + " |",
-             "|---|---|" + "---:|" * len(METRICS)]
+    lines = [
+        f"## Syntax distillation ({result['date']}, {result['machine']}, CPU)",
+        "",
+        f"{len(sets)} structurally equivalent sets (`sembed gensets`, k = 6, top-30) from corpus sentences of "
+        f"6-25 words; f: 768 -> 75, 5 epochs, batch 500, Adam 1e-3 (`sembed train --method syntax`). "
+        f"Evaluation: {args.eval} Penn Treebank sample sentences parsed by spaCy "
+        f"({raw.get('words', '?')} words, {raw.get('content_words', '?')} content words), {args.queries} random "
+        f"content-word queries, nearest neighbour by cosine among the content words of the other sentences "
+        f"(`sembed eval structure`).",
+        "",
+        "| vectors | words | " + " | ".join(m[2] for m in METRICS) + " |",
+        "|---|---|" + "---:|" * len(METRICS),
+    ]
     for name, part, paper in ROWS:
         if name in metrics:
             row = metrics[name][part]
-            lines.append(f"| **ours: {LABELS[name]}** | {part} (n = {row['n']}) | "
-                         + " | ".join(cell(row[m[0]]) for m in METRICS) + " |")
+            lines.append(
+                f"| **ours: {LABELS[name]}** | {part} (n = {row['n']}) | "
+                + " | ".join(cell(row[m[0]]) for m in METRICS)
+                + " |"
+            )
         if paper:
-            lines.append(f"| paper: BERT-large, {paper.split(',')[0]} | {part} | "
-                         + " | ".join(cell(PAPER_BERT[paper][m[1]]) for m in METRICS) + " |")
-    lines += ["", "K-means purity of the dependency labels (mean over clusters; the paper's figures are ELMo's):", "",
-              "| vectors | K = 10 | K = 20 | K = 40 | K = 80 |", "|---|---:|---:|---:|---:|"]
+            lines.append(
+                f"| paper: BERT-large, {paper.split(',')[0]} | {part} | "
+                + " | ".join(cell(PAPER_BERT[paper][m[1]]) for m in METRICS)
+                + " |"
+            )
+    lines += [
+        "",
+        "K-means purity of the dependency labels (mean over clusters; the paper's figures are ELMo's):",
+        "",
+        "| vectors | K = 10 | K = 20 | K = 40 | K = 80 |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name in LABELS:
         if name in metrics:
             purity = metrics[name]["purity"]
-            lines.append(f"| ours: {LABELS[name]} | " + " | ".join(
-                cell(purity[str(k)]["mean"] if purity.get(str(k)) else None) for k in (10, 20, 40, 80)) + " |")
+            lines.append(
+                f"| ours: {LABELS[name]} | "
+                + " | ".join(cell(purity[str(k)]["mean"] if purity.get(str(k)) else None) for k in (10, 20, 40, 80))
+                + " |"
+            )
     for name in ("raw", "transformed"):
         lines.append(f"| paper: ELMo, {name} | " + " | ".join(cell(v) for v in PAPER_PURITY_ELMO[name]) + " |")
     difficult = metrics.get("raw", {}).get("difficult", {}).get("tags", [])
-    lines += ["", "Difficult tags (highest entropy of dependency labels): "
-              + ", ".join(t["tag"] for t in difficult) + ".",
-              f"Sets: {result['variants_differing']:.1%} of the variants differ from their original, "
-              f"{result['words_changed_per_variant']} words changed per variant on average."]
+    lines += [
+        "",
+        "Difficult tags (highest entropy of dependency labels): " + ", ".join(t["tag"] for t in difficult) + ".",
+        f"Sets: {result['variants_differing']:.1%} of the variants differ from their original, "
+        f"{result['words_changed_per_variant']} words changed per variant on average.",
+    ]
     for name, t in result["training"].items():
         last = (t["history"] or [{}])[-1]
         first = (t["history"] or [{}])[0]
         if "held_out" in last:
-            lines.append(f"Held-out triplet accuracy of {'f' if name == 'map' else 'the control'}: "
-                         f"{first['held_out']['accuracy']:.3f} before training, {last['held_out']['accuracy']:.3f} "
-                         f"after ({t['seconds']} s).")
+            lines.append(
+                f"Held-out triplet accuracy of {'f' if name == 'map' else 'the control'}: "
+                f"{first['held_out']['accuracy']:.3f} before training, {last['held_out']['accuracy']:.3f} "
+                f"after ({t['seconds']} s)."
+            )
     lines += ["", "Times (s): " + ", ".join(f"{k} {v}" for k, v in result["times_s"].items()) + "."]
     return "\n".join(lines) + "\n", result
 
@@ -140,8 +188,10 @@ def picture(work: Path, path: Path, seed: int, points: int = 3000, labels: int =
     deps = [raw[i]["dep"] for i in chosen]
     figure, axes = plt.subplots(1, 2, figsize=(14, 6.5))
     colours = plt.get_cmap("tab10")
-    for axis, rows, title in ((axes[0], raw, "MiniLM word vectors (768-d)"),
-                              (axes[1], transformed, "after the syntactic transformation f (75-d)")):
+    for axis, rows, title in (
+        (axes[0], raw, "MiniLM word vectors (768-d)"),
+        (axes[1], transformed, "after the syntactic transformation f (75-d)"),
+    ):
         x = np.array([rows[i]["embedding"] for i in chosen], dtype=np.float32)
         x /= np.linalg.norm(x, axis=1, keepdims=True)
         if x.shape[1] > 50:

@@ -21,10 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 INTERVAL = "95% t interval over seeds (mean ± t(0.975, k − 1) · sd / √k, k seeds; differences paired by seed)"
-RULE = ("reproduces: the 95% interval of our paired difference lies entirely on the side of 0 the paper's "
-        "difference is on; does not reproduce: entirely on the other side; inconclusive at this power: it "
-        "contains 0 (or fewer than 2 seeds); \"smaller than the paper's\" is added where the interval also lies "
-        "entirely short of the paper's difference.")
+RULE = (
+    "reproduces: the 95% interval of our paired difference lies entirely on the side of 0 the paper's "
+    "difference is on; does not reproduce: entirely on the other side; inconclusive at this power: it "
+    'contains 0 (or fewer than 2 seeds); "smaller than the paper\'s" is added where the interval also lies '
+    "entirely short of the paper's difference."
+)
 REPRODUCES, DOES_NOT, INCONCLUSIVE = "reproduces", "does not reproduce", "inconclusive at this power"
 SMALLER = "smaller than the paper's"
 
@@ -84,10 +86,14 @@ def collect(work: Path, rows: Sequence[str], measures: Sequence[tuple[str, str, 
         path = work / "metrics" / f"{row}.{seed}.{name}.json"
         return json.loads(path.read_text())[metric] if path.exists() else None
 
-    return {"seeds": [int(seed) for seed in seeds],
-            "rows": {row: {label: [figure(row, seed, name, metric) for seed in seeds]
-                           for name, metric, label in measures} for row in rows},
-            "zero_shot": {label: figure("zeroshot", "none", name, metric) for name, metric, label in measures}}
+    return {
+        "seeds": [int(seed) for seed in seeds],
+        "rows": {
+            row: {label: [figure(row, seed, name, metric) for seed in seeds] for name, metric, label in measures}
+            for row in rows
+        },
+        "zero_shot": {label: figure("zeroshot", "none", name, metric) for name, metric, label in measures},
+    }
 
 
 def machine() -> str:
@@ -96,8 +102,10 @@ def machine() -> str:
     import os
     import platform
 
-    return (f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), no GPU, torch threads "
-            f"{os.environ.get('OMP_NUM_THREADS', 'default')}, {datetime.date.today().isoformat()}")
+    return (
+        f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()}), no GPU, torch threads "
+        f"{os.environ.get('OMP_NUM_THREADS', 'default')}, {datetime.date.today().isoformat()}"
+    )
 
 
 def stage_seconds(work: Path) -> dict:
@@ -111,8 +119,11 @@ def stage_seconds(work: Path) -> dict:
         stages.setdefault(name, [0.0, 0.0])
         stages[name][0] += float(w)
         stages[name][1] += float(c)
-    return {"wall_seconds": round(wall), "cpu_seconds": round(cpu),
-            "stages": {name: {"wall_seconds": round(w), "cpu_seconds": round(c)} for name, (w, c) in stages.items()}}
+    return {
+        "wall_seconds": round(wall),
+        "cpu_seconds": round(cpu),
+        "stages": {name: {"wall_seconds": round(w), "cpu_seconds": round(c)} for name, (w, c) in stages.items()},
+    }
 
 
 def merge(path: Path, start: str, entry: dict, common: dict) -> dict:
@@ -131,8 +142,14 @@ def merge(path: Path, start: str, entry: dict, common: dict) -> dict:
 # --- from the results file to the markdown -----------------------------------------------------------------
 
 
-def difference_lines(entry: dict, claims: Sequence[tuple[str, str]], baseline: str, labels: Sequence[str],
-                     paper: dict[str, dict[str, float]], start_label: str) -> tuple[list[str], list[str]]:
+def difference_lines(
+    entry: dict,
+    claims: Sequence[tuple[str, str]],
+    baseline: str,
+    labels: Sequence[str],
+    paper: dict[str, dict[str, float]],
+    start_label: str,
+) -> tuple[list[str], list[str]]:
     """Per claim (row, its label): a table row of our mean paired difference row - baseline with its interval and
     verdict per measure; and one line per claim summing up its verdicts."""
     out, summaries = [], []
@@ -154,42 +171,75 @@ def difference_lines(entry: dict, claims: Sequence[tuple[str, str]], baseline: s
     return out, summaries
 
 
-def render(results: dict, *, title: str, labels: Sequence[str], paper_rows: Sequence[tuple[str, dict[str, float]]],
-           rows: Sequence[tuple[str, str]], baseline: str, claims: Sequence[tuple[str, str]],
-           paper_differences: dict[str, dict[str, float]], start_labels: dict[str, str], notes: Sequence[str]) -> str:
+def render(
+    results: dict,
+    *,
+    title: str,
+    labels: Sequence[str],
+    paper_rows: Sequence[tuple[str, dict[str, float]]],
+    rows: Sequence[tuple[str, str]],
+    baseline: str,
+    claims: Sequence[tuple[str, str]],
+    paper_differences: dict[str, dict[str, float]],
+    start_labels: dict[str, str],
+    notes: Sequence[str],
+) -> str:
     """The markdown of a results file: the paper's rows, ours per start (mean ± half-width of the interval), the
     zero-shot figures of each start, the paired differences with their verdicts, the rule and the time."""
     starts = results["starts"]
-    labels = [m for m in labels if any(x is not None for entry in starts.values()
-                                       for row in entry["rows"].values() for x in row[m])]  # measures not run: out
+    labels = [
+        m
+        for m in labels
+        if any(x is not None for entry in starts.values() for row in entry["rows"].values() for x in row[m])
+    ]  # measures not run: out
     head = "| model | " + " | ".join(labels) + " |"
     rule = "|---|" + "---:|" * len(labels)
     out = [f"## {title}", "", head, rule]
-    out += [f"| paper: {name} | " + " | ".join(f"{values[m]:.2f}" for m in labels) + " |"
-            for name, values in paper_rows]
+    out += [
+        f"| paper: {name} | " + " | ".join(f"{values[m]:.2f}" for m in labels) + " |" for name, values in paper_rows
+    ]
     for start, entry in starts.items():
         zero = entry["zero_shot"]
-        out.append(f"| ours: {start_labels.get(start, start)}, zero-shot | "
-                   + " | ".join("-" if zero.get(m) is None else f"{zero[m]:.2f}" for m in labels) + " |")
+        out.append(
+            f"| ours: {start_labels.get(start, start)}, zero-shot | "
+            + " | ".join("-" if zero.get(m) is None else f"{zero[m]:.2f}" for m in labels)
+            + " |"
+        )
         for row, label in rows:
-            out.append(f"| **ours: {start_labels.get(start, start)} {label}** | "
-                       + " | ".join(mean_cell(entry["rows"][row][m]) for m in labels) + " |")
-    out += ["", f"Ours: mean ± half-width of the {INTERVAL}.", "",
-            "### Paired differences and verdicts", "", head.replace("| model |", "| difference |"), rule]
-    out += [f"| paper: {label} | " + " | ".join(f"{paper_differences[row][m]:+.2f}" for m in labels) + " |"
-            for row, label in claims]
+            out.append(
+                f"| **ours: {start_labels.get(start, start)} {label}** | "
+                + " | ".join(mean_cell(entry["rows"][row][m]) for m in labels)
+                + " |"
+            )
+    out += [
+        "",
+        f"Ours: mean ± half-width of the {INTERVAL}.",
+        "",
+        "### Paired differences and verdicts",
+        "",
+        head.replace("| model |", "| difference |"),
+        rule,
+    ]
+    out += [
+        f"| paper: {label} | " + " | ".join(f"{paper_differences[row][m]:+.2f}" for m in labels) + " |"
+        for row, label in claims
+    ]
     summaries = []
     for start, entry in starts.items():
-        lines, found = difference_lines(entry, claims, baseline, labels, paper_differences,
-                                        start_labels.get(start, start))
+        lines, found = difference_lines(
+            entry, claims, baseline, labels, paper_differences, start_labels.get(start, start)
+        )
         out += lines
         summaries += found
     out += ["", f"Verdicts. Rule: {RULE}", "", *summaries, "", "### Runs", ""]
     for start, entry in starts.items():
         time = entry.get("time", {})
         seeds = ", ".join(str(s) for s in entry["seeds"])
-        out.append(f"- {start_labels.get(start, start)}: seeds {seeds}; {duration(time.get('cpu_seconds', 0))} of "
-                   f"CPU time ({duration(time.get('wall_seconds', 0))} wall) over all sittings"
-                   + (f"; {entry['machine']}" if entry.get("machine") else "") + ".")
+        out.append(
+            f"- {start_labels.get(start, start)}: seeds {seeds}; {duration(time.get('cpu_seconds', 0))} of "
+            f"CPU time ({duration(time.get('wall_seconds', 0))} wall) over all sittings"
+            + (f"; {entry['machine']}" if entry.get("machine") else "")
+            + "."
+        )
     out += [f"- {note}" for note in notes]
     return "\n".join(out) + "\n"

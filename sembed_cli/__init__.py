@@ -15,13 +15,32 @@ from typing import TYPE_CHECKING, Any
 
 from .version import __version__
 
-API = ("build_index", "embed", "embed_records", "evaluate_sts", "load_model", "merge_indexes", "open_index", "search",
-       "update_index")
-__all__ = [*API, "__version__"]
+__all__ = [
+    "__version__",
+    "build_index",
+    "embed",
+    "embed_records",
+    "evaluate_sts",
+    "load_model",
+    "merge_indexes",
+    "open_index",
+    "search",
+    "update_index",
+]
+API = frozenset(__all__) - {"__version__"}
 
 if TYPE_CHECKING:
-    from .api import (build_index, embed, embed_records, evaluate_sts, load_model, merge_indexes, open_index, search,
-                      update_index)
+    from .api import (
+        build_index,
+        embed,
+        embed_records,
+        evaluate_sts,
+        load_model,
+        merge_indexes,
+        open_index,
+        search,
+        update_index,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -70,9 +70,18 @@ def _source(records: Records) -> Iterator[RecordSource]:
         yield RecordSource(str(path))
 
 
-def build_index(records: Records, output: str | Path, *, model: str = DEFAULT_MODEL, index_type: str = "auto",
-                force: bool = False, text_key: str = "text", id_key: str = "id", trained: str | Path | None = None,
-                device: str = "auto") -> dict:
+def build_index(
+    records: Records,
+    output: str | Path,
+    *,
+    model: str = DEFAULT_MODEL,
+    index_type: str = "auto",
+    force: bool = False,
+    text_key: str = "text",
+    id_key: str = "id",
+    trained: str | Path | None = None,
+    device: str = "auto",
+) -> dict:
     """`sembed index RECORDS -o OUTPUT`: an index of the records' `embedding` vectors, or of their texts
     embedded with `model`; returns the index's metadata. `index_type`: auto, flat, hnsw, ivf, ivfpq or a FAISS
     factory string (see `sembed index --help`); `trained`: an index whose trained quantiser to reuse."""
@@ -83,8 +92,14 @@ def build_index(records: Records, output: str | Path, *, model: str = DEFAULT_MO
     settings = IndexSettings(requested_type=index_type, text_key=text_key, id_key=id_key)
     choice = ModelChoice(model, given=model != DEFAULT_MODEL, device=device)
     with _source(records) as source:
-        return build(source, Path(output), settings, choice, force=force,
-                     trained_from=Path(trained) if trained is not None else None)
+        return build(
+            source,
+            Path(output),
+            settings,
+            choice,
+            force=force,
+            trained_from=Path(trained) if trained is not None else None,
+        )
 
 
 def update_index(records: Records, directory: str | Path, *, sync: bool = False, device: str = "auto") -> dict:
@@ -124,8 +139,9 @@ def search(index: str | Path | VectorIndex, queries: Sequence[str], k: int = 10)
     try:
         text_key = loaded.settings.get("text_key", "text")
         encoder = QueryEncoder(loaded, None, "auto", text_key)
-        found = search_records(({text_key: query} for query in queries), loaded, encoder, k, text_key,
-                               "embedding", batch_size=1000)
+        found = search_records(
+            ({text_key: query} for query in queries), loaded, encoder, k, text_key, "embedding", batch_size=1000
+        )
         return [record["neighbors"] for record in found]
     finally:
         if loaded is not index:

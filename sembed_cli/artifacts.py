@@ -25,9 +25,9 @@ from pathlib import Path
 
 import orjson
 
-from .version import __version__
 from .errors import SembedError
 from .io import dumps, temporary_sibling, write_json_atomic
+from .version import __version__
 
 VERSIONED_PACKAGES = ("torch", "transformers", "sentence-transformers")
 
@@ -84,8 +84,10 @@ def _acquire(lock: Path, path: Path) -> int:
         except BlockingIOError:
             holder = os.read(descriptor, 32).decode("ascii", "replace").strip()
             os.close(descriptor)
-            raise SembedError(f"{path} is being written by another run{f' (process {holder})' if holder else ''}",
-                              f"wait for it to end, or choose another output; the lock is {lock}") from None
+            raise SembedError(
+                f"{path} is being written by another run{f' (process {holder})' if holder else ''}",
+                f"wait for it to end, or choose another output; the lock is {lock}",
+            ) from None
         try:
             current = os.stat(lock).st_ino == os.fstat(descriptor).st_ino
         except FileNotFoundError:

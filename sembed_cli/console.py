@@ -31,6 +31,7 @@ class ReadPosition(Protocol):
 
     def bytes_read(self) -> int: ...
 
+
 T = TypeVar("T")
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -116,9 +117,13 @@ def progress(items: Iterable[T], description: str, total: int | None = None, uni
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    columns = [SpinnerColumn(), TextColumn(description),
-               MofNCompleteColumn() if total else TextColumn("{task.completed} " + unit),
-               BarColumn() if total else TextColumn(""), TimeElapsedColumn()]
+    columns = [
+        SpinnerColumn(),
+        TextColumn(description),
+        MofNCompleteColumn() if total else TextColumn("{task.completed} " + unit),
+        BarColumn() if total else TextColumn(""),
+        TimeElapsedColumn(),
+    ]
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(description, total=total)
         for item in items:
@@ -159,8 +164,12 @@ class StreamProgress:
             TimeRemainingColumn,
         )
 
-        columns = [SpinnerColumn(), TextColumn(self.description), TextColumn("{task.fields[written]} records"),
-                   TextColumn("{task.fields[rate]}")]
+        columns = [
+            SpinnerColumn(),
+            TextColumn(self.description),
+            TextColumn("{task.fields[written]} records"),
+            TextColumn("{task.fields[rate]}"),
+        ]
         if self._size():
             columns[3:3] = [BarColumn(), TaskProgressColumn()]
             columns += [TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()]
@@ -193,8 +202,11 @@ class StreamProgress:
         self._bar.stop()
         seconds = time.monotonic() - self._started
         minutes, rest = divmod(int(seconds), 60)
-        console.print(f"{self.description}: {self.count:,} records written in {minutes}:{rest:02d} "
-                      f"({self.count / max(seconds, 1e-9):,.1f} records/s)", markup=False)
+        console.print(
+            f"{self.description}: {self.count:,} records written in {minutes}:{rest:02d} "
+            f"({self.count / max(seconds, 1e-9):,.1f} records/s)",
+            markup=False,
+        )
 
 
 SHADES = ("grey23", "grey35", "grey50", "grey66", "grey82", "white")  # backgrounds from faint to strong

@@ -41,6 +41,8 @@ def refuse(what: str) -> None:
         return
     if not is_main_process():
         raise typer.Exit(1)
-    raise SembedError(f"{what} cannot run distributed (WORLD_SIZE={world_size()}): every rank would do all of it "
-                      "and write the same output", "run it as one process, without torchrun; `train --method "
-                      "sbert|cf|ta` can run distributed")
+    raise SembedError(
+        f"{what} cannot run distributed (WORLD_SIZE={world_size()}): every rank would do all of it "
+        "and write the same output",
+        "run it as one process, without torchrun; `train --method sbert|cf|ta` can run distributed",
+    )

@@ -16,10 +16,10 @@ import typer
 from typer.core import TyperGroup
 
 from . import console, distributed, signals
-from .version import __version__
 from .commands import convert, embed, gensets, index, normalize, parse, search, spo, taste, train
 from .commands.eval import eval_app
 from .errors import SembedError
+from .version import __version__
 
 
 class SembedGroup(TyperGroup):
@@ -75,7 +75,7 @@ app = typer.Typer(
     cls=SembedGroup,
     name="sembed",
     epilog="Exit status: 0 success, 1 bad input or failure (one 'error:' line on stderr), 2 usage error, 130 "
-           "interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP (finished batches kept, checkpoints saved).",
+    "interrupted (Ctrl-C), 143 SIGTERM, 129 SIGHUP (finished batches kept, checkpoints saved).",
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -87,8 +87,9 @@ app = typer.Typer(
 @app.callback()
 def root(
     ctx: typer.Context,
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Composable tools for sentence and word representations: JSONL records in, JSONL records out.
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import typer
 
-from .version import __version__
 from .main import app
+from .version import __version__
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN_DIR = ROOT / "man"
@@ -48,19 +48,26 @@ def _roff(line: str) -> str:
 def man_page(command: str, help_text: str) -> str:
     name = command.replace(" ", "-")
     summary = next((ln.strip() for ln in help_text.splitlines()[1:] if ln.strip()), "")
-    see_also = "sembed(1)" if " " in command else ", ".join(
-        f"{c.replace(' ', chr(92) + '-')}(1)" for c in help_texts() if " " in c)
+    see_also = (
+        "sembed(1)"
+        if " " in command
+        else ", ".join(f"{c.replace(' ', chr(92) + '-')}(1)" for c in help_texts() if " " in c)
+    )
     body = "\n".join(_roff(line) for line in help_text.rstrip().splitlines())
-    return (f'.TH {name.upper()} 1 "" "sembed {__version__}" "sembed manual"\n'
-            f".SH NAME\n{name.replace('-', chr(92) + '-')} \\- {_roff(summary)}\n"
-            f".SH DESCRIPTION\n.nf\n{body}\n.fi\n.SH SEE ALSO\n{see_also}\n")
+    return (
+        f'.TH {name.upper()} 1 "" "sembed {__version__}" "sembed manual"\n'
+        f".SH NAME\n{name.replace('-', chr(92) + '-')} \\- {_roff(summary)}\n"
+        f".SH DESCRIPTION\n.nf\n{body}\n.fi\n.SH SEE ALSO\n{see_also}\n"
+    )
 
 
 def reference(texts: dict[str, str]) -> str:
     """The command reference page: every command's --help, in the order the help lists them."""
-    parts = ["# Command reference\n\n"
-             "<!-- Generated from --help by `python -m sembed_cli.manpage`; edit the commands, not this page. -->\n\n"
-             "Every command's `--help`, as `sembed CMD --help` prints it (and `man -l man/sembed-CMD.1` shows it)."]
+    parts = [
+        "# Command reference\n\n"
+        "<!-- Generated from --help by `python -m sembed_cli.manpage`; edit the commands, not this page. -->\n\n"
+        "Every command's `--help`, as `sembed CMD --help` prints it (and `man -l man/sembed-CMD.1` shows it)."
+    ]
     for command, text in texts.items():
         parts.append(f"\n## `{command}`\n\n```text\n{text.rstrip()}\n```")
     return "\n".join(parts) + "\n"

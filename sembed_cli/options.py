@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -20,26 +20,42 @@ from .io import Shard, counted_keys
 from .models.precision import PRECISIONS, TRAINING_PRECISIONS
 from .models.sentence_models import DEFAULT_MODEL
 
-INPUT_HELP = ("JSONL input file; '-' (the default) reads stdin; .gz is read transparently; a .txt file (or "
-              "--lines) is plain text, a record a line.")
+INPUT_HELP = (
+    "JSONL input file; '-' (the default) reads stdin; .gz is read transparently; a .txt file (or "
+    "--lines) is plain text, a record a line."
+)
 
 Input = Annotated[str, typer.Argument(help=INPUT_HELP, show_default=False, metavar="INPUT")]
-Output = Annotated[str, typer.Option(
-    "-o", "--output", metavar="FILE",
-    help="Write JSONL here instead of stdout (gzip for FILE.gz). An existing FILE needs --force, and FILE is never "
-         "the input; it is written under a temporary name and renamed at the end, also after an error or Ctrl-C, "
-         "so every finished batch is kept.")]
-Lines = Annotated[bool, typer.Option(
-    "--lines", help="The input is plain text: each non-blank line is a record {\"text\": LINE} (as for a .txt "
-                    "INPUT).")]
+Output = Annotated[
+    str,
+    typer.Option(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="Write JSONL here instead of stdout (gzip for FILE.gz). An existing FILE needs --force, and FILE is never "
+        "the input; it is written under a temporary name and renamed at the end, also after an error or Ctrl-C, "
+        "so every finished batch is kept.",
+    ),
+]
+Lines = Annotated[
+    bool,
+    typer.Option(
+        "--lines", help='The input is plain text: each non-blank line is a record {"text": LINE} (as for a .txt INPUT).'
+    ),
+]
 TextKeys = Annotated[
-    Optional[list[str]],
-    typer.Option("--text-key", "-k", help="Text field to read (repeatable). Default: whichever of text, text_a, text_b "
-                 "the record has.", show_default=False, metavar="KEY"),
+    list[str] | None,
+    typer.Option(
+        "--text-key",
+        "-k",
+        help="Text field to read (repeatable). Default: whichever of text, text_a, text_b the record has.",
+        show_default=False,
+        metavar="KEY",
+    ),
 ]
 
 
-def counted_text_keys(given: Optional[list[str]], default: tuple[str, ...], why: str) -> tuple[str, ...]:
+def counted_text_keys(given: list[str] | None, default: tuple[str, ...], why: str) -> tuple[str, ...]:
     """The text fields of a command that reads exactly len(`default`) of them (none, one, a pair): --text-key
     given that many times, or `default` when it is not given. Given another number of times, it is a usage
     error (exit 2) saying `why`, in which "{given}" stands for the number of --text-key options given:
@@ -85,15 +101,17 @@ class Only:
 
     option: str
     message: str
-    with_: Optional[str] = None
-    without: Optional[str] = None
-    when: Optional[Callable[[Mapping[str, Any]], bool]] = None
-    hint: Optional[str] = None
+    with_: str | None = None
+    without: str | None = None
+    when: Callable[[Mapping[str, Any]], bool] | None = None
+    hint: str | None = None
 
     def allows(self, values: Mapping[str, Any]) -> bool:
-        return ((self.with_ is None or _set(values[self.with_]))
-                and (self.without is None or not _set(values[self.without]))
-                and (self.when is None or self.when(values)))
+        return (
+            (self.with_ is None or _set(values[self.with_]))
+            and (self.without is None or not _set(values[self.without]))
+            and (self.when is None or self.when(values))
+        )
 
 
 @dataclass(frozen=True)
@@ -102,13 +120,14 @@ class Mode:
 
     chosen: str  # how the user chooses it, as a refusal names it: "for --method model", "with --words"
     options: frozenset[str]
-    refusal: Optional[str] = None  # why this mode refuses the options of others; None: "only" and where they belong
+    refusal: str | None = None  # why this mode refuses the options of others; None: "only" and where they belong
     refusals: Mapping[str, str] = field(default_factory=dict)  # a reason of its own for some options
 
 
 def mode_rules(modes: tuple[Mode, ...], mode_of: Callable[[Mapping[str, Any]], Mode]) -> tuple[Only, ...]:
     """The `Only` rules of a command with modes (`mode_of` tells which one its values choose): an option that
     only other modes take is refused, with the chosen mode's reason, else "only" and the modes that take it."""
+
     def not_in(mode: Mode) -> Callable[[Mapping[str, Any]], bool]:
         return lambda values: mode_of(values) is not mode
 
@@ -130,9 +149,20 @@ def check_only(ctx: typer.Context, rules: Iterable[Only]) -> None:
             raise typer.BadParameter(rule.message, param_hint=flag(ctx, rule.hint or rule.option))
 
 
-BatchSize = Annotated[int, typer.Option("--batch-size", "-b", min=1, metavar="N", envvar="SEMBED_BATCH_SIZE",
-                                        help="Records per batch; output is flushed after each batch.")]
-SkipErrors = Annotated[bool, typer.Option("--skip-errors", help="Skip bad records, report how many (and where) on stderr.")]
+BatchSize = Annotated[
+    int,
+    typer.Option(
+        "--batch-size",
+        "-b",
+        min=1,
+        metavar="N",
+        envvar="SEMBED_BATCH_SIZE",
+        help="Records per batch; output is flushed after each batch.",
+    ),
+]
+SkipErrors = Annotated[
+    bool, typer.Option("--skip-errors", help="Skip bad records, report how many (and where) on stderr.")
+]
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing output (-o FILE, or the artifact written).")]
 Seed = Annotated[int, typer.Option("--seed", envvar="SEMBED_SEED", metavar="N", help="Seed for every random choice.")]
 DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
@@ -144,8 +174,16 @@ def _device(value: str) -> str:
     return value
 
 
-Device = Annotated[str, typer.Option("--device", envvar="SEMBED_DEVICE", metavar="DEVICE", callback=_device,
-                                     help="auto (CUDA when present), cpu, cuda or cuda:N.")]
+Device = Annotated[
+    str,
+    typer.Option(
+        "--device",
+        envvar="SEMBED_DEVICE",
+        metavar="DEVICE",
+        callback=_device,
+        help="auto (CUDA when present), cpu, cuda or cuda:N.",
+    ),
+]
 
 
 def _thread_count(text: str) -> int:
@@ -155,19 +193,28 @@ def _thread_count(text: str) -> int:
         raise typer.BadParameter(str(e)) from None
 
 
-def _threads(value: Optional[int]) -> Optional[int]:
+def _threads(value: int | None) -> int | None:
     threads.configure(value)
     return value
 
 
-Threads = Annotated[Optional[int], typer.Option(
-    "--threads", metavar="N", envvar=threads.VARIABLE, parser=_thread_count, callback=_threads, show_default=False,
-    help="CPU threads to compute with (torch, BLAS, FAISS; also OMP_NUM_THREADS). Default: the usable cores less "
-         "those other processes keep busy now (measured over 0.2 s), at least 1, so a busy machine does not slow it "
-         "down many times over; give each of N jobs on one machine cores/N.")]
+Threads = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        metavar="N",
+        envvar=threads.VARIABLE,
+        parser=_thread_count,
+        callback=_threads,
+        show_default=False,
+        help="CPU threads to compute with (torch, BLAS, FAISS; also OMP_NUM_THREADS). Default: the usable cores less "
+        "those other processes keep busy now (measured over 0.2 s), at least 1, so a busy machine does not slow it "
+        "down many times over; give each of N jobs on one machine cores/N.",
+    ),
+]
 
 
-def finite(value: Optional[float]) -> Optional[float]:
+def finite(value: float | None) -> float | None:
     """The callback of a float option that must be a number: click lets nan and inf through, also past min/max."""
     if value is not None and not math.isfinite(value):
         raise typer.BadParameter("must be a finite number")
@@ -180,39 +227,72 @@ def finite(value: Optional[float]) -> Optional[float]:
 # (SEMBED_MLM: an English masked-LM, not taste's POI one). search's --model is the index's own model at another path:
 # it takes no variable, so that SEMBED_MODEL set for embedding cannot make it refuse an index of another model.
 SpacyModel = Annotated[
-    str, typer.Option("--model", "-m", envvar="SEMBED_SPACY_MODEL", metavar="NAME",
-                      help="spaCy pipeline: an installed package name or a path.")]
-SentenceModel = Annotated[str, typer.Option(
-    "--model", "-m", envvar="SEMBED_MODEL", metavar="MODEL",
-    help=f"sentence-transformers model: a directory (one `sembed train` wrote included) or {DEFAULT_MODEL}, the "
-         "packaged default. Never downloaded. Records that already hold vectors name their model (embedding_model); "
-         "another is refused.")]
-MaskedLM = Annotated[Optional[str], typer.Option(
-    "--model", "-m", envvar="SEMBED_TASTE_MODEL", metavar="DIR", show_default=False,
-    help="Masked-LM directory: one `sembed train --method mlm --from-scratch` or `--method poi` wrote, or any "
-         "Hugging Face masked-LM directory (required). Never downloaded.")]
-StartModel = Annotated[str, typer.Option(
-    "--model", "-m", envvar="SEMBED_START_MODEL", metavar="MODEL",
-    help=f"the model training starts from: a sentence-transformers directory or {DEFAULT_MODEL}, the packaged "
-         "default (mlm: the BERT encoder to adapt, a sentence-transformers or Hugging Face directory, or a masked-LM "
-         "it wrote, which goes on training with its head; poi: the stage-1 directory; syntax: the word encoder). "
-         "Never downloaded.")]
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        envvar="SEMBED_SPACY_MODEL",
+        metavar="NAME",
+        help="spaCy pipeline: an installed package name or a path.",
+    ),
+]
+SentenceModel = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        envvar="SEMBED_MODEL",
+        metavar="MODEL",
+        help=f"sentence-transformers model: a directory (one `sembed train` wrote included) or {DEFAULT_MODEL}, the "
+        "packaged default. Never downloaded. Records that already hold vectors name their model (embedding_model); "
+        "another is refused.",
+    ),
+]
+MaskedLM = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        envvar="SEMBED_TASTE_MODEL",
+        metavar="DIR",
+        show_default=False,
+        help="Masked-LM directory: one `sembed train --method mlm --from-scratch` or `--method poi` wrote, or any "
+        "Hugging Face masked-LM directory (required). Never downloaded.",
+    ),
+]
+StartModel = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        envvar="SEMBED_START_MODEL",
+        metavar="MODEL",
+        help=f"the model training starts from: a sentence-transformers directory or {DEFAULT_MODEL}, the packaged "
+        "default (mlm: the BERT encoder to adapt, a sentence-transformers or Hugging Face directory, or a masked-LM "
+        "it wrote, which goes on training with its head; poi: the stage-1 directory; syntax: the word encoder). "
+        "Never downloaded.",
+    ),
+]
 
 
 BACKEND_HELP = (
     "torch: sentence-transformers, any device (the default). onnx: the model's transformer exported to ONNX "
     "once (MODEL/onnx/, else under SEMBED_CACHE, default ~/.cache/sembed) and run by ONNX Runtime on the CPU, "
     "with the model's own pooling in numpy: the same vectors, a start without torch, less memory. Needs the "
-    "onnx extra: pip install 'sembed[onnx]'.")
+    "onnx extra: pip install 'sembed[onnx]'."
+)
 QUANTIZE_HELP = (
     "With --backend onnx: int8 is ONNX Runtime's dynamic quantisation in the config of this CPU's instruction "
-    "set (AVX2, AVX-512, VNNI): faster, other vectors (their quality: the docs).")
+    "set (AVX2, AVX-512, VNNI): faster, other vectors (their quality: the docs)."
+)
 BackendName = Literal["torch", "onnx"]
 Quantization = Literal["none", "int8"]
-Backend = Annotated[BackendName, typer.Option("--backend", envvar="SEMBED_BACKEND", metavar="torch|onnx",
-                                              help=BACKEND_HELP)]
-Quantize = Annotated[Quantization, typer.Option("--quantize", envvar="SEMBED_QUANTIZE", metavar="none|int8",
-                                                help=QUANTIZE_HELP)]
+Backend = Annotated[
+    BackendName, typer.Option("--backend", envvar="SEMBED_BACKEND", metavar="torch|onnx", help=BACKEND_HELP)
+]
+Quantize = Annotated[
+    Quantization, typer.Option("--quantize", envvar="SEMBED_QUANTIZE", metavar="none|int8", help=QUANTIZE_HELP)
+]
 
 
 def check_backend(backend: str, quantize: str, device: str, precision: str = "auto") -> None:
@@ -222,8 +302,9 @@ def check_backend(backend: str, quantize: str, device: str, precision: str = "au
     if backend == "onnx" and device not in ("auto", "cpu"):
         raise typer.BadParameter("--backend onnx runs on the CPU: use --device cpu (or auto)", param_hint="'--device'")
     if backend == "onnx" and precision not in ("auto", "fp32"):
-        raise typer.BadParameter("--backend onnx computes in fp32 (or int8 with --quantize int8)",
-                                 param_hint="'--precision'")
+        raise typer.BadParameter(
+            "--backend onnx computes in fp32 (or int8 with --quantize int8)", param_hint="'--precision'"
+        )
 
 
 def _shard(value: str) -> Shard:
@@ -233,26 +314,50 @@ def _shard(value: str) -> Shard:
         raise typer.BadParameter(str(e)) from None
 
 
-ShardOption = Annotated[Optional[Shard], typer.Option(
-    "--shard", envvar="SEMBED_SHARD", metavar="I/N", parser=_shard, show_default=False,
-    help="Process only share I of N (1 <= I <= N) of the input: its records number k = 0, 1, ... (blank lines "
-         "not counted) and share I takes those with k mod N = I - 1, so N jobs with 1/N ... N/N cover the "
-         "input exactly once, each writing its own output.")]
+ShardOption = Annotated[
+    Shard | None,
+    typer.Option(
+        "--shard",
+        envvar="SEMBED_SHARD",
+        metavar="I/N",
+        parser=_shard,
+        show_default=False,
+        help="Process only share I of N (1 <= I <= N) of the input: its records number k = 0, 1, ... (blank lines "
+        "not counted) and share I takes those with k mod N = I - 1, so N jobs with 1/N ... N/N cover the "
+        "input exactly once, each writing its own output.",
+    ),
+]
 ModelPrecision = Literal[PRECISIONS]  # type: ignore[valid-type]  # choices from models/precision.py
 TrainingPrecision = Literal[TRAINING_PRECISIONS]  # type: ignore[valid-type]
-Precision = Annotated[ModelPrecision, typer.Option(
-    "--precision", metavar="|".join(PRECISIONS),
-    help="Model precision: auto is fp16 on CUDA and fp32 on the CPU (the only one allowed there).")]
-MaskedLMPrecision = Annotated[ModelPrecision, typer.Option(
-    "--precision", metavar="|".join(PRECISIONS),
-    help="The masked-LM's precision: auto is fp16 on CUDA, and on the CPU bf16 where the CPU does bf16 natively "
-         "(AVX512-BF16, AMX), which is faster there, else fp32. "
-         "Fix it for output that matches across machines.")]
-LongText = Annotated[Literal["truncate", "window", "error"], typer.Option(
-    "--long-text", metavar="truncate|window|error", envvar="SEMBED_LONG_TEXT",
-    help="A text longer than the model's window (its max_seq_length, in tokens): truncate keeps the window's worth "
-         "(the model's own behaviour), window embeds it whole as the token-weighted mean of consecutive windows cut "
-         "between words, error makes it bad input. Such texts are counted on stderr in any case.")]
+Precision = Annotated[
+    ModelPrecision,
+    typer.Option(
+        "--precision",
+        metavar="|".join(PRECISIONS),
+        help="Model precision: auto is fp16 on CUDA and fp32 on the CPU (the only one allowed there).",
+    ),
+]
+MaskedLMPrecision = Annotated[
+    ModelPrecision,
+    typer.Option(
+        "--precision",
+        metavar="|".join(PRECISIONS),
+        help="The masked-LM's precision: auto is fp16 on CUDA, and on the CPU bf16 where the CPU does bf16 natively "
+        "(AVX512-BF16, AMX), which is faster there, else fp32. "
+        "Fix it for output that matches across machines.",
+    ),
+]
+LongText = Annotated[
+    Literal["truncate", "window", "error"],
+    typer.Option(
+        "--long-text",
+        metavar="truncate|window|error",
+        envvar="SEMBED_LONG_TEXT",
+        help="A text longer than the model's window (its max_seq_length, in tokens): truncate keeps the window's worth "
+        "(the model's own behaviour), window embeds it whole as the token-weighted mean of consecutive windows cut "
+        "between words, error makes it bad input. Such texts are counted on stderr in any case.",
+    ),
+]
 NProcess = Annotated[int, typer.Option("--n-process", min=1, metavar="N", help="spaCy worker processes.")]
 
 
@@ -267,7 +372,16 @@ def _verbose(value: bool) -> bool:
 
 
 # Eager: the console is set before any other option's callback logs (--threads reports its choice under -v).
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", callback=_quiet, is_eager=True,
-                                     help="No progress or information on stderr.")]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", callback=_verbose, is_eager=True,
-                                       help="Debug logging, and Python tracebacks on errors (also SEMBED_DEBUG=1).")]
+Quiet = Annotated[
+    bool, typer.Option("--quiet", "-q", callback=_quiet, is_eager=True, help="No progress or information on stderr.")
+]
+Verbose = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        callback=_verbose,
+        is_eager=True,
+        help="Debug logging, and Python tracebacks on errors (also SEMBED_DEBUG=1).",
+    ),
+]

@@ -19,6 +19,7 @@ libraries loaded later start with the same count.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -29,9 +30,15 @@ log = logging.getLogger(__name__)
 
 VARIABLE = "SEMBED_THREADS"
 
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
-                    "RAYON_NUM_THREADS")  # tokenizers' batch encoding (a static model's whole work)
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "RAYON_NUM_THREADS",
+)  # tokenizers' batch encoding (a static model's whole work)
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 LOADAVG = Path("/proc/loadavg")
 PROC_STAT = Path("/proc/stat")
@@ -173,10 +180,8 @@ def _torch(threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
-    try:  # only possible before the first inter-op parallel work of the process
+    with contextlib.suppress(RuntimeError):  # only possible before the first inter-op parallel work of the process
         torch.set_num_interop_threads(threads)
-    except RuntimeError:
-        pass
 
 
 def configure(requested: int | None) -> int:

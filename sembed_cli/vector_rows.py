@@ -41,11 +41,13 @@ class RowVectors:
         try:
             self.matrix = np.load(self.path, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as e:
-            raise SembedError(f"cannot read the vectors in {self.path}: {e}", "pass a .npy file `sembed embed --npy` "
-                                                                              "wrote") from None
+            raise SembedError(
+                f"cannot read the vectors in {self.path}: {e}", "pass a .npy file `sembed embed --npy` wrote"
+            ) from None
         if self.matrix.ndim != 2 or self.matrix.dtype.kind != "f":
-            raise SembedError(f"{self.path} holds a {self.matrix.ndim}-d {self.matrix.dtype} array, not a matrix of "
-                              "float vectors")
+            raise SembedError(
+                f"{self.path} holds a {self.matrix.ndim}-d {self.matrix.dtype} array, not a matrix of float vectors"
+            )
         self.rows = self.matrix.view(np.ndarray)  # a row of it is a plain array (a memmap row costs 6 us to make)
         self.identity: model_identity.Identity | None = None
         sidecar = sidecar_path(self.path)
@@ -55,8 +57,9 @@ class RowVectors:
                 value = meta.get(model_identity.FIELD) if isinstance(meta, dict) else None
                 self.identity = model_identity.Identity.parse(value) if value is not None else None
             except (OSError, ValueError, AttributeError) as e:
-                raise SembedError(f"unreadable {sidecar}: {e}", "it is the metadata `sembed embed --npy` writes "
-                                                                "next to the matrix") from None
+                raise SembedError(
+                    f"unreadable {sidecar}: {e}", "it is the metadata `sembed embed --npy` writes next to the matrix"
+                ) from None
 
     def attach(self, record: dict) -> dict:
         """The record with each embedding..._row replaced by the row it names, as a float32 array."""

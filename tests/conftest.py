@@ -116,8 +116,14 @@ def tiny_model(tmp_path_factory) -> str:
     root = tmp_path_factory.mktemp("tiny")
     vocab = sentence_models.resolve_path(sentence_models.DEFAULT_MODEL) / "vocab.txt"
     tokenizer = BertTokenizerFast(str(vocab))  # positional: transformers 5 ignores a vocab_file= keyword here
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=TINY_DIM, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=TINY_DIM,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     torch.manual_seed(0)
     BertModel(config).save_pretrained(root / "bert")
     tokenizer.save_pretrained(root / "bert")

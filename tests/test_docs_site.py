@@ -24,7 +24,11 @@ from test_layers import PACKAGE, import_graph  # noqa: E402
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 API = ROOT / "docs" / "api.md"
 GRAPH = re.compile(r"(<!-- BEGIN IMPORT GRAPH -->\n).*?(<!-- END IMPORT GRAPH -->)", re.S)
-SHELL = {f"{PACKAGE}.main", f"{PACKAGE}.__main__", f"{PACKAGE}.manpage"}  # the CLI shell: the root command and its pages
+SHELL = {
+    f"{PACKAGE}.main",
+    f"{PACKAGE}.__main__",
+    f"{PACKAGE}.manpage",
+}  # the CLI shell: the root command and its pages
 
 
 def package_of(module: str, root: Path = ROOT) -> str:
@@ -40,12 +44,20 @@ def package_of(module: str, root: Path = ROOT) -> str:
 
 def package_edges(graph: dict[str, set[str]], root: Path = ROOT) -> list[tuple[str, str]]:
     """(A, B) for each pair of boxes where some module of A imports some module of B."""
-    return sorted({(package_of(a, root), package_of(b, root)) for a, targets in graph.items() for b in targets
-                   if package_of(a, root) != package_of(b, root)})
+    return sorted(
+        {
+            (package_of(a, root), package_of(b, root))
+            for a, targets in graph.items()
+            for b in targets
+            if package_of(a, root) != package_of(b, root)
+        }
+    )
 
 
-LABELS = {"main": "main.py, __main__.py, manpage.py: the CLI shell",
-          "root": "the other root modules: io.py, options.py, console.py, ..."}
+LABELS = {
+    "main": "main.py, __main__.py, manpage.py: the CLI shell",
+    "root": "the other root modules: io.py, options.py, console.py, ...",
+}
 
 
 def mermaid(edges: list[tuple[str, str]]) -> str:
@@ -72,6 +84,7 @@ def python_blocks(page: Path) -> list[str]:
 
 # --- tests ---------------------------------------------------------------------------------------------
 
+
 def test_the_architecture_import_graph_is_current():
     current = ARCHITECTURE.read_text(encoding="utf-8")
     assert current == architecture_page(), "redraw it with: python tests/test_docs_site.py"
@@ -79,8 +92,17 @@ def test_the_architecture_import_graph_is_current():
 
 def test_the_graph_draws_packages_and_keeps_the_shell_apart(tmp_path):
     package = tmp_path / PACKAGE
-    for name in ("__init__.py", "main.py", "io.py", "commands/__init__.py", "commands/spo.py", "text/__init__.py",
-                 "text/spo.py", "training/__init__.py", "training/methods/__init__.py"):
+    for name in (
+        "__init__.py",
+        "main.py",
+        "io.py",
+        "commands/__init__.py",
+        "commands/spo.py",
+        "text/__init__.py",
+        "text/spo.py",
+        "training/__init__.py",
+        "training/methods/__init__.py",
+    ):
         (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text("")
     (package / "main.py").write_text("from .commands import spo\n")
@@ -88,8 +110,12 @@ def test_the_graph_draws_packages_and_keeps_the_shell_apart(tmp_path):
     (package / "text/spo.py").write_text("from .. import io\n")
     (package / "training/methods/__init__.py").write_text("def run():\n    from ... import io\n")
     assert package_edges(import_graph(tmp_path), tmp_path) == [
-        ("commands", "root"), ("commands", "text"), ("main", "commands"), ("text", "root"),
-        ("training.methods", "root")]
+        ("commands", "root"),
+        ("commands", "text"),
+        ("main", "commands"),
+        ("text", "root"),
+        ("training.methods", "root"),
+    ]
 
 
 def test_readme_links_into_docs_lead_to_pages():

@@ -29,11 +29,18 @@ def close(a, b, tol: float = 1e-5) -> bool:
     return np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)).max() <= tol
 
 
-SENTENCES = ["A man is playing a guitar.", "Dogs", "The quick brown fox jumps over the lazy dog near the river bank.",
-             "A woman is slicing an onion.", "Two dogs are running through a field.", "Hello"]
+SENTENCES = [
+    "A man is playing a guitar.",
+    "Dogs",
+    "The quick brown fox jumps over the lazy dog near the river bank.",
+    "A woman is slicing an onion.",
+    "Two dogs are running through a field.",
+    "Hello",
+]
 
 
 # --- the pure function -------------------------------------------------------------------------------
+
 
 class CountingModel:
     """Deterministic fake encoder: records every encode call; a text's vector depends on the text only."""
@@ -73,8 +80,15 @@ def test_vector_file_rows_in_output_order(tmp_path):
         out = list(embed_records(records, model, TextFields(), cf_weight=1.0, keep_parts=True, vectors=vectors))
     assert [sorted(k for k in r if k.endswith("_row") or "_row_" in k) for r in out] == [
         ["embedding_basic_row", "embedding_cf_row", "embedding_row"],
-        ["embedding_basic_row_a", "embedding_basic_row_b", "embedding_cf_row_a", "embedding_cf_row_b",
-         "embedding_row_a", "embedding_row_b"]]
+        [
+            "embedding_basic_row_a",
+            "embedding_basic_row_b",
+            "embedding_cf_row_a",
+            "embedding_cf_row_b",
+            "embedding_row_a",
+            "embedding_row_b",
+        ],
+    ]
     assert (out[0]["embedding_row"], out[0]["embedding_basic_row"], out[0]["embedding_cf_row"]) == (0, 1, 2)
     assert (out[1]["embedding_row_a"], out[1]["embedding_row_b"], out[1]["embedding_cf_row_b"]) == (3, 6, 8)
     matrix = np.load(tmp_path / "v.npy")
@@ -88,7 +102,7 @@ def test_vector_file_loads_with_numpy(tmp_path, rows, dim):
     data = np.arange(rows * dim, dtype=np.float32).reshape(rows, dim)
     with VectorFile(tmp_path / "m.npy") as vectors:
         for start in range(0, rows, 1000):
-            assert vectors.append(data[start:start + 1000]) == start
+            assert vectors.append(data[start : start + 1000]) == start
     assert np.array_equal(np.load(tmp_path / "m.npy"), data)
     assert np.load(tmp_path / "m.npy", mmap_mode="r").shape == (rows, dim)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npy", "m.npy.json"]
@@ -103,6 +117,7 @@ def test_vector_file_left_out_after_an_internal_error(tmp_path):
 
 # --- the command on a tiny model ---------------------------------------------------------------------
 
+
 def test_vectors_match_each_text_encoded_alone_in_input_order(tiny_model, tiny):
     records = [{"id": n, "text": text} for n, text in enumerate(SENTENCES * 2)]
     run = sembed("embed", "-m", tiny_model, "-b", "4", input=jsonl(*records))
@@ -116,8 +131,10 @@ def test_vectors_match_each_text_encoded_alone_in_input_order(tiny_model, tiny):
 
 def test_cf_combination_is_exact(tiny_model, tiny):
     """CF-BERT eq. 1: embedding = basic + W * cf, and the parts are the texts' own vectors."""
-    records = [{"text": "A man attacks a woman", "s_cf": "man attacks woman"},
-               {"text_a": "An Asian woman in a crowd is not carrying a black bag", "text_b": "A man attacks a woman"}]
+    records = [
+        {"text": "A man attacks a woman", "s_cf": "man attacks woman"},
+        {"text_a": "An Asian woman in a crowd is not carrying a black bag", "text_b": "A man attacks a woman"},
+    ]
     run = sembed("embed", "-m", tiny_model, "--cf-weight", "0.3", "--keep-parts", input=jsonl(*records))
     assert run.exit_code == 0, run.stderr
     one, pair = run.records
@@ -161,8 +178,16 @@ def test_pairs_and_text_key(tiny_model, tiny):
     [pair] = run.records
     assert list(pair) == ["text_a", "text_b", "score", "embedding_a", "embedding_b", "embedding_model"]
     assert close(pair["embedding_b"], alone(tiny, "A cat sleeps."))
-    run = sembed("embed", "-m", tiny_model, "-k", "question", "-k", "answer",
-                 input=jsonl({"question": "Who ate the cake?", "answer": "The dog.", "text": "ignored"}))
+    run = sembed(
+        "embed",
+        "-m",
+        tiny_model,
+        "-k",
+        "question",
+        "-k",
+        "answer",
+        input=jsonl({"question": "Who ate the cake?", "answer": "The dog.", "text": "ignored"}),
+    )
     [qa] = run.records
     assert list(qa) == ["question", "answer", "text", "embedding_question", "embedding_answer", "embedding_model"]
     assert close(qa["embedding_answer"], alone(tiny, "The dog."))
@@ -183,8 +208,9 @@ def test_npy_output_refuses_to_overwrite_without_force(tiny_model, tmp_path):
 
     again = sembed("embed", "-m", tiny_model, "--npy", str(npy), input=jsonl({"text": "other"}))
     assert again.exit_code == 1 and again.stdout == ""
-    assert again.stderr.strip() == (f"error: {npy} already exists "
-                                    "(hint: pass --force to replace it, or choose another --npy)")
+    assert again.stderr.strip() == (
+        f"error: {npy} already exists (hint: pass --force to replace it, or choose another --npy)"
+    )
     assert np.load(npy).shape == (len(SENTENCES), TINY_DIM)
     forced = sembed("embed", "-m", tiny_model, "--npy", str(npy), "--force", input=jsonl({"text": "other"}))
     assert forced.exit_code == 0 and np.load(npy).shape == (1, TINY_DIM)
@@ -193,8 +219,16 @@ def test_npy_output_refuses_to_overwrite_without_force(tiny_model, tmp_path):
 
 def test_npy_keeps_the_rows_of_records_written_before_a_bad_one(tiny_model, tmp_path):
     npy = tmp_path / "v.npy"
-    run = sembed("embed", "-m", tiny_model, "-b", "1", "--npy", str(npy),
-                 input=jsonl({"text": "one"}, {"text": "two"}, {"id": 3}))
+    run = sembed(
+        "embed",
+        "-m",
+        tiny_model,
+        "-b",
+        "1",
+        "--npy",
+        str(npy),
+        input=jsonl({"text": "one"}, {"text": "two"}, {"id": 3}),
+    )
     assert run.exit_code == 1 and [r["embedding_row"] for r in run.records] == [0, 1]
     assert np.load(npy).shape == (2, TINY_DIM)
 
@@ -204,17 +238,24 @@ def test_npy_keeps_the_rows_of_records_written_before_a_bad_one(tiny_model, tmp_
 MISSING = "missing key 'text' (or 'text_a'/'text_b'; --text-key names another)"
 
 
-@pytest.mark.parametrize("record, options, message", [
-    ({"id": 2}, [], MISSING),
-    ({"text": 7}, [], "'text' must be a string, got a number"),
-    ({"text": "  "}, [], "empty text in 'text'"),
-    ({"text_a": "A dog.", "text_b": None}, [], "'text_b' must be a string, got null"),
-    ({"text_a": "A man attacks a woman"}, ["-k", "text"], "missing key 'text'"),
-    ({"text": "A man attacks a woman", "s_cf": 3}, ["--cf-weight", "0.2"], "'s_cf' must be a string, got a number"),
-    ({"text_a": "A dog.", "text_b": "x", "s_cf_b": ["x"]}, ["--keep-parts"], "'s_cf_b' must be a string, got an array"),
-    ({"text": "A man attacks a woman", "s_cf": ""}, ["--cf-weight", "0.2"], "empty text in 's_cf'"),
-    ({"text": "A dog.", "tokens": "x"}, ["--cf-weight", "0.2"], "'tokens' must be a list of tokens, got a string"),
-])
+@pytest.mark.parametrize(
+    "record, options, message",
+    [
+        ({"id": 2}, [], MISSING),
+        ({"text": 7}, [], "'text' must be a string, got a number"),
+        ({"text": "  "}, [], "empty text in 'text'"),
+        ({"text_a": "A dog.", "text_b": None}, [], "'text_b' must be a string, got null"),
+        ({"text_a": "A man attacks a woman"}, ["-k", "text"], "missing key 'text'"),
+        ({"text": "A man attacks a woman", "s_cf": 3}, ["--cf-weight", "0.2"], "'s_cf' must be a string, got a number"),
+        (
+            {"text_a": "A dog.", "text_b": "x", "s_cf_b": ["x"]},
+            ["--keep-parts"],
+            "'s_cf_b' must be a string, got an array",
+        ),
+        ({"text": "A man attacks a woman", "s_cf": ""}, ["--cf-weight", "0.2"], "empty text in 's_cf'"),
+        ({"text": "A dog.", "tokens": "x"}, ["--cf-weight", "0.2"], "'tokens' must be a list of tokens, got a string"),
+    ],
+)
 def test_bad_record_stops_after_earlier_records(tiny_model, record, options, message):
     run = sembed("embed", "-m", tiny_model, "-b", "1", *options, input=jsonl({"text": "A good one.", "id": 1}, record))
     assert run.exit_code == 1
@@ -244,39 +285,61 @@ def test_file_input_and_output(tiny_model, tmp_path):
     assert len(orjson.loads(dst.read_bytes())["embedding"]) == TINY_DIM
 
 
-@pytest.mark.parametrize("options, code, message", [
-    (["--precision", "fp16", "--device", "cpu"], 1,
-     "error: --precision fp16 needs CUDA; on the CPU this command runs in fp32 "
-     "(hint: use --precision auto or fp32)"),
-    (["--cf-weight", "nan"], 2, "Invalid value for '--cf-weight': must be a finite number"),
-    (["--precision", "int3"], 2, "Invalid value for '--precision'"),
-    (["-m", "/no/such/model"], 1, "error: no sentence-transformers model at '/no/such/model'"),
-])
+@pytest.mark.parametrize(
+    "options, code, message",
+    [
+        (
+            ["--precision", "fp16", "--device", "cpu"],
+            1,
+            "error: --precision fp16 needs CUDA; on the CPU this command runs in fp32 "
+            "(hint: use --precision auto or fp32)",
+        ),
+        (["--cf-weight", "nan"], 2, "Invalid value for '--cf-weight': must be a finite number"),
+        (["--precision", "int3"], 2, "Invalid value for '--precision'"),
+        (["-m", "/no/such/model"], 1, "error: no sentence-transformers model at '/no/such/model'"),
+    ],
+)
 def test_usage_and_model_errors(tiny_model, options, code, message):
     run = sembed("embed", "-m", tiny_model, *options, input=jsonl({"text": "A dog."}))
     assert run.exit_code == code and run.stdout == ""
     assert message in " ".join(run.stderr.split())
 
 
-@pytest.mark.parametrize("options, message", [
-    (["--salience", "/nonexistent", "--sif-component", "batch"],  # wrote model embeddings and exit 0 before
-     "Invalid value for '--salience': only for --method avg|isf|sif|nws"),
-    (["--sif-component", "batch"], "Invalid value for '--sif-component': only for --method avg|isf|sif|nws"),
-    (["--vectors", "glove-6b-50d"], "Invalid value for '--vectors': only for --method avg|isf|sif|nws"),
-    (["--method", "avg", "-m", "x"], "Invalid value for '--model': only for --method model or with --words"),
-    (["--method", "avg", "--device", "cpu"], "Invalid value for '--device': only for --method model or with --words"),
-    (["--method", "avg", "--precision", "fp32"],
-     "Invalid value for '--precision': only for --method model or with --words"),
-    (["--method", "avg", "--keep-parts"], "Invalid value for '--keep-parts': only for --method model"),
-    (["--method", "nws", "--syntax-map", "x"], "Invalid value for '--syntax-map': only with --words"),
-    (["--syntax-map", "x"], "Invalid value for '--syntax-map': only with --words"),
-    (["--words", "--salience", "x"],
-     "Invalid value for '--salience': not with --words (word vectors come from the encoder, in fp32)"),
-    (["--words", "--long-text", "window"],
-     "Invalid value for '--long-text': not with --words (a long text is always encoded in windows there)"),
-    (["--words", "--precision", "fp16"],
-     "Invalid value for '--precision': not with --words (word vectors come from the encoder, in fp32)"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (
+            ["--salience", "/nonexistent", "--sif-component", "batch"],  # wrote model embeddings and exit 0 before
+            "Invalid value for '--salience': only for --method avg|isf|sif|nws",
+        ),
+        (["--sif-component", "batch"], "Invalid value for '--sif-component': only for --method avg|isf|sif|nws"),
+        (["--vectors", "glove-6b-50d"], "Invalid value for '--vectors': only for --method avg|isf|sif|nws"),
+        (["--method", "avg", "-m", "x"], "Invalid value for '--model': only for --method model or with --words"),
+        (
+            ["--method", "avg", "--device", "cpu"],
+            "Invalid value for '--device': only for --method model or with --words",
+        ),
+        (
+            ["--method", "avg", "--precision", "fp32"],
+            "Invalid value for '--precision': only for --method model or with --words",
+        ),
+        (["--method", "avg", "--keep-parts"], "Invalid value for '--keep-parts': only for --method model"),
+        (["--method", "nws", "--syntax-map", "x"], "Invalid value for '--syntax-map': only with --words"),
+        (["--syntax-map", "x"], "Invalid value for '--syntax-map': only with --words"),
+        (
+            ["--words", "--salience", "x"],
+            "Invalid value for '--salience': not with --words (word vectors come from the encoder, in fp32)",
+        ),
+        (
+            ["--words", "--long-text", "window"],
+            "Invalid value for '--long-text': not with --words (a long text is always encoded in windows there)",
+        ),
+        (
+            ["--words", "--precision", "fp16"],
+            "Invalid value for '--precision': not with --words (word vectors come from the encoder, in fp32)",
+        ),
+    ],
+)
 def test_an_option_of_another_mode_is_a_usage_error(options, message):
     run = sembed("embed", *options, input=jsonl({"text": "A dog."}))
     assert run.exit_code == 2 and run.stdout == ""
@@ -309,10 +372,17 @@ def test_model_from_the_environment(tiny_model, monkeypatch):
 
 # --- the packaged model ------------------------------------------------------------------------------
 
+
 @pytest.mark.e2e
 def test_default_model_similar_sentences_are_closer():
-    run = sembed("embed", input=jsonl({"text": "A man is playing a guitar."}, {"text": "A person plays the guitar."},
-                                      {"text": "The stock market fell sharply today."}))
+    run = sembed(
+        "embed",
+        input=jsonl(
+            {"text": "A man is playing a guitar."},
+            {"text": "A person plays the guitar."},
+            {"text": "The stock market fell sharply today."},
+        ),
+    )
     assert run.exit_code == 0, run.stderr
     guitar, plays, stocks = (np.array(r["embedding"]) for r in run.records)
     assert guitar.shape == (384,)
@@ -324,20 +394,27 @@ def test_default_model_similar_sentences_are_closer():
 def test_embed_modes_run_as_library_functions_without_the_cli(tiny_model, tmp_path):
     """models.embed_stream: the functions `sembed embed` calls, one per mode, with their typed settings."""
     from sembed_cli.io import StreamOptions, TextFields
-    from sembed_cli.models.embed_stream import (SentenceVectorSettings, WordVectorSettings, embed_sentences,
-                                                embed_with_word_vectors, encode_batch_for)
+    from sembed_cli.models.embed_stream import (
+        SentenceVectorSettings,
+        WordVectorSettings,
+        embed_sentences,
+        embed_with_word_vectors,
+        encode_batch_for,
+    )
 
     assert encode_batch_for("cpu", None) == 32 and encode_batch_for("cuda:0", None) == 128
     assert encode_batch_for("cpu", 7) == 7
     source = tmp_path / "in.jsonl"
     source.write_text(jsonl({"text": "A dog."}, {"text": "A cat."}))
     out = tmp_path / "model.jsonl"
-    count = embed_sentences(StreamOptions(str(source), str(out)), TextFields(None),
-                            SentenceVectorSettings(tiny_model, device="cpu"))
+    count = embed_sentences(
+        StreamOptions(str(source), str(out)), TextFields(None), SentenceVectorSettings(tiny_model, device="cpu")
+    )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert count == 2 and all(len(r["embedding"]) == TINY_DIM for r in records)
     assert records == sembed("embed", "-m", tiny_model, "--device", "cpu", str(source)).records
     out = tmp_path / "avg.jsonl"
-    assert embed_with_word_vectors(StreamOptions(str(source), str(out)), TextFields(None),
-                                   WordVectorSettings("avg")) == 2
+    assert (
+        embed_with_word_vectors(StreamOptions(str(source), str(out)), TextFields(None), WordVectorSettings("avg")) == 2
+    )
     assert all(len(json.loads(line)["embedding"]) == 50 for line in out.read_text().splitlines())

@@ -9,6 +9,7 @@ import orjson
 import pytest
 import scipy.stats
 from conftest import jsonl, sembed
+
 from sembed_cli.evaluation import cf_sweep, classify, entailment, pair_similarity, statistics, sts
 
 # --- the pure functions ------------------------------------------------------------------------------
@@ -101,15 +102,25 @@ def test_pair_features():
 
 # --- eval sts through the CLI ------------------------------------------------------------------------
 
+
 def pair_records(n: int = 12, seed: int = 0, dim: int = 6, **extra) -> list[dict]:
     rng = np.random.default_rng(seed)
     records = []
     for i in range(n):
         a = rng.normal(size=dim)
         b = a + rng.normal(size=dim) * (i % 4)
-        records.append({"id": i, "text_a": f"a{i}", "text_b": f"b{i}", "genre": "news" if i % 3 else "forum",
-                        "score": round(float(rng.uniform(0, 5)), 1) if i % 5 else 2.5,
-                        "embedding_a": a.round(4).tolist(), "embedding_b": b.round(4).tolist(), **extra})
+        records.append(
+            {
+                "id": i,
+                "text_a": f"a{i}",
+                "text_b": f"b{i}",
+                "genre": "news" if i % 3 else "forum",
+                "score": round(float(rng.uniform(0, 5)), 1) if i % 5 else 2.5,
+                "embedding_a": a.round(4).tolist(),
+                "embedding_b": b.round(4).tolist(),
+                **extra,
+            }
+        )
     return records
 
 
@@ -131,10 +142,12 @@ def test_sts_reports_pearson_and_spearman_x100_with_intervals():
     assert report["pearson"] == pytest.approx(100 * r, abs=1e-4)
     assert report["spearman"] == pytest.approx(100 * rho, abs=1e-4)
     half = 1.96 / math.sqrt(12 - 3)
-    assert report["pearson_ci"] == pytest.approx([100 * math.tanh(math.atanh(r) - half),
-                                                  100 * math.tanh(math.atanh(r) + half)], abs=1e-4)
-    assert report["spearman_ci"] == pytest.approx([100 * math.tanh(math.atanh(rho) - half),
-                                                   100 * math.tanh(math.atanh(rho) + half)], abs=1e-4)
+    assert report["pearson_ci"] == pytest.approx(
+        [100 * math.tanh(math.atanh(r) - half), 100 * math.tanh(math.atanh(r) + half)], abs=1e-4
+    )
+    assert report["spearman_ci"] == pytest.approx(
+        [100 * math.tanh(math.atanh(rho) - half), 100 * math.tanh(math.atanh(rho) + half)], abs=1e-4
+    )
     assert list(report) == ["task", "similarity", "gold", "n", "pearson", "pearson_ci", "spearman", "spearman_ci"]
     assert report["n"] == 12 and report["similarity"] == "cosine(embedding_a, embedding_b)"
     assert "Pearson" in run.stderr and f"{report['pearson']:.2f}" in run.stderr
@@ -191,9 +204,14 @@ def test_sts_group_with_an_undefined_correlation_gets_nulls_and_a_warning():
     records = pair_records(12) + [{**pair_records(1)[0], "genre": "lonely"}]
     run = sembed("eval", "sts", "--group-by", "genre", "-q", input=jsonl(*records))
     assert run.exit_code == 0
-    assert run.records[0]["groups"]["lonely"] == {"n": 1, "pearson": None, "pearson_ci": None, "spearman": None,
-                                                  "spearman_ci": None,
-                                                  "undefined": "correlation undefined: 1 pair(s), at least 2 needed"}
+    assert run.records[0]["groups"]["lonely"] == {
+        "n": 1,
+        "pearson": None,
+        "pearson_ci": None,
+        "spearman": None,
+        "spearman_ci": None,
+        "undefined": "correlation undefined: 1 pair(s), at least 2 needed",
+    }
     assert run.stderr == "warning: group 'lonely': correlation undefined: 1 pair(s), at least 2 needed\n"
 
 
@@ -203,9 +221,16 @@ def cf_records(n: int = 15, dim: int = 8) -> list[dict]:
     for i in range(n):
         basic_a, cf_a = rng.normal(size=dim), rng.normal(size=dim)
         basic_b, cf_b = basic_a + rng.normal(size=dim), cf_a + rng.normal(size=dim) * 0.3
-        records.append({"genre": ("x", "y")[i % 2], "score": float(rng.uniform(0, 5)),
-                        "embedding_basic_a": basic_a.tolist(), "embedding_cf_a": cf_a.tolist(),
-                        "embedding_basic_b": basic_b.tolist(), "embedding_cf_b": cf_b.tolist()})
+        records.append(
+            {
+                "genre": ("x", "y")[i % 2],
+                "score": float(rng.uniform(0, 5)),
+                "embedding_basic_a": basic_a.tolist(),
+                "embedding_cf_a": cf_a.tolist(),
+                "embedding_basic_b": basic_b.tolist(),
+                "embedding_cf_b": cf_b.tolist(),
+            }
+        )
     return records
 
 
@@ -214,15 +239,20 @@ def test_cf_grid_equals_recombining_the_vectors():
     run = sembed("eval", "sts", "--cf-grid", "0:1:0.1", input=jsonl(*records))
     assert run.exit_code == 0, run.stderr
     report = run.records[0]
-    assert report["similarity"] == ("cosine(embedding_basic_a + W * embedding_cf_a, "
-                                    "embedding_basic_b + W * embedding_cf_b)")
+    assert report["similarity"] == (
+        "cosine(embedding_basic_a + W * embedding_cf_a, embedding_basic_b + W * embedding_cf_b)"
+    )
     assert [entry["cf_weight"] for entry in report["cf_grid"]] == sts.parse_grid("0:1:0.1")
     gold = np.array([r["score"] for r in records])
     for entry in report["cf_grid"]:
         w = entry["cf_weight"]
-        combined = [{"embedding_a": (np.array(r["embedding_basic_a"]) + w * np.array(r["embedding_cf_a"])).tolist(),
-                     "embedding_b": (np.array(r["embedding_basic_b"]) + w * np.array(r["embedding_cf_b"])).tolist()}
-                    for r in records]
+        combined = [
+            {
+                "embedding_a": (np.array(r["embedding_basic_a"]) + w * np.array(r["embedding_cf_a"])).tolist(),
+                "embedding_b": (np.array(r["embedding_basic_b"]) + w * np.array(r["embedding_cf_b"])).tolist(),
+            }
+            for r in records
+        ]
         sim = cosines(combined)
         assert entry["pearson"] == pytest.approx(100 * scipy.stats.pearsonr(sim, gold).statistic, abs=1e-4)
         assert entry["spearman"] == pytest.approx(100 * scipy.stats.spearmanr(sim, gold).statistic, abs=1e-4)
@@ -238,6 +268,7 @@ def test_cf_grid_with_groups():
 
 # --- entailment and classify through the CLI ------------------------------------------------------------
 
+
 def labelled_pairs(n: int, separable_labels: bool, seed: int = 0) -> list[dict]:
     rng = np.random.default_rng(seed)
     labels = ["entailment", "neutral", "contradiction"]
@@ -248,8 +279,9 @@ def labelled_pairs(n: int, separable_labels: bool, seed: int = 0) -> list[dict]:
         v = u + rng.normal(size=6) * 0.1
         if separable_labels:
             v[i % 3] += 4.0  # the class decides which coordinate differs
-        records.append({"text_a": "a", "text_b": "b", "label": label,
-                        "embedding_a": u.tolist(), "embedding_b": v.tolist()})
+        records.append(
+            {"text_a": "a", "text_b": "b", "label": label, "embedding_a": u.tolist(), "embedding_b": v.tolist()}
+        )
     return records
 
 
@@ -260,8 +292,19 @@ def test_entailment_on_separable_pairs_and_on_random_labels():
     assert report["accuracy"] == 100.0 and report["accuracy_std"] == 0.0
     assert report["classes"] == {"contradiction": 50, "entailment": 50, "neutral": 50}
     assert report["features"] == "|embedding_a - embedding_b|" and report["folds"] == 10 and report["n"] == 150
-    assert list(report) == ["task", "features", "label", "n", "classes", "folds", "accuracy", "accuracy_std",
-                            "fold_accuracies", "c", "seed"]
+    assert list(report) == [
+        "task",
+        "features",
+        "label",
+        "n",
+        "classes",
+        "folds",
+        "accuracy",
+        "accuracy_std",
+        "fold_accuracies",
+        "c",
+        "seed",
+    ]
     noise = sembed("eval", "entailment", "--features", "senteval", input=jsonl(*labelled_pairs(300, False)))
     assert noise.records[0]["features"] == "(|embedding_a - embedding_b|, embedding_a * embedding_b)"
     assert 20 < noise.records[0]["accuracy"] < 47  # chance is 33.3
@@ -292,8 +335,19 @@ def test_classify_on_separable_data_and_random_labels():
 def test_classify_folds_c_and_text_key():
     x, labels = separable(40)
     records = [{"embedding_title": row.tolist(), "y": label} for row, label in zip(x, labels)]
-    run = sembed("eval", "classify", "--text-key", "title", "--label-key", "y", "--folds", "4", "--c", "0.5",
-                 input=jsonl(*records))
+    run = sembed(
+        "eval",
+        "classify",
+        "--text-key",
+        "title",
+        "--label-key",
+        "y",
+        "--folds",
+        "4",
+        "--c",
+        "0.5",
+        input=jsonl(*records),
+    )
     assert run.exit_code == 0, run.stderr
     assert run.records[0]["folds"] == 4 and run.records[0]["c"] == 0.5 and run.records[0]["label"] == "y"
 
@@ -304,14 +358,21 @@ def test_a_label_thinner_than_the_folds_is_a_warning():
     records = [{"embedding": row.tolist(), "label": label} for row, label in zip(x, labels)]
     run = sembed("eval", "classify", "-q", input=jsonl(*records))
     assert run.exit_code == 0
-    assert run.stderr == ("warning: label 'rare' has only 3 record(s), fewer than the 10 folds: "
-                          "some test folds lack it\n")
+    assert run.stderr == (
+        "warning: label 'rare' has only 3 record(s), fewer than the 10 folds: some test folds lack it\n"
+    )
 
 
 # --- bad input: exact messages, exit 1 ------------------------------------------------------------------
 
-GOOD = {"text_a": "a", "text_b": "b", "score": 1.0, "label": "neutral", "embedding_a": [1.0, 0.0, 2.0],
-        "embedding_b": [0.5, 1.0, 2.0]}
+GOOD = {
+    "text_a": "a",
+    "text_b": "b",
+    "score": 1.0,
+    "label": "neutral",
+    "embedding_a": [1.0, 0.0, 2.0],
+    "embedding_b": [0.5, 1.0, 2.0],
+}
 
 
 def _with(**changes) -> dict:
@@ -331,10 +392,14 @@ BAD_PAIRS = [
 ]
 
 
-@pytest.mark.parametrize("record, message", BAD_PAIRS + [
-    (_with(score=True), "'score' must be a number, got a boolean"),
-    (_with(score="4.2"), "'score' must be a number, got a string"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    BAD_PAIRS
+    + [
+        (_with(score=True), "'score' must be a number, got a boolean"),
+        (_with(score="4.2"), "'score' must be a number, got a string"),
+    ],
+)
 def test_sts_bad_records(record, message):
     run = sembed("eval", "sts", input=jsonl(GOOD, GOOD) + "\n" + orjson.dumps(record).decode() + "\n")
     assert run.exit_code == 1
@@ -342,10 +407,14 @@ def test_sts_bad_records(record, message):
     assert run.stdout == ""
 
 
-@pytest.mark.parametrize("record, message", BAD_PAIRS[:3] + [
-    (_with(label=...), "missing key 'label' (the gold label)"),
-    (_with(label=None), "'label' must be a string or an integer label, got null"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    BAD_PAIRS[:3]
+    + [
+        (_with(label=...), "missing key 'label' (the gold label)"),
+        (_with(label=None), "'label' must be a string or an integer label, got null"),
+    ],
+)
 def test_entailment_bad_records(record, message):
     run = sembed("eval", "entailment", input=jsonl(GOOD, GOOD) + "\n" + orjson.dumps(record).decode() + "\n")
     assert run.exit_code == 1
@@ -354,9 +423,11 @@ def test_entailment_bad_records(record, message):
 
 def test_classify_bad_records():
     good = {"text": "t", "embedding": [1.0, 2.0], "label": 1}
-    for record, message in [({"text": "t", "label": 1}, "missing key 'embedding' (run sembed embed first)"),
-                            ({**good, "embedding": [1.0]}, "'embedding' has 1 dimensions, earlier records 2"),
-                            ({**good, "label": 0.5}, "'label' must be a string or an integer label, got a number")]:
+    for record, message in [
+        ({"text": "t", "label": 1}, "missing key 'embedding' (run sembed embed first)"),
+        ({**good, "embedding": [1.0]}, "'embedding' has 1 dimensions, earlier records 2"),
+        ({**good, "label": 0.5}, "'label' must be a string or an integer label, got a number"),
+    ]:
         run = sembed("eval", "classify", input=jsonl(good, record))
         assert run.exit_code == 1
         assert run.stderr == f"error: <stdin>:2: {message}\n"
@@ -371,8 +442,9 @@ def test_nan_and_infinite_values_are_rejected_at_their_line(value):
     assert run.stderr.startswith("error: <stdin>:2: invalid JSON: ")
     if value != "1e999":
         column = line.index(value) + 1
-        assert run.stderr == ("error: <stdin>:2: invalid JSON: NaN and Infinity are not JSON numbers "
-                              f"at column {column}\n")
+        assert run.stderr == (
+            f"error: <stdin>:2: invalid JSON: NaN and Infinity are not JSON numbers at column {column}\n"
+        )
 
 
 def test_nan_is_named_by_the_field_reader():
@@ -385,13 +457,20 @@ def test_nan_is_named_by_the_field_reader():
         check_number({"score": float("inf")}, "score", "the gold similarity score")
 
 
-@pytest.mark.parametrize("records, message", [
-    ([GOOD], "correlation undefined: 1 pair(s), at least 2 needed"),
-    ([GOOD, _with(embedding_b=[2.0, 1.0, 2.0])],
-     "correlation undefined: every score is 1 (a constant column over 2 pairs)"),
-    ([_with(score=1.0), _with(score=2.0)], "correlation undefined: every cosine(embedding_a, embedding_b) is 0.87831 "
-                                           "(a constant column over 2 pairs)"),
-])
+@pytest.mark.parametrize(
+    "records, message",
+    [
+        ([GOOD], "correlation undefined: 1 pair(s), at least 2 needed"),
+        (
+            [GOOD, _with(embedding_b=[2.0, 1.0, 2.0])],
+            "correlation undefined: every score is 1 (a constant column over 2 pairs)",
+        ),
+        (
+            [_with(score=1.0), _with(score=2.0)],
+            "correlation undefined: every cosine(embedding_a, embedding_b) is 0.87831 (a constant column over 2 pairs)",
+        ),
+    ],
+)
 def test_undefined_correlation_is_a_clear_error(records, message):
     run = sembed("eval", "sts", input=jsonl(*records))
     assert run.exit_code == 1
@@ -401,11 +480,15 @@ def test_undefined_correlation_is_a_clear_error(records, message):
 def test_too_few_records_or_labels_for_cross_validation():
     run = sembed("eval", "entailment", input=jsonl(*[GOOD] * 7))
     assert run.exit_code == 1
-    assert run.stderr == ("error: 10-fold cross-validation needs at least 10 records, got 7 "
-                          "(hint: give more records, or fewer folds with --folds)\n")
+    assert run.stderr == (
+        "error: 10-fold cross-validation needs at least 10 records, got 7 "
+        "(hint: give more records, or fewer folds with --folds)\n"
+    )
     run = sembed("eval", "entailment", input=jsonl(*[GOOD] * 12))
-    assert run.stderr == ("error: every one of the 12 records has the label 'neutral': nothing to classify "
-                          "(hint: give records of at least two labels)\n")
+    assert run.stderr == (
+        "error: every one of the 12 records has the label 'neutral': nothing to classify "
+        "(hint: give records of at least two labels)\n"
+    )
     run = sembed("eval", "sts", input="\n")
     assert run.exit_code == 1 and run.stderr == "error: no usable records in <stdin>\n"
 
@@ -416,18 +499,23 @@ def test_skip_errors_leaves_bad_records_out_and_says_where():
     run = sembed("eval", "sts", "--skip-errors", "-q", input=text)
     assert run.exit_code == 0
     assert run.records == sembed("eval", "sts", "-q", input=jsonl(*records)).records
-    assert run.stderr == ("warning: skipped 2 bad record(s) in <stdin>: line 6, 14; first: missing key 'embedding_a' "
-                          "(run sembed embed first)\n")
+    assert run.stderr == (
+        "warning: skipped 2 bad record(s) in <stdin>: line 6, 14; first: missing key 'embedding_a' "
+        "(run sembed embed first)\n"
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["sts", "--cf-grid", "1:0:0.1"], "is not START:STOP:STEP"),
-    (["sts", "--cf-grid", "0:1:0.1", "--similarity-key", "s"], "cannot use --similarity-key"),
-    (["sts", "--text-key", "a"], "a pair needs exactly two --text-key options, got 1"),
-    (["entailment", "--features", "cosine"], "'cosine' is not one of abs-diff, senteval"),
-    (["classify", "--c", "-1"], "'-1' is neither a positive number nor 'auto'"),
-    (["classify", "--folds", "1"], "--folds"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["sts", "--cf-grid", "1:0:0.1"], "is not START:STOP:STEP"),
+        (["sts", "--cf-grid", "0:1:0.1", "--similarity-key", "s"], "cannot use --similarity-key"),
+        (["sts", "--text-key", "a"], "a pair needs exactly two --text-key options, got 1"),
+        (["entailment", "--features", "cosine"], "'cosine' is not one of abs-diff, senteval"),
+        (["classify", "--c", "-1"], "'-1' is neither a positive number nor 'auto'"),
+        (["classify", "--folds", "1"], "--folds"),
+    ],
+)
 def test_usage_errors_exit_2(args, message):
     run = sembed("eval", *args, input=jsonl(GOOD))
     assert run.exit_code == 2
@@ -435,6 +523,7 @@ def test_usage_errors_exit_2(args, message):
 
 
 # --- end to end: the published all-MiniLM-L6-v2 figures --------------------------------------------------
+
 
 def embedded(data_dir, fmt: str, path: str) -> str:
     converted = sembed("convert", "--from", fmt, str(data_dir / path), "-q")
@@ -472,10 +561,13 @@ def test_sick_test_pinned(data_dir):
 
 # --- issue 14: huge vectors, small classification sets, unscored pairs, per-pair similarities ------------------
 
+
 def test_sts_on_vectors_scaled_by_1e30_or_1e_200_equals_the_unscaled_result_and_past_float32_is_refused():
     records = [r for r in pair_records(20) if r["id"] % 4]  # b = a gives cosines of 1 whose ties rounding may split
-    huge = [{**r, "embedding_a": [x * 1e30 for x in r["embedding_a"]],
-             "embedding_b": [x * 1e30 for x in r["embedding_b"]]} for r in records]
+    huge = [
+        {**r, "embedding_a": [x * 1e30 for x in r["embedding_a"]], "embedding_b": [x * 1e30 for x in r["embedding_b"]]}
+        for r in records
+    ]
     tiny = [{**r, "embedding_a": [x * 1e-200 for x in r["embedding_a"]]} for r in records]
     past = [{**r, "embedding_a": [x * 1e200 for x in r["embedding_a"]]} for r in records]
     run = sembed("eval", "sts", "-q", input=jsonl(*past))
@@ -491,14 +583,32 @@ def test_sts_on_vectors_scaled_by_1e30_or_1e_200_equals_the_unscaled_result_and_
 
 def test_cf_grid_on_huge_parts_equals_the_unscaled_sweep():
     records = pair_records(seed=3)
-    parts = [{**r, "embedding_basic_a": r["embedding_a"], "embedding_cf_a": r["embedding_b"],
-              "embedding_basic_b": r["embedding_b"], "embedding_cf_b": r["embedding_a"]} for r in records]
-    huge = [{**r, **{k: [x * 1e30 for x in r[k]] for k in r if k.startswith("embedding_basic") or
-                     k.startswith("embedding_cf")}} for r in parts]
+    parts = [
+        {
+            **r,
+            "embedding_basic_a": r["embedding_a"],
+            "embedding_cf_a": r["embedding_b"],
+            "embedding_basic_b": r["embedding_b"],
+            "embedding_cf_b": r["embedding_a"],
+        }
+        for r in records
+    ]
+    huge = [
+        {
+            **r,
+            **{
+                k: [x * 1e30 for x in r[k]]
+                for k in r
+                if k.startswith("embedding_basic") or k.startswith("embedding_cf")
+            },
+        }
+        for r in parts
+    ]
     plain = sembed("eval", "sts", "-q", "--cf-grid", "0,0.5", input=jsonl(*parts)).records[0]
     scaled = sembed("eval", "sts", "-q", "--cf-grid", "0,0.5", input=jsonl(*huge)).records[0]
-    assert [e["pearson"] for e in scaled["cf_grid"]] == pytest.approx([e["pearson"] for e in plain["cf_grid"]],
-                                                                      abs=1e-3)
+    assert [e["pearson"] for e in scaled["cf_grid"]] == pytest.approx(
+        [e["pearson"] for e in plain["cf_grid"]], abs=1e-3
+    )
 
 
 def test_pearson_of_huge_columns():
@@ -511,29 +621,40 @@ def test_classify_on_12_records_uses_fewer_folds_with_a_warning():
     run = sembed("eval", "classify", input=jsonl(*records))
     assert run.exit_code == 0, run.stderr
     assert run.records[0]["folds"] == 6 and len(run.records[0]["fold_accuracies"]) == 6
-    assert run.stderr.startswith("warning: 10-fold cross-validation needs a label with 10 records, the largest has "
-                                 "6: 6 folds instead\n")
+    assert run.stderr.startswith(
+        "warning: 10-fold cross-validation needs a label with 10 records, the largest has 6: 6 folds instead\n"
+    )
     assert sembed("eval", "classify", "-q", "--c", "auto", input=jsonl(*records)).exit_code == 0
     single = [{"embedding": [float(i), 1.0], "label": str(i)} for i in range(12)]
     run = sembed("eval", "classify", input=jsonl(*single))
     assert run.exit_code == 1
-    assert run.stderr == ("error: every label has a single record: 10-fold cross-validation needs at least 2 of one "
-                          "label (hint: give more records)\n")
+    assert run.stderr == (
+        "error: every label has a single record: 10-fold cross-validation needs at least 2 of one "
+        "label (hint: give more records)\n"
+    )
 
 
 def test_entailment_features_that_overflow_are_a_clear_error():
-    records = [{**r, "label": "ab"[i % 2], "embedding_a": [x * 1e30 for x in r["embedding_a"]],
-                "embedding_b": [x * 1e30 for x in r["embedding_b"]]} for i, r in enumerate(pair_records(20))]
+    records = [
+        {
+            **r,
+            "label": "ab"[i % 2],
+            "embedding_a": [x * 1e30 for x in r["embedding_a"]],
+            "embedding_b": [x * 1e30 for x in r["embedding_b"]],
+        }
+        for i, r in enumerate(pair_records(20))
+    ]
     run = sembed("eval", "entailment", "--features", "senteval", input=jsonl(*records))
     assert run.exit_code == 1
-    assert run.stderr == ("error: the features overflow (a value past float32's range): the vectors are too large "
-                          "(hint: scale the embeddings down)\n")
+    assert run.stderr == (
+        "error: the features overflow (a value past float32's range): the vectors are too large "
+        "(hint: scale the embeddings down)\n"
+    )
 
 
 def test_sts_leaves_unscored_pairs_out_and_counts_them():
     records = pair_records()
-    unscored = [{k: v for k, v in r.items() if k != "score"} for r in records[:3]] + \
-        [{**records[3], "score": None}]
+    unscored = [{k: v for k, v in r.items() if k != "score"} for r in records[:3]] + [{**records[3], "score": None}]
     run = sembed("eval", "sts", input=jsonl(*unscored, *records[4:]))
     assert run.exit_code == 0, run.stderr
     expected = sembed("eval", "sts", "-q", input=jsonl(*records[4:])).records[0]
@@ -541,18 +662,22 @@ def test_sts_leaves_unscored_pairs_out_and_counts_them():
     assert run.stderr.startswith("warning: 4 pair(s) have no gold score ('score'): left out of the correlation\n")
     run = sembed("eval", "sts", input=jsonl(*unscored))
     assert run.exit_code == 1
-    assert run.stderr.endswith("error: no pair has a gold score ('score') (hint: give the score field with "
-                               "--gold-key)\n")
+    assert run.stderr.endswith(
+        "error: no pair has a gold score ('score') (hint: give the score field with --gold-key)\n"
+    )
 
 
 def test_semeval_files_with_blank_scores_go_through_the_pipeline(tmp_path):
-    (tmp_path / "STS.input.forum.txt").write_text("A man sings.\tA man is singing.\nA cat.\tA plane.\n"
-                                                  "Hi there.\tHello.\nA dog runs.\tA dog is running.\n")
+    (tmp_path / "STS.input.forum.txt").write_text(
+        "A man sings.\tA man is singing.\nA cat.\tA plane.\nHi there.\tHello.\nA dog runs.\tA dog is running.\n"
+    )
     (tmp_path / "STS.gs.forum.txt").write_text("4.8\n\n3\n4.5\n")
     converted = sembed("convert", "-q", "--from", "semeval-sts", str(tmp_path / "STS.input.forum.txt"))
     rng = np.random.default_rng(1)
-    records = [{**r, "embedding_a": rng.normal(size=5).tolist(), "embedding_b": rng.normal(size=5).tolist()}
-               for r in converted.records]
+    records = [
+        {**r, "embedding_a": rng.normal(size=5).tolist(), "embedding_b": rng.normal(size=5).tolist()}
+        for r in converted.records
+    ]
     run = sembed("eval", "sts", input=jsonl(*records))
     assert run.exit_code == 0, run.stderr
     assert run.records[0]["n"] == 3 and run.records[0]["unscored"] == 1

@@ -32,10 +32,17 @@ def pairs() -> list[dict]:
     rng = np.random.default_rng(0)
     records = []
     for i in range(9):
-        records.append({"text_a": f"a{i}", "text_b": f"b{i}", "genre": ("news", "forum")[i % 2],
-                        "score": None if i == 4 else round(float(rng.uniform(0, 5)), 2),
-                        "embedding_a": rng.normal(size=2).round(3).tolist(),
-                        "embedding_b": rng.normal(size=2).round(3).tolist(), "embedding_model": "tiny@1"})
+        records.append(
+            {
+                "text_a": f"a{i}",
+                "text_b": f"b{i}",
+                "genre": ("news", "forum")[i % 2],
+                "score": None if i == 4 else round(float(rng.uniform(0, 5)), 2),
+                "embedding_a": rng.normal(size=2).round(3).tolist(),
+                "embedding_b": rng.normal(size=2).round(3).tolist(),
+                "embedding_model": "tiny@1",
+            }
+        )
     return records
 
 
@@ -47,30 +54,54 @@ def other_model(records: list[dict]) -> list[dict]:
 def parts() -> list[dict]:
     rng = np.random.default_rng(2)
     keys = ("embedding_basic_a", "embedding_cf_a", "embedding_basic_b", "embedding_cf_b")
-    return [{"genre": ("news", "forum")[i % 2], "score": float(i % 5),
-             **{key: rng.normal(size=3).round(3).tolist() for key in keys}} for i in range(10)]
+    return [
+        {
+            "genre": ("news", "forum")[i % 2],
+            "score": float(i % 5),
+            **{key: rng.normal(size=3).round(3).tolist() for key in keys},
+        }
+        for i in range(10)
+    ]
 
 
 def labelled(n: int = 24) -> list[dict]:
     rng = np.random.default_rng(3)
-    return [{"text_a": f"s{i}", "embedding": [float(i % 3), *rng.normal(size=3).round(3).tolist()],
-             "embedding_a": rng.normal(size=3).round(3).tolist(), "embedding_b": rng.normal(size=3).round(3).tolist(),
-             "label": ("entailment", "neutral", "contradiction")[i % 3]} for i in range(n)]
+    return [
+        {
+            "text_a": f"s{i}",
+            "embedding": [float(i % 3), *rng.normal(size=3).round(3).tolist()],
+            "embedding_a": rng.normal(size=3).round(3).tolist(),
+            "embedding_b": rng.normal(size=3).round(3).tolist(),
+            "label": ("entailment", "neutral", "contradiction")[i % 3],
+        }
+        for i in range(n)
+    ]
 
 
 def tasted() -> list[dict]:
     rng = np.random.default_rng(4)
-    return [{"name": f"n{i}", "taste_score": round(float(rng.uniform()), 3), "is_poi_gold": bool(i % 3 == 0),
-             "split": ("dev", "test", "train")[i % 3]} for i in range(30)]
+    return [
+        {
+            "name": f"n{i}",
+            "taste_score": round(float(rng.uniform()), 3),
+            "is_poi_gold": bool(i % 3 == 0),
+            "split": ("dev", "test", "train")[i % 3],
+        }
+        for i in range(30)
+    ]
 
 
 def salience_table(directory: Path) -> None:
     from sembed_cli.models.salience import SalienceTable
 
     words = ["dog", "piano", "soup", "the", "of", "bread"]
-    table = SalienceTable(words, np.array([3.0, 2.5, 2.0, 0.5, 0.2, 1.5], dtype=np.float32),
-                          np.array([5, 4, 3, 9, 9, 1]), np.array([6, 4, 3, 20, 18, 1]),
-                          {"corpus": {"sentences": 10, "tokens": 60}, "vectors": {"lowercase": True}})
+    table = SalienceTable(
+        words,
+        np.array([3.0, 2.5, 2.0, 0.5, 0.2, 1.5], dtype=np.float32),
+        np.array([5, 4, 3, 9, 9, 1]),
+        np.array([6, 4, 3, 20, 18, 1]),
+        {"corpus": {"sentences": 10, "tokens": 60}, "vectors": {"lowercase": True}},
+    )
     directory.mkdir()
     table.save(directory)
 
@@ -78,9 +109,12 @@ def salience_table(directory: Path) -> None:
 FILES = {
     "pairs.jsonl": lambda: jsonl(*pairs()),
     "other.jsonl": lambda: jsonl(*other_model(pairs())),
-    "both.jsonl": lambda: jsonl(*({**r, "other_a": o["embedding_a"], "other_b": o["embedding_b"],
-                                   "other_model": o["embedding_model"]}
-                                  for r, o in zip(pairs(), other_model(pairs())))),
+    "both.jsonl": lambda: jsonl(
+        *(
+            {**r, "other_a": o["embedding_a"], "other_b": o["embedding_b"], "other_model": o["embedding_model"]}
+            for r, o in zip(pairs(), other_model(pairs()))
+        )
+    ),
     "parts.jsonl": lambda: jsonl(*parts()),
     "labelled.jsonl": lambda: jsonl(*labelled()),
     "tasted.jsonl": lambda: jsonl(*tasted()),
@@ -93,8 +127,10 @@ CASES = {
     "sts": (["sts", "pairs.jsonl"], []),
     "sts-groups-stdin": (["sts", "--group-by", "genre", "-"], []),
     "sts-quiet": (["sts", "pairs.jsonl", "-q"], []),
-    "sts-pairs-file": (["sts", "pairs.jsonl", "--pairs", "out.jsonl", "-o", "metrics.json"],
-                       ["out.jsonl", "metrics.json"]),
+    "sts-pairs-file": (
+        ["sts", "pairs.jsonl", "--pairs", "out.jsonl", "-o", "metrics.json"],
+        ["out.jsonl", "metrics.json"],
+    ),
     "sts-pairs-stdout": (["sts", "pairs.jsonl", "--pairs", "-", "-o", "metrics.json"], ["metrics.json"]),
     "sts-cf-grid": (["sts", "parts.jsonl", "--cf-grid", "0:1:0.5", "--group-by", "genre"], []),
     "sts-versus": (["sts", "pairs.jsonl", "--versus", "other.jsonl", "--resamples", "40", "--seed", "3"], []),
@@ -106,8 +142,24 @@ CASES = {
     "entailment-senteval-thin": (["entailment", "labelled.jsonl", "--features", "senteval", "--folds", "10"], []),
     "classify-auto": (["classify", "labelled.jsonl", "--folds", "3", "--c", "auto", "--seed", "2"], []),
     "classify-bad-c": (["classify", "labelled.jsonl", "--c", "0"], []),
-    "salience": (["salience", "norms.tsv", "--salience", "table", "--word-key", "Word", "--rating-key", "Conc",
-                  "--extremes", "2", "--min-sentences", "2", "--skip-errors"], []),
+    "salience": (
+        [
+            "salience",
+            "norms.tsv",
+            "--salience",
+            "table",
+            "--word-key",
+            "Word",
+            "--rating-key",
+            "Conc",
+            "--extremes",
+            "2",
+            "--min-sentences",
+            "2",
+            "--skip-errors",
+        ],
+        [],
+    ),
     "poi": (["poi", "tasted.jsonl"], []),
     "poi-tuned": (["poi", "tasted.jsonl", "--tune-split", "dev", "--test-split", "test"], []),
     "poi-no-split": (["poi", "tasted.jsonl", "--test-split", "nothing"], []),
@@ -136,13 +188,18 @@ def run(name: str, directory: Path) -> dict:
     salience_table(directory / "table")
     with inside(directory):
         result = sembed("eval", *args, input=(directory / "pairs.jsonl").read_text() if "-" in args else None)
-    return {"exit": result.exit_code, "stdout": result.stdout, "stderr": result.stderr,
-            "files": {file: (directory / file).read_text() for file in outputs}}
+    return {
+        "exit": result.exit_code,
+        "stdout": result.stdout,
+        "stderr": result.stderr,
+        "files": {file: (directory / file).read_text() for file in outputs},
+    }
 
 
 def settled(output: dict) -> dict:
     """`output` with the numbers of stdout and of each JSONL file rounded to 12 places: a per-pair cosine's last
     bits follow numpy's summation order (numpy 2.4.6 moved 7 of 9 by a unit or two in the 16th digit)."""
+
     def rounded(value):
         if isinstance(value, float):
             return round(value, 12)

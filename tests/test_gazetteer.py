@@ -99,8 +99,10 @@ def test_no_search_finds_more_missing_words_than_the_generator_leaves_findable(m
     monkeypatch.syspath_prepend(str(ROOT / "examples"))
     from poi_report import missing_word_bound, perturb_one
 
-    parks = [f"{town} Park" for town in ("Mosman", "Kings", "Oak", "Elm", "Ash", "Hyde", "Echo", "Stone", "Deer",
-                                         "Lake", "Rose", "Fir")]
+    parks = [
+        f"{town} Park"
+        for town in ("Mosman", "Kings", "Oak", "Elm", "Ash", "Hyde", "Echo", "Stone", "Deer", "Lake", "Rose", "Fir")
+    ]
     query = [{"text": "Park", "perturbation": "missing word"}]
     assert missing_word_bound(parks, query) == pytest.approx(10 / 12, abs=1e-4)
     assert missing_word_bound(parks[:10] + ["Park County", "Park"], query) == 1.0
@@ -125,10 +127,20 @@ def test_the_query_generator_makes_each_kind_of_variant_a_user_types(monkeypatch
         return {perturb_one(kind, name, random.Random(seed), ["Ohio", "France"]) for seed in range(seeds)}
 
     assert made("word added", "Springfield") == {
-        "Springfield City", "Springfield Town", "Springfield County", "Springfield Village",
-        "Springfield Municipality", "City of Springfield", "Town of Springfield", "Village of Springfield",
-        "The Springfield", "Springfield, Ohio", "Springfield Ohio", "Springfield, France", "Springfield France"} | {
-        q for q in made("word added", "Springfield") if q.startswith("Springfield ") and q[-5:].isdigit()}
+        "Springfield City",
+        "Springfield Town",
+        "Springfield County",
+        "Springfield Village",
+        "Springfield Municipality",
+        "City of Springfield",
+        "Town of Springfield",
+        "Village of Springfield",
+        "The Springfield",
+        "Springfield, Ohio",
+        "Springfield Ohio",
+        "Springfield, France",
+        "Springfield France",
+    } | {q for q in made("word added", "Springfield") if q.startswith("Springfield ") and q[-5:].isdigit()}
     assert any(q[-5:].isdigit() for q in made("word added", "Springfield"))  # a postcode
     assert "Kansas City City" not in made("word added", "Kansas City")  # never a word the name has
     assert made("word order", "Mosman Park") == {"Park Mosman"} and made("word order", "Salem") == {None}
@@ -142,8 +154,16 @@ def test_the_query_generator_makes_each_kind_of_variant_a_user_types(monkeypatch
     typos = made("typo", "Springfield", 200) - {None}
     assert len(typos) > 50 and all(q[0] == "S" and abs(len(q) - 11) <= 1 for q in typos)
     assert made("typo", "Rome") == {None}  # too short to misspell and still be that name
-    assert set(KINDS) == {"typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped",
-                          "case and punctuation", "abbreviation"}
+    assert set(KINDS) == {
+        "typo",
+        "missing word",
+        "dropped suffix",
+        "word added",
+        "word order",
+        "accents dropped",
+        "case and punctuation",
+        "abbreviation",
+    }
 
 
 def test_perturb_takes_the_kinds_in_turn_from_the_names_that_make_them(tmp_path):
@@ -155,12 +175,24 @@ def test_perturb_takes_the_kinds_in_turn_from_the_names_that_make_them(tmp_path)
 
     names = ["Springfield", "São Tomé", "Mosman Park", "Saint Paul", "Ocean County", "Winston-Salem", "Rome"]
     records = "".join(json.dumps({"id": i, "text": t, "source": "city"}) + "\n" for i, t in enumerate(names))
-    run = subprocess.run([sys.executable, str(ROOT / "examples" / "poi_report.py"), "perturb", "24", "3"],
-                         input=records, capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "poi_report.py"), "perturb", "24", "3"],
+        input=records,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     queries = [json.loads(line) for line in run.stdout.splitlines()]
     assert len(queries) == 24 and [q["perturbation"] for q in queries[:8]] == [
-        "typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped",
-        "case and punctuation", "abbreviation"]
+        "typo",
+        "missing word",
+        "dropped suffix",
+        "word added",
+        "word order",
+        "accents dropped",
+        "case and punctuation",
+        "abbreviation",
+    ]
     for q in queries:
         assert q["text"] != q["target"] and names[q["target_id"]] == q["target"]
     assert {q["target"] for q in queries if q["perturbation"] == "dropped suffix"} == {"Ocean County"}

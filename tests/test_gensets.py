@@ -30,17 +30,83 @@ from sembed_cli.text.structural_sets import (  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "a", "in", "it", "x", "42", "##s",
-         "dog", "cat", "house", "garden", "fish", "runs", "sleeps", "eats", "big", "small", "red", "happy", "quickly",
-         "un", "##fold", "##ing"]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    ".",
+    ",",
+    "the",
+    "a",
+    "in",
+    "it",
+    "x",
+    "42",
+    "##s",
+    "dog",
+    "cat",
+    "house",
+    "garden",
+    "fish",
+    "runs",
+    "sleeps",
+    "eats",
+    "big",
+    "small",
+    "red",
+    "happy",
+    "quickly",
+    "un",
+    "##fold",
+    "##ing",
+]
 # the bias ranking: junk first (a word piece, a special token, punctuation, a function word, a letter, a number),
 # then the eligible words in this order
-RANKING = ["##s", "[SEP]", ",", "the", "x", "42", "cat", "runs", "house", "quickly", "big", "fish", "small", "eats",
-           "sleeps", "red", "garden", "dog", "happy"]
+RANKING = [
+    "##s",
+    "[SEP]",
+    ",",
+    "the",
+    "x",
+    "42",
+    "cat",
+    "runs",
+    "house",
+    "quickly",
+    "big",
+    "fish",
+    "small",
+    "eats",
+    "sleeps",
+    "red",
+    "garden",
+    "dog",
+    "happy",
+]
 ELIGIBLE = RANKING[6:]
-LEXICON = {"dog": "NN", "cat": "NN", "house": "NN", "garden": "NN", "fish": "NN", "runs": "VBZ", "sleeps": "VBZ",
-           "eats": "VBZ", "big": "JJ", "small": "JJ", "red": "JJ", "happy": "JJ", "quickly": "RB", "the": "DT",
-           "a": "DT", "in": "IN", "it": "PRP", ".": ".", ",": ","}
+LEXICON = {
+    "dog": "NN",
+    "cat": "NN",
+    "house": "NN",
+    "garden": "NN",
+    "fish": "NN",
+    "runs": "VBZ",
+    "sleeps": "VBZ",
+    "eats": "VBZ",
+    "big": "JJ",
+    "small": "JJ",
+    "red": "JJ",
+    "happy": "JJ",
+    "quickly": "RB",
+    "the": "DT",
+    "a": "DT",
+    "in": "IN",
+    "it": "PRP",
+    ".": ".",
+    ",": ",",
+}
 SENTENCE = "The dog sleeps in the big garden."
 WORDS = ["The", "dog", "sleeps", "in", "the", "big", "garden", "."]
 
@@ -51,8 +117,15 @@ def build_mlm(root: Path, ranked: bool = True, max_positions: int = 40) -> Path:
     root.mkdir(parents=True)
     (root / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     tokenizer = BertTokenizerFast(str(root / "vocab.txt"), do_lower_case=True)
-    config = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=max_positions, tie_word_embeddings=False)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     model = BertForMaskedLM(config)
     if ranked:
@@ -108,10 +181,14 @@ def sets(gen: SetGenerator, *records: dict) -> list[dict]:
 
 # --- pieces --------------------------------------------------------------------------------------------
 
+
 def test_function_words_punctuation_and_numbers_are_not_replaceable():
     assert len(FUNCTION_WORDS) >= 36
-    assert [w for w in ["The", "dog", "is", "n't", "61", ",", "N.V.", "well-known", "Pierre", "of", "they"]
-            if replaceable(w)] == ["dog", "Pierre"]
+    assert [
+        w
+        for w in ["The", "dog", "is", "n't", "61", ",", "N.V.", "well-known", "Pierre", "of", "they"]
+        if replaceable(w)
+    ] == ["dog", "Pierre"]
     assert not any(candidate_word(w) for w in ["##s", "x", "42", "the", "[SEP]", "it's", "москва"])
     assert candidate_word("café") and candidate_word("dog")
 
@@ -166,6 +243,7 @@ def test_the_small_pipelines_tagger_is_tagged_in_a_window_with_the_same_tags():
 
 # --- sets ----------------------------------------------------------------------------------------------
 
+
 def test_variants_keep_the_word_count_and_stay_aligned(mlm, tokenizer):
     [record] = sets(generator(mlm, tokenizer), {"text": SENTENCE})
     assert len(record["sentences"]) == len(record["words"]) == 7
@@ -182,16 +260,33 @@ def test_function_words_punctuation_and_numbers_are_never_replaced(mlm, tokenize
     [record] = sets(generator(mlm, tokenizer, k=12), {"text": text})
     original = record["words"][0]
     fixed = [i for i, w in enumerate(original) if not replaceable(w)]
-    assert [original[i] for i in fixed] == ["It", "is", "the", ",", "42", "and", "a", "in", "1999", "that", "the",
-                                            "has", "."]
+    assert [original[i] for i in fixed] == [
+        "It",
+        "is",
+        "the",
+        ",",
+        "42",
+        "and",
+        "a",
+        "in",
+        "1999",
+        "that",
+        "the",
+        "has",
+        ".",
+    ]
     for words in record["words"][1:]:
         assert [words[i] for i in fixed] == [original[i] for i in fixed]
 
 
 def test_only_candidates_with_the_original_tag_are_chosen(mlm, tokenizer):
     [record] = sets(generator(mlm, tokenizer, k=20), {"text": SENTENCE})
-    allowed = {1: {"cat", "house", "fish", "garden"}, 2: {"runs", "eats"}, 5: {"small", "red", "happy"},
-               6: {"cat", "house", "fish", "dog"}}
+    allowed = {
+        1: {"cat", "house", "fish", "garden"},
+        2: {"runs", "eats"},
+        5: {"small", "red", "happy"},
+        6: {"cat", "house", "fish", "dog"},
+    }
     for words in record["words"][1:]:
         for i, choices in allowed.items():
             assert words[i] in choices
@@ -214,8 +309,10 @@ def test_candidates_are_tagged_lazily(mlm, tokenizer):
 
 def test_capitalisation_follows_the_original(mlm, tokenizer):
     [record] = sets(generator(mlm, tokenizer), {"text": "Dog sleeps in the HOUSE."})
-    assert all(w[0] in {"Cat", "House", "Fish", "Garden"} and w[4] in {"CAT", "FISH", "GARDEN", "DOG"}
-               for w in record["words"][1:])
+    assert all(
+        w[0] in {"Cat", "House", "Fish", "Garden"} and w[4] in {"CAT", "FISH", "GARDEN", "DOG"}
+        for w in record["words"][1:]
+    )
 
 
 def test_k_and_top(mlm, tokenizer):
@@ -233,8 +330,11 @@ def test_same_seed_same_sets_another_seed_other_sets(mlm, tokenizer):
 
 
 def test_set_ids_and_passed_through_fields(mlm, tokenizer):
-    records = [{"doc_id": "d", "text": SENTENCE, "extra": [1, 2]}, {"id": "s-7", "text": "A dog runs."},
-               {"text": "The cat eats."}]
+    records = [
+        {"doc_id": "d", "text": SENTENCE, "extra": [1, 2]},
+        {"id": "s-7", "text": "A dog runs."},
+        {"text": "The cat eats."},
+    ]
     out = sets(generator(mlm, tokenizer), *records)
     assert [r["set_id"] for r in out] == [0, "s-7", 2]
     assert list(out[0]) == ["doc_id", "text", "extra", "set_id", "sentences", "words", "pos"]
@@ -242,8 +342,12 @@ def test_set_ids_and_passed_through_fields(mlm, tokenizer):
 
 
 def test_tokens_of_a_parse_give_the_words_and_the_tags(mlm, tokenizer):
-    tokens = [{"i": 0, "text": "The", "tag": "DT"}, {"i": 1, "text": "dog", "tag": "NN"},
-              {"i": 2, "text": "sleeps", "tag": "VBZ"}, {"i": 3, "text": ".", "tag": "."}]
+    tokens = [
+        {"i": 0, "text": "The", "tag": "DT"},
+        {"i": 1, "text": "dog", "tag": "NN"},
+        {"i": 2, "text": "sleeps", "tag": "VBZ"},
+        {"i": 3, "text": ".", "tag": "."},
+    ]
     [record] = sets(generator(mlm, tokenizer), {"text": "The dog  sleeps.", "tokens": tokens})
     assert record["pos"] == ["DT", "NN", "VBZ", "."]
     assert record["sentences"][0] == "The dog sleeps."
@@ -251,6 +355,7 @@ def test_tokens_of_a_parse_give_the_words_and_the_tags(mlm, tokenizer):
 
 
 # --- the command ---------------------------------------------------------------------------------------
+
 
 def gensets(tiny_mlm, *args: str, input: str) -> object:
     return sembed("gensets", "--mlm", str(tiny_mlm), "--device", "cpu", "-q", *args, input=input)
@@ -267,8 +372,19 @@ def test_cli_writes_one_set_per_record(tiny_mlm, tmp_path):
     assert all(len({len(w) for w in r["words"]}) == 1 and len(r["pos"]) == len(r["words"][0]) for r in records)
     path = tmp_path / "in.jsonl"
     path.write_text(lines)
-    from_file = sembed("gensets", str(path), "--mlm", str(tiny_mlm), "--device", "cpu", "--k", "3", "-q",
-                       "-o", str(tmp_path / "out.jsonl"))
+    from_file = sembed(
+        "gensets",
+        str(path),
+        "--mlm",
+        str(tiny_mlm),
+        "--device",
+        "cpu",
+        "--k",
+        "3",
+        "-q",
+        "-o",
+        str(tmp_path / "out.jsonl"),
+    )
     assert from_file.exit_code == 0 and from_file.stdout == ""
     assert (tmp_path / "out.jsonl").read_text() == run.stdout
 
@@ -280,13 +396,16 @@ def test_cli_same_seed_same_output(tiny_mlm):
     assert gensets(tiny_mlm, "--seed", "6", input=lines).stdout != one.stdout
 
 
-@pytest.mark.parametrize("line, message", [
-    ("{not json", "invalid JSON: unexpected character, expected a string key at column 2"),
-    ('{"txt": "A dog."}', "missing key 'text'"),
-    ('{"text": "   "}', "empty text in 'text'"),
-    ('{"text": 3}', "'text' must be a string, got a number"),
-    ('{"text": "A dog.", "tokens": "A dog"}', "'tokens' must be a list of tokens, got a string"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", "invalid JSON: unexpected character, expected a string key at column 2"),
+        ('{"txt": "A dog."}', "missing key 'text'"),
+        ('{"text": "   "}', "empty text in 'text'"),
+        ('{"text": 3}', "'text' must be a string, got a number"),
+        ('{"text": "A dog.", "tokens": "A dog"}', "'tokens' must be a list of tokens, got a string"),
+    ],
+)
 def test_cli_bad_input_stops_at_its_line_with_earlier_sets_written(tiny_mlm, line, message):
     run = gensets(tiny_mlm, input=jsonl({"text": SENTENCE}) + line + "\n")
     assert run.exit_code == 1
@@ -314,8 +433,10 @@ def test_cli_a_sentence_longer_than_the_masked_lm_takes_is_bad_input(tiny_mlm):
     long = " ".join(["dog"] * 45)
     run = gensets(tiny_mlm, input=jsonl({"text": SENTENCE}, {"text": long}))
     assert run.exit_code == 1
-    assert run.stderr == ("error: <stdin>:2: the sentence is 47 word pieces long, more than the masked-LM takes "
-                          "(40); split it, or --skip-errors to leave it out\n")
+    assert run.stderr == (
+        "error: <stdin>:2: the sentence is 47 word pieces long, more than the masked-LM takes "
+        "(40); split it, or --skip-errors to leave it out\n"
+    )
     assert len(run.records) == 1
 
 
@@ -323,9 +444,11 @@ def test_cli_missing_masked_lm(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     run = sembed("gensets", "-q", input=jsonl({"text": SENTENCE}))
     assert run.exit_code == 1
-    assert run.stderr == (f"error: no masked-LM at {tmp_path}/sembed/minilm-mlm (the default --mlm) (hint: run "
-                          "examples/build_mlm.sh to build it, or pass --mlm with any Hugging Face masked-LM directory "
-                          "such as bert-base-uncased)\n")
+    assert run.stderr == (
+        f"error: no masked-LM at {tmp_path}/sembed/minilm-mlm (the default --mlm) (hint: run "
+        "examples/build_mlm.sh to build it, or pass --mlm with any Hugging Face masked-LM directory "
+        "such as bert-base-uncased)\n"
+    )
     run = sembed("gensets", "--mlm", str(tmp_path / "nowhere"), input=jsonl({"text": SENTENCE}))
     assert run.exit_code == 1
     assert run.stderr.startswith(f"error: no masked-LM directory at '{tmp_path / 'nowhere'}' (no config.json)")
@@ -346,8 +469,10 @@ def test_cli_usage_errors(tiny_mlm):
 def test_precision(tiny_mlm, monkeypatch):
     run = gensets(tiny_mlm, "--precision", "fp16", input=jsonl({"text": SENTENCE}))
     assert run.exit_code == 1
-    assert run.stderr == ("error: --precision fp16 needs CUDA; on the CPU this command runs in fp32 or bf16 "
-                          "(hint: use --precision auto, fp32 or bf16)\n")
+    assert run.stderr == (
+        "error: --precision fp16 needs CUDA; on the CPU this command runs in fp32 or bf16 "
+        "(hint: use --precision auto, fp32 or bf16)\n"
+    )
     assert gensets(tiny_mlm, "--precision", "int4", input="").exit_code == 2
     fp32, bf16 = (gensets(tiny_mlm, "--precision", p, input=jsonl({"text": SENTENCE})) for p in ("fp32", "bf16"))
     assert fp32.exit_code == bf16.exit_code == 0 and fp32.stdout == bf16.stdout  # the tiny model's ranking is exact

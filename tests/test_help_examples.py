@@ -21,9 +21,25 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, sembed
 
-COMMANDS = [("convert",), ("parse",), ("spo",), ("normalize",), ("gensets",), ("train",), ("embed",), ("taste",),
-            ("index",), ("index-merge",), ("search",), ("eval", "sts"), ("eval", "entailment"), ("eval", "classify"),
-            ("eval", "poi"), ("eval", "structure"), ("eval", "salience")]
+COMMANDS = [
+    ("convert",),
+    ("parse",),
+    ("spo",),
+    ("normalize",),
+    ("gensets",),
+    ("train",),
+    ("embed",),
+    ("taste",),
+    ("index",),
+    ("index-merge",),
+    ("search",),
+    ("eval", "sts"),
+    ("eval", "entailment"),
+    ("eval", "classify"),
+    ("eval", "poi"),
+    ("eval", "structure"),
+    ("eval", "salience"),
+]
 # (producers first: gensets' sets before embed --syntax-map)
 
 SHORTER = {  # as written -> as run here
@@ -39,7 +55,7 @@ def examples(command: tuple[str, ...]) -> list[str]:
     start = next(n for n, line in enumerate(lines) if line.strip() in ("Example:", "Examples:"))
     pipelines: list[str] = []
     joining = False
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         text = line.strip()
         if not text:
             break
@@ -77,19 +93,26 @@ def test_every_command_has_examples_whose_options_exist(command):
 
 
 DATA_HEADS = {  # shared data file -> lines kept (the first ones)
-    "stsb/sts-test.csv": 40, "stsb/sts-train.csv": 16, "sick/SICK_train.txt": 17,
-    "sick/SICK_test_annotated.txt": 81, "senteval/sentence_polarity/rt-polarity.pos": 60,
-    "senteval/sentence_polarity/rt-polarity.neg": 60, "treebank/dependency_treebank/wsj_0001.dp": 10 ** 6,
-    "treebank/dependency_treebank/wsj_0002.dp": 10 ** 6, "corpora/abc/rural.txt": 60,
-    "corpora/abc/science.txt": 60, "corpora/state_union/1945-Truman.txt": 30,
+    "stsb/sts-test.csv": 40,
+    "stsb/sts-train.csv": 16,
+    "sick/SICK_train.txt": 17,
+    "sick/SICK_test_annotated.txt": 81,
+    "senteval/sentence_polarity/rt-polarity.pos": 60,
+    "senteval/sentence_polarity/rt-polarity.neg": 60,
+    "treebank/dependency_treebank/wsj_0001.dp": 10**6,
+    "treebank/dependency_treebank/wsj_0002.dp": 10**6,
+    "corpora/abc/rural.txt": 60,
+    "corpora/abc/science.txt": 60,
+    "corpora/state_union/1945-Truman.txt": 30,
     "corpora/state_union/1946-Truman.txt": 30,
 }
 AT_TOP = {"stsb/sts-test.csv", "stsb/sts-train.csv", "sick/SICK_train.txt", "sick/SICK_test_annotated.txt"}
 
 
 def run(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=900)
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 @pytest.fixture(scope="module")
@@ -105,33 +128,59 @@ def workdir(tmp_path_factory) -> tuple[Path, dict]:
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(DATA / name, "rb") as f:
             target.write_bytes(b"".join(line for _, line in zip(range(count), f)))
-    (work / "corpus.txt").write_text("The old man walked to the market. He bought fresh bread and milk.\n"
-                                     "A young girl played in the park. Her dog chased a red ball.\n")
-    pairs = [("A man is playing a guitar.", "A man plays the guitar.", "4.8"),
-             ("A dog runs in the park.", "A cat sleeps on the sofa.", "0.6"),
-             ("Stocks fell sharply today.", "Markets dropped on Monday.", ""),  # SemEval's unscored pair
-             ("The child reads a book.", "A kid is reading.", "3.9")]
+    (work / "corpus.txt").write_text(
+        "The old man walked to the market. He bought fresh bread and milk.\n"
+        "A young girl played in the park. Her dog chased a red ball.\n"
+    )
+    pairs = [
+        ("A man is playing a guitar.", "A man plays the guitar.", "4.8"),
+        ("A dog runs in the park.", "A cat sleeps on the sofa.", "0.6"),
+        ("Stocks fell sharply today.", "Markets dropped on Monday.", ""),  # SemEval's unscored pair
+        ("The child reads a book.", "A kid is reading.", "3.9"),
+    ]
     (work / "STS.input.answers-forums.txt").write_text("".join(f"{a}\t{b}\n" for a, b, _ in pairs))
     (work / "STS.gs.answers-forums.txt").write_text("".join(f"{score}\n" for _, _, score in pairs))
     (work / "more.txt").write_text("The market opened early on Sunday.\n")  # a corpus grown overnight
     (work / "names.jsonl").write_text('{"text": "Springfield"}\n{"text": "Lake Geneva"}\n{"text": "Mount Fuji"}\n')
-    (work / "concreteness.tsv").write_text("Word\tConc.M\n" + "".join(
-        f"{word}\t{rating}\n" for word, rating in [("the", 1.4), ("rural", 2.5), ("farmers", 4.6), ("water", 5.0),
-                                                   ("government", 2.4), ("said", 1.7), ("drought", 3.9),
-                                                   ("new", 1.5), ("research", 2.0), ("scientists", 4.4)]))
+    (work / "concreteness.tsv").write_text(
+        "Word\tConc.M\n"
+        + "".join(
+            f"{word}\t{rating}\n"
+            for word, rating in [
+                ("the", 1.4),
+                ("rural", 2.5),
+                ("farmers", 4.6),
+                ("water", 5.0),
+                ("government", 2.4),
+                ("said", 1.7),
+                ("drought", 3.9),
+                ("new", 1.5),
+                ("research", 2.0),
+                ("scientists", 4.4),
+            ]
+        )
+    )
     shim = work / "bin"
     shim.mkdir()
-    (shim / "sembed").write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m sembed_cli \"$@\"\n")
+    (shim / "sembed").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m sembed_cli "$@"\n')
     (shim / "sembed").chmod(0o755)
-    env = {**os.environ, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
-           "XDG_DATA_HOME": str(work / "share"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+        "XDG_DATA_HOME": str(work / "share"),
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     env = {key: value for key, value in env.items() if not key.startswith("SEMBED_") or key == "SEMBED_DATA"}
     _tiny_masked_lm(work / "share" / "sembed" / "minilm-mlm")  # gensets' default --mlm
-    for setup in ["sembed convert --from gazetteer | awk 'NR % 2000 == 1' > gazetteer.jsonl",
-                  "sembed convert --from prose --doc-break blank corpora/abc "
-                  "| sembed train --method nws --epochs 1 -o nws-glove -q",
-                  "cat gazetteer.jsonl | sembed train --method mlm --from-scratch --max-steps 2 -o poi-model -q"]:
+    for setup in [
+        "sembed convert --from gazetteer | awk 'NR % 2000 == 1' > gazetteer.jsonl",
+        "sembed convert --from prose --doc-break blank corpora/abc "
+        "| sembed train --method nws --epochs 1 -o nws-glove -q",
+        "cat gazetteer.jsonl | sembed train --method mlm --from-scratch --max-steps 2 -o poi-model -q",
+    ]:
         done = run(setup, work, env)
         assert done.returncode == 0, f"{setup}: {done.stderr[-2000:]}"
     return work, env
@@ -146,8 +195,14 @@ def _tiny_masked_lm(path: Path) -> None:
 
     tokenizer = BertTokenizerFast(str(sentence_models.resolve_path(sentence_models.DEFAULT_MODEL) / "vocab.txt"))
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     BertForMaskedLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
 
@@ -166,6 +221,8 @@ def test_every_help_example_runs(workdir):
                 (work / written).unlink(missing_ok=True)
             done = run(shell, work, env)
             if done.returncode != 0:
-                failures.append(f"sembed {' '.join(command)}: {pipeline}\n  exit {done.returncode}: "
-                                f"{done.stderr.strip().splitlines()[-1:] or ''}")
+                failures.append(
+                    f"sembed {' '.join(command)}: {pipeline}\n  exit {done.returncode}: "
+                    f"{done.stderr.strip().splitlines()[-1:] or ''}"
+                )
     assert not failures, "\n".join(failures)

@@ -12,8 +12,10 @@ from conftest import jsonl, sembed
 from sembed_cli.models import model_identity
 from sembed_cli.models.model_identity import FIELD, Identity, OneModel, content_digest, of_sentence_model
 
-PAIRS = [{"text_a": f"A man plays the guitar {n}.", "text_b": f"Someone plays music {n}.", "score": float(n % 5)}
-         for n in range(8)]
+PAIRS = [
+    {"text_a": f"A man plays the guitar {n}.", "text_b": f"Someone plays music {n}.", "score": float(n % 5)}
+    for n in range(8)
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,7 @@ def embed(model: str, records: str, *args: str) -> str:
 
 
 # --- the identity itself ----------------------------------------------------------------------------------------
+
 
 def test_identity_string_round_trips_and_compares_by_content_not_name():
     identity = Identity("models/cf", "0123456789ab").with_setting("cf", 0.2)
@@ -84,20 +87,24 @@ def test_one_model_check():
     check({"embedding": [1.0]})  # unlabelled records alone are accepted
     with pytest.raises(model_identity.BadRecord) as error:
         check({FIELD: "m@aaa"})
-    assert error.value.message == ("embedding_model is 'm@aaa', but earlier records have no 'embedding_model': "
-                                   "vectors of two models cannot be compared")
+    assert error.value.message == (
+        "embedding_model is 'm@aaa', but earlier records have no 'embedding_model': "
+        "vectors of two models cannot be compared"
+    )
     labelled = OneModel()
     labelled({FIELD: "m@aaa"})
     labelled({FIELD: "/other/path/m@aaa"})
     with pytest.raises(model_identity.BadRecord) as error:
         labelled({FIELD: "m@bbb"})
-    assert error.value.message == ("embedding_model is 'm@bbb', but earlier records are 'm@aaa': vectors of two "
-                                   "models cannot be compared")
+    assert error.value.message == (
+        "embedding_model is 'm@bbb', but earlier records are 'm@aaa': vectors of two models cannot be compared"
+    )
     with pytest.raises(model_identity.BadRecord, match="'embedding_model' must be a string"):
         labelled({FIELD: 3})
 
 
 # --- embed writes it --------------------------------------------------------------------------------------------
+
 
 def test_embed_names_the_model_once_per_record_for_a_pair(tiny_model):
     [record] = [orjson.loads(line) for line in embed(tiny_model, jsonl(PAIRS[0])).splitlines()]
@@ -106,9 +113,16 @@ def test_embed_names_the_model_once_per_record_for_a_pair(tiny_model):
 
 
 def test_cf_weight_and_word_vector_methods_are_part_of_the_identity(tiny_model):
-    [cf] = [orjson.loads(line) for line in embed(tiny_model, jsonl({"text": "A man attacks a woman",
-                                                                      "s_cf": "man attacks woman"}),
-                                                  "--cf-weight", "0.2", "--keep-parts").splitlines()]
+    [cf] = [
+        orjson.loads(line)
+        for line in embed(
+            tiny_model,
+            jsonl({"text": "A man attacks a woman", "s_cf": "man attacks woman"}),
+            "--cf-weight",
+            "0.2",
+            "--keep-parts",
+        ).splitlines()
+    ]
     assert cf[FIELD] == f"{of_sentence_model(tiny_model)};cf=0.2"
     run = sembed("embed", "-q", "--method", "avg", input=jsonl({"text": "a man plays"}))
     if run.exit_code == 1 and "not installed" in run.stderr:
@@ -136,14 +150,17 @@ def test_embed_refuses_to_put_a_second_model_into_a_record(tiny_model, other_mod
     assert embed(tiny_model, first, "-k", "text_b")  # the same model: fine
     run = sembed("embed", "-m", other_model, "--device", "cpu", "-k", "text_b", input=first)
     assert run.exit_code == 1
-    assert run.stderr == (f"error: <stdin>:1: 'embedding_a' is of '{of_sentence_model(tiny_model)}', and this run "
-                          f"embeds with '{of_sentence_model(other_model)}': one record cannot hold vectors of two "
-                          "models (embed every text field in one run, or drop 'embedding_a')\n")
+    assert run.stderr == (
+        f"error: <stdin>:1: 'embedding_a' is of '{of_sentence_model(tiny_model)}', and this run "
+        f"embeds with '{of_sentence_model(other_model)}': one record cannot hold vectors of two "
+        "models (embed every text field in one run, or drop 'embedding_a')\n"
+    )
     again = embed(other_model, first)  # embedding every text again replaces the old vectors: fine
     assert orjson.loads(again)[FIELD] == str(of_sentence_model(other_model))
 
 
 # --- index, search and eval read it -----------------------------------------------------------------------------
+
 
 def test_index_takes_the_model_from_the_records_and_search_embeds_with_it(other_model, tmp_path):
     """The issue's case: `embed -m DIR | index` recorded the packaged model whatever made the vectors."""
@@ -165,12 +182,16 @@ def test_index_refuses_records_of_two_models_and_a_wrong_model_option(tiny_model
     mixed = embed(tiny_model, records) + embed(other_model, jsonl({"id": 2, "text": "Madison"}))
     run = sembed("index", "-o", str(tmp_path / "i"), input=mixed)
     assert run.exit_code == 1 and not (tmp_path / "i").exists()
-    assert run.stderr == (f"error: <stdin>:2: embedding_model is '{of_sentence_model(other_model)}', but earlier "
-                          f"records are '{of_sentence_model(tiny_model)}': vectors of two models cannot be compared\n")
+    assert run.stderr == (
+        f"error: <stdin>:2: embedding_model is '{of_sentence_model(other_model)}', but earlier "
+        f"records are '{of_sentence_model(tiny_model)}': vectors of two models cannot be compared\n"
+    )
     run = sembed("index", "-m", other_model, "-o", str(tmp_path / "i"), input=embed(tiny_model, records))
     assert run.exit_code == 1
-    assert run.stderr == (f"error: the records' vectors are of '{of_sentence_model(tiny_model)}', not of --model "
-                          f"'{other_model}' (hint: leave out --model: the index takes the records' model)\n")
+    assert run.stderr == (
+        f"error: the records' vectors are of '{of_sentence_model(tiny_model)}', not of --model "
+        f"'{other_model}' (hint: leave out --model: the index takes the records' model)\n"
+    )
 
 
 def test_search_refuses_query_vectors_of_another_model(tiny_model, other_model, tmp_path):
@@ -178,8 +199,10 @@ def test_search_refuses_query_vectors_of_another_model(tiny_model, other_model, 
     assert sembed("index", "-q", "-o", str(tmp_path / "i"), input=embed(tiny_model, records)).exit_code == 0
     run = sembed("search", "-q", "--index", str(tmp_path / "i"), input=embed(other_model, records))
     assert run.exit_code == 1 and run.stdout == ""
-    assert run.stderr == (f"error: <stdin>:1: the query's 'embedding' is of '{of_sentence_model(other_model)}', but "
-                          f"the index holds vectors of '{of_sentence_model(tiny_model)}'\n")
+    assert run.stderr == (
+        f"error: <stdin>:1: the query's 'embedding' is of '{of_sentence_model(other_model)}', but "
+        f"the index holds vectors of '{of_sentence_model(tiny_model)}'\n"
+    )
 
 
 def test_eval_refuses_vectors_of_two_models(tiny_model, other_model):
@@ -187,9 +210,11 @@ def test_eval_refuses_vectors_of_two_models(tiny_model, other_model):
     for task in ("sts", "entailment"):
         run = sembed("eval", task, "-q", input=mixed.replace('"score"', '"label":"x","score"'))
         assert run.exit_code == 1 and run.stdout == ""
-        assert run.stderr == (f"error: <stdin>:5: embedding_model is '{of_sentence_model(other_model)}', but earlier "
-                              f"records are '{of_sentence_model(tiny_model)}': vectors of two models cannot be "
-                              "compared\n")
+        assert run.stderr == (
+            f"error: <stdin>:5: embedding_model is '{of_sentence_model(other_model)}', but earlier "
+            f"records are '{of_sentence_model(tiny_model)}': vectors of two models cannot be "
+            "compared\n"
+        )
 
 
 def test_unlabelled_vectors_are_accepted_alone_but_not_mixed_with_labelled_ones(tiny_model):
@@ -198,8 +223,10 @@ def test_unlabelled_vectors_are_accepted_alone_but_not_mixed_with_labelled_ones(
     assert sembed("eval", "sts", "-q", input=jsonl(*unlabelled)).exit_code == 0
     run = sembed("eval", "sts", "-q", input=jsonl(*labelled[:3], *unlabelled[3:]))
     assert run.exit_code == 1
-    assert run.stderr == (f"error: <stdin>:4: no 'embedding_model' (vectors of an unknown model), but earlier "
-                          f"records are '{of_sentence_model(tiny_model)}': vectors of two models cannot be compared\n")
+    assert run.stderr == (
+        f"error: <stdin>:4: no 'embedding_model' (vectors of an unknown model), but earlier "
+        f"records are '{of_sentence_model(tiny_model)}': vectors of two models cannot be compared\n"
+    )
 
 
 def test_eval_and_index_read_npy_vectors(tiny_model, tmp_path):
@@ -210,8 +237,18 @@ def test_eval_and_index_read_npy_vectors(tiny_model, tmp_path):
     assert from_npy.exit_code == 0, from_npy.stderr
     assert from_npy.records == sembed("eval", "sts", "-q", input=inline).records
     singles = jsonl(*({"id": n, "text": p["text_a"]} for n, p in enumerate(PAIRS)))
-    assert sembed("index", "-q", "--npy", str(tmp_path / "s.npy"), "-o", str(tmp_path / "i"),
-                  input=embed(tiny_model, singles, "--npy", str(tmp_path / "s.npy"))).exit_code == 0
+    assert (
+        sembed(
+            "index",
+            "-q",
+            "--npy",
+            str(tmp_path / "s.npy"),
+            "-o",
+            str(tmp_path / "i"),
+            input=embed(tiny_model, singles, "--npy", str(tmp_path / "s.npy")),
+        ).exit_code
+        == 0
+    )
     found = sembed("search", "-q", "--index", str(tmp_path / "i"), "--k", "1", input=embed(tiny_model, singles))
     assert [r["neighbors"][0]["id"] for r in found.records] == list(range(len(PAIRS)))
     bad = sembed("eval", "sts", "--npy", str(npy), input=rows.replace('"embedding_row_b":1,', '"embedding_row_b":99,'))
@@ -225,8 +262,10 @@ def test_npy_sidecar_of_another_model_is_refused(tiny_model, other_model, tmp_pa
     (tmp_path / "v.npy.json").write_text(json.dumps({FIELD: str(of_sentence_model(other_model))}))
     run = sembed("eval", "sts", "--npy", str(npy), input=rows)
     assert run.exit_code == 1
-    assert run.stderr == (f"error: the records' vectors are of '{of_sentence_model(tiny_model)}', but {npy}.json "
-                          f"names vectors of '{of_sentence_model(other_model)}'\n")
+    assert run.stderr == (
+        f"error: the records' vectors are of '{of_sentence_model(tiny_model)}', but {npy}.json "
+        f"names vectors of '{of_sentence_model(other_model)}'\n"
+    )
 
 
 def test_search_embeds_text_queries_as_a_word_vector_index_was_made(tmp_path):
@@ -243,11 +282,14 @@ def test_search_embeds_text_queries_as_a_word_vector_index_was_made(tmp_path):
 def test_search_embeds_text_queries_with_the_indexs_cf_weight(tiny_model, tmp_path):
     texts = ["A man attacks a woman", "The dog chases a cat", "Children play football"]
     records = jsonl(*({"id": n, "text": text} for n, text in enumerate(texts)))
-    assert sembed("index", "-q", "-o", str(tmp_path / "i"),
-                  input=embed(tiny_model, records, "--cf-weight", "0.5")).exit_code == 0
+    assert (
+        sembed(
+            "index", "-q", "-o", str(tmp_path / "i"), input=embed(tiny_model, records, "--cf-weight", "0.5")
+        ).exit_code
+        == 0
+    )
     assert json.loads((tmp_path / "i" / "sembed.json").read_text())[FIELD].endswith(";cf=0.5")
-    run = sembed("search", "-q", "--index", str(tmp_path / "i"), "--device", "cpu", "--k", "1",
-                 "--query", texts[1])
+    run = sembed("search", "-q", "--index", str(tmp_path / "i"), "--device", "cpu", "--k", "1", "--query", texts[1])
     assert run.exit_code == 0, run.stderr
     assert run.records[0]["neighbors"][0]["id"] == 1
     assert run.records[0]["neighbors"][0]["score"] == pytest.approx(1.0, abs=1e-5)  # emb(text) + 0.5 emb(s_cf) too

@@ -17,8 +17,24 @@ from sembed_cli.models.model_identity import of_sentence_model
 
 pytest.importorskip("faiss")
 
-CITIES = ["Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Bristol", "Clinton", "Salem",
-          "Madison", "Georgetown", "Arlington", "Ashland", "Burlington", "Manchester", "Milton", "Newport"]
+CITIES = [
+    "Springfield",
+    "Riverside",
+    "Fairview",
+    "Franklin",
+    "Greenville",
+    "Bristol",
+    "Clinton",
+    "Salem",
+    "Madison",
+    "Georgetown",
+    "Arlington",
+    "Ashland",
+    "Burlington",
+    "Manchester",
+    "Milton",
+    "Newport",
+]
 
 
 def city_records() -> str:
@@ -40,13 +56,24 @@ def test_index_directory_holds_index_records_and_metadata(index_dir, tiny_model)
     assert meta["count"] == len(CITIES) and meta["embedding_model"] == str(of_sentence_model(tiny_model))
     assert meta["settings"]["factory"] == "IDMap2,Flat" and meta["settings"]["ids"] == "given"
     with VectorIndex.load(index_dir) as index:
-        assert index.records([0, 15]) == {0: ("c0", {"id": "c0", "text": "Springfield", "country": "US"}),
-                                          15: ("c15", {"id": "c15", "text": "Newport", "country": "US"})}
+        assert index.records([0, 15]) == {
+            0: ("c0", {"id": "c0", "text": "Springfield", "country": "US"}),
+            15: ("c15", {"id": "c15", "text": "Newport", "country": "US"}),
+        }
 
 
 def test_search_finds_each_name_first_with_cosine_one(index_dir):
-    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "--k", "3",
-                 input=jsonl({"text": "Salem", "q": 1}, {"text": "Madison"}))
+    run = sembed(
+        "search",
+        "-q",
+        "--index",
+        str(index_dir),
+        "--device",
+        "cpu",
+        "--k",
+        "3",
+        input=jsonl({"text": "Salem", "q": 1}, {"text": "Madison"}),
+    )
     assert run.exit_code == 0, run.stderr
     first = run.records[0]
     assert list(first) == ["text", "q", "neighbors"] and len(first["neighbors"]) == 3
@@ -57,8 +84,18 @@ def test_search_finds_each_name_first_with_cosine_one(index_dir):
 
 
 def test_search_with_payload_and_more_neighbours_than_records(index_dir):
-    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "--k", "50", "--payload",
-                 input=jsonl({"text": "Salem"}))
+    run = sembed(
+        "search",
+        "-q",
+        "--index",
+        str(index_dir),
+        "--device",
+        "cpu",
+        "--k",
+        "50",
+        "--payload",
+        input=jsonl({"text": "Salem"}),
+    )
     neighbors = run.records[0]["neighbors"]
     assert len(neighbors) == len(CITIES)
     assert neighbors[0]["payload"] == {"id": "c7", "text": "Salem", "country": "US"}
@@ -80,11 +117,14 @@ def test_search_takes_embeddings_and_index_takes_them_too(index_dir, tiny_model,
 def test_approximate_types(tiny_model, tmp_path, kind):
     out = tmp_path / kind
     many = jsonl(*({"text": f"{a} {b}"} for a in CITIES for b in CITIES[:5]))
-    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", kind, "-o", str(out),
-                  input=many).exit_code == 0
+    assert (
+        sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", kind, "-o", str(out), input=many).exit_code
+        == 0
+    )
     assert json.loads((out / "sembed.json").read_text())["type"] == kind
-    run = sembed("search", "-q", "--index", str(out), "--device", "cpu", "--k", "3",
-                 input=jsonl({"text": "Salem Franklin"}))
+    run = sembed(
+        "search", "-q", "--index", str(out), "--device", "cpu", "--k", "3", input=jsonl({"text": "Salem Franklin"})
+    )
     hits = {n["text"]: n for n in run.records[0]["neighbors"]}  # the tiny random model puts some names very close
     assert hits["Salem Franklin"]["id"] == content_digest("Salem Franklin", None)  # no id given: a hash of the text
     assert hits["Salem Franklin"]["score"] == pytest.approx(1.0, abs=1e-5)
@@ -103,8 +143,9 @@ def test_a_wider_hnsw_search_finds_what_the_index_own_breadth_misses():
     graph = kinds.create(kinds.choose("hnsw", 3000, 32), 32)
     graph.add(vectors)
     graph.hnsw.efSearch = 1
-    index = VectorIndex(Path("graph"), graph, LegacyRecords(list(range(3000)), [{}] * 3000),
-                        {"type": "hnsw", "dimension": 32})
+    index = VectorIndex(
+        Path("graph"), graph, LegacyRecords(list(range(3000)), [{}] * 3000), {"type": "hnsw", "dimension": 32}
+    )
     queries = vectors[:200] + 0.5 * unit_rows(np.random.default_rng(1).standard_normal((200, 32)))
     exact = np.argsort(-(unit_rows(queries) @ vectors.T), axis=1)[:, :10]
 
@@ -119,9 +160,14 @@ def test_a_wider_hnsw_search_finds_what_the_index_own_breadth_misses():
 
 
 def test_reloads_in_a_new_process(index_dir):
-    result = subprocess.run([sys.executable, "-m", "sembed_cli", "search", "-q", "--index", str(index_dir), "--device",
-                             "cpu", "--k", "1"], input=jsonl({"text": "Newport"}), capture_output=True, text=True,
-                            cwd=ROOT, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "sembed_cli", "search", "-q", "--index", str(index_dir), "--device", "cpu", "--k", "1"],
+        input=jsonl({"text": "Newport"}),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["neighbors"][0]["id"] == "c15"
 
@@ -145,20 +191,39 @@ def test_refuses_queries_of_another_model(index_dir, tmp_path):
 
 
 def test_refuses_embeddings_of_another_dimension(index_dir):
-    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu",
-                 input=jsonl({"text": "Salem"}, {"embedding": [0.1] * 5}))
+    run = sembed(
+        "search",
+        "-q",
+        "--index",
+        str(index_dir),
+        "--device",
+        "cpu",
+        input=jsonl({"text": "Salem"}, {"embedding": [0.1] * 5}),
+    )
     assert run.exit_code == 1 and len(run.records) == 1
     identity = json.loads((index_dir / "sembed.json").read_text())["embedding_model"]
     assert run.stderr.splitlines() == [
         f"warning: query vectors without embedding_model: taken to be of the index's model '{identity}'",
         f"error: <stdin>:2: 'embedding' has 5 dimensions, the index {TINY_DIM}: the query was embedded with another "
-        f"model than '{identity}'"]
+        f"model than '{identity}'",
+    ]
 
 
 def test_searching_in_batches_keeps_order_and_writes_every_batch_before_a_bad_record(index_dir):
     queries = [{"text": name, "n": i} for i, name in enumerate(CITIES * 2)]
-    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "--k", "1", "--batch-size", "3",
-                 input=jsonl(*queries, {"text": ""}, {"text": "Salem"}))
+    run = sembed(
+        "search",
+        "-q",
+        "--index",
+        str(index_dir),
+        "--device",
+        "cpu",
+        "--k",
+        "1",
+        "--batch-size",
+        "3",
+        input=jsonl(*queries, {"text": ""}, {"text": "Salem"}),
+    )
     assert run.exit_code == 1 and run.stderr.startswith(f"error: <stdin>:{len(queries) + 1}: ")
     assert [r["n"] for r in run.records] == list(range(len(queries)))  # the batches before it, in order
     assert [r["neighbors"][0]["text"] for r in run.records] == CITIES * 2
@@ -167,10 +232,12 @@ def test_searching_in_batches_keeps_order_and_writes_every_batch_before_a_bad_re
 def test_index_refuses_to_overwrite_without_force(index_dir, tiny_model):
     run = sembed("index", "-m", tiny_model, "--device", "cpu", "-o", str(index_dir), input=city_records())
     assert run.exit_code == 1
-    assert run.stderr.strip() == (f"error: {index_dir} already exists "
-                                  "(hint: pass --force to replace it, or choose another -o)")
-    again = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index_dir), "--force",
-                   input=city_records())
+    assert run.stderr.strip() == (
+        f"error: {index_dir} already exists (hint: pass --force to replace it, or choose another -o)"
+    )
+    again = sembed(
+        "index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index_dir), "--force", input=city_records()
+    )
     assert again.exit_code == 0
 
 
@@ -185,13 +252,23 @@ def test_missing_index_and_bad_type(tmp_path):
 
 # --- index --update: a nightly re-index embeds only what is new, and equals a full rebuild ---------------------
 
+
 def rows(names: list[str], start: int = 0) -> list[dict]:
     return [{"id": f"c{start + i}", "text": t, "n": start + i} for i, t in enumerate(names)]
 
 
 def neighbours(index: Path, queries: list[str], k: int = 5) -> list[list[tuple]]:
-    run = sembed("search", "-q", "--index", str(index), "--device", "cpu", "--k", str(k),
-                 input=jsonl(*({"text": q} for q in queries)))
+    run = sembed(
+        "search",
+        "-q",
+        "--index",
+        str(index),
+        "--device",
+        "cpu",
+        "--k",
+        str(k),
+        input=jsonl(*({"text": q} for q in queries)),
+    )
     assert run.exit_code == 0, run.stderr
     return [[(n["id"], n["text"], n["score"]) for n in r["neighbors"]] for r in run.records]
 
@@ -204,24 +281,49 @@ def test_update_adds_new_replaces_changed_skips_unchanged_and_equals_a_rebuild(t
     first, later = rows(names[:60]), rows(names[40:], 40)  # 20 indexed again, 20 new
     later[3]["text"] = "Springfield changed"  # c43: a changed text
     index = tmp_path / "updated"
-    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", kind, "-o", str(index),
-                  input=jsonl(*first)).exit_code == 0
+    assert (
+        sembed(
+            "index", "-q", "-m", tiny_model, "--device", "cpu", "--type", kind, "-o", str(index), input=jsonl(*first)
+        ).exit_code
+        == 0
+    )
     run = sembed("index", "--update", str(index), "--device", "cpu", input=jsonl(*later))
     assert run.exit_code == 0, run.stderr
     assert "20 new, 1 changed, 19 unchanged record(s); 80 in all" in run.stderr
     assert "embedded 21 texts" in run.stderr  # only the new and the changed
     meta = json.loads((index / "sembed.json").read_text())
     assert meta["count"] == 80 and meta["type"] == kind
-    assert meta["data"]["update"] == {"previous_count": 60, "added": 20, "replaced": 1, "unchanged": 19,
-                                      "repeated": 0, "removed_missing": 0,
-                                      "previous_sha256": meta["data"]["update"]["previous_sha256"]}
+    assert meta["data"]["update"] == {
+        "previous_count": 60,
+        "added": 20,
+        "replaced": 1,
+        "unchanged": 19,
+        "repeated": 0,
+        "removed_missing": 0,
+        "previous_sha256": meta["data"]["update"]["previous_sha256"],
+    }
     rebuilt = tmp_path / "rebuilt"
     everything = first[:40] + later  # in the update's order: the indexed rows, then the new ones
-    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", kind, "-o", str(rebuilt),
-                  input=jsonl(*everything)).exit_code == 0
+    assert (
+        sembed(
+            "index",
+            "-q",
+            "-m",
+            tiny_model,
+            "--device",
+            "cpu",
+            "--type",
+            kind,
+            "-o",
+            str(rebuilt),
+            input=jsonl(*everything),
+        ).exit_code
+        == 0
+    )
     with VectorIndex.load(index) as updated, VectorIndex.load(rebuilt) as fresh:
-        assert sorted(map(repr, updated.records(range(updated.row_count)).values())) == \
-            sorted(map(repr, fresh.records(range(fresh.row_count)).values()))
+        assert sorted(map(repr, updated.records(range(updated.row_count)).values())) == sorted(
+            map(repr, fresh.records(range(fresh.row_count)).values())
+        )
         assert updated.row_count == 81 and updated.count == 80  # c43's old row is gone, its new one at the end
     queries = ["Salem Franklin", "Springfield changed", "Bristol Clinton", "Ashland", "Milton Fairview"]
     for updated, fresh in zip(neighbours(index, queries), neighbours(rebuilt, queries)):
@@ -244,18 +346,32 @@ def test_a_failed_update_leaves_the_index_intact(tiny_model, tmp_path):
     from sembed_cli.models.model_identity import FIELD
 
     index = tmp_path / "idx"
-    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index),
-                  input=city_records()).exit_code == 0
+    assert (
+        sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index), input=city_records()).exit_code
+        == 0
+    )
     files = {p.name: p.read_bytes() for p in index.iterdir()}
-    bad = sembed("index", "--update", str(index), "--device", "cpu",
-                 input=jsonl({"id": "x", "text": "Paris"}, {"id": "y", "text": ""}))
+    bad = sembed(
+        "index",
+        "--update",
+        str(index),
+        "--device",
+        "cpu",
+        input=jsonl({"id": "x", "text": "Paris"}, {"id": "y", "text": ""}),
+    )
     assert bad.exit_code == 1 and bad.stderr == "error: <stdin>:2: empty text in 'text'\n"
-    other = sembed("index", "--update", str(index), input=jsonl({"id": "z", "embedding": [0.5] * TINY_DIM,
-                                                                 FIELD: "other@0123456789ab"}))
+    other = sembed(
+        "index",
+        "--update",
+        str(index),
+        input=jsonl({"id": "z", "embedding": [0.5] * TINY_DIM, FIELD: "other@0123456789ab"}),
+    )
     assert other.exit_code == 1
-    assert other.stderr == (f"error: the records' vectors are of 'other@0123456789ab', but the index at '{index}' "
-                            f"holds vectors of '{of_sentence_model(tiny_model)}' (hint: embed them with the index's "
-                            "model, or build a new index)\n")
+    assert other.stderr == (
+        f"error: the records' vectors are of 'other@0123456789ab', but the index at '{index}' "
+        f"holds vectors of '{of_sentence_model(tiny_model)}' (hint: embed them with the index's "
+        "model, or build a new index)\n"
+    )
     no_id = sembed("index", "--update", str(index), input=jsonl({"text": "Paris"}))
     assert no_id.exit_code == 1
     assert no_id.stderr == "error: <stdin>:1: missing key 'id' (the index finds its records by the id they bring)\n"
@@ -269,8 +385,10 @@ def test_an_update_holds_the_index_from_reading_it_to_replacing_it(tiny_model, t
     import fcntl
 
     index = tmp_path / "idx"
-    assert sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index),
-                  input=city_records()).exit_code == 0
+    assert (
+        sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index), input=city_records()).exit_code
+        == 0
+    )
     files = {p.name: p.read_bytes() for p in index.iterdir()}
     with open(tmp_path / ".idx.lock", "w") as held:  # another update is running
         fcntl.flock(held, fcntl.LOCK_EX)
@@ -295,23 +413,32 @@ def test_update_and_output_usage(tmp_path):
 
 # --- damaged indexes and command-line queries -------------------------------------------------------------------
 
-@pytest.mark.parametrize("metadata, problem", [
-    ("[1, 2]", "sembed.json is not a JSON object"),
-    ("{}", f"sembed.json gives dimension None, but the index holds {TINY_DIM}-d vectors"),
-    ('{"dimension": 7, "model": "m", "type": "flat"}', f"sembed.json gives dimension 7, but the index holds "
-                                                       f"{TINY_DIM}-d vectors"),
-    (f'{{"dimension": {TINY_DIM}, "type": "flat"}}', "sembed.json has no 'model' string"),
-    (f'{{"dimension": {TINY_DIM}, "model": "m", "type": "flat", "embedding_model": "x"}}',
-     "sembed.json has an 'embedding_model' that is not NAME@DIGEST: 'x'"),
-])
+
+@pytest.mark.parametrize(
+    "metadata, problem",
+    [
+        ("[1, 2]", "sembed.json is not a JSON object"),
+        ("{}", f"sembed.json gives dimension None, but the index holds {TINY_DIM}-d vectors"),
+        (
+            '{"dimension": 7, "model": "m", "type": "flat"}',
+            f"sembed.json gives dimension 7, but the index holds {TINY_DIM}-d vectors",
+        ),
+        (f'{{"dimension": {TINY_DIM}, "type": "flat"}}', "sembed.json has no 'model' string"),
+        (
+            f'{{"dimension": {TINY_DIM}, "model": "m", "type": "flat", "embedding_model": "x"}}',
+            "sembed.json has an 'embedding_model' that is not NAME@DIGEST: 'x'",
+        ),
+    ],
+)
 def test_damaged_index_metadata_is_a_clear_error(index_dir, tmp_path, metadata, problem):
     damaged = tmp_path / "damaged"
     shutil.copytree(index_dir, damaged)
     (damaged / "sembed.json").write_text(metadata)
     run = sembed("search", "--index", str(damaged), "--query", "Salem")
     assert run.exit_code == 1
-    assert run.stderr == (f"error: damaged index at '{damaged}': {problem} (hint: rebuild it with sembed index -o DIR "
-                          "--force)\n")
+    assert run.stderr == (
+        f"error: damaged index at '{damaged}': {problem} (hint: rebuild it with sembed index -o DIR --force)\n"
+    )
 
 
 def test_truncated_index_files_are_a_clear_error(index_dir, tmp_path):
@@ -324,13 +451,27 @@ def test_truncated_index_files_are_a_clear_error(index_dir, tmp_path):
     (damaged / "records.sqlite").write_bytes(b"not a database" * 100)
     run = sembed("search", "--index", str(damaged), "--query", "Salem")
     assert run.exit_code == 1
-    assert run.stderr == (f"error: unreadable index at '{damaged}': records.sqlite: file is not a database "
-                          "(hint: rebuild it with sembed index -o DIR --force)\n")
+    assert run.stderr == (
+        f"error: unreadable index at '{damaged}': records.sqlite: file is not a database "
+        "(hint: rebuild it with sembed index -o DIR --force)\n"
+    )
 
 
 def test_query_texts_on_the_command_line(index_dir):
-    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "--k", "1", "--query", "Salem",
-                 "--query", "Newport")
+    run = sembed(
+        "search",
+        "-q",
+        "--index",
+        str(index_dir),
+        "--device",
+        "cpu",
+        "--k",
+        "1",
+        "--query",
+        "Salem",
+        "--query",
+        "Newport",
+    )
     assert run.exit_code == 0, run.stderr
     assert [(r["text"], r["neighbors"][0]["id"]) for r in run.records] == [("Salem", "c7"), ("Newport", "c15")]
     run = sembed("search", "--index", str(index_dir), "--device", "cpu", "--query", "Salem", "--query", " ")
@@ -343,14 +484,16 @@ def test_query_texts_on_the_command_line(index_dir):
 
 # --- search as a library function (models/index_search.py), without the CLI ----------------------------------------
 
+
 def test_search_stream_answers_query_texts_from_the_command_line_without_the_cli(index_dir, tmp_path):
     from sembed_cli.io import StreamOptions
     from sembed_cli.models.index_search import SearchSettings, search_stream
 
     out = tmp_path / "found.jsonl"
     with VectorIndex.load(index_dir) as index:
-        count = search_stream(StreamOptions(output=str(out)), index, SearchSettings(k=2, device="cpu"),
-                              ["Salem", "Madison"])
+        count = search_stream(
+            StreamOptions(output=str(out)), index, SearchSettings(k=2, device="cpu"), ["Salem", "Madison"]
+        )
     found = [json.loads(line) for line in out.read_text().splitlines()]
     assert count == 2 and [record["text"] for record in found] == ["Salem", "Madison"]
     assert [len(record["neighbors"]) for record in found] == [2, 2] and found[0]["neighbors"][0]["id"] == "c7"
@@ -386,15 +529,29 @@ def test_query_vectors_refuse_another_dimension_and_keep_the_checked_array(index
 
 
 def test_search_k_is_the_neighbour_count_and_a_field_name_after_it_is_refused(index_dir):
-    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "-k", "3",
-                 input=jsonl({"text": "Salem"}))
+    run = sembed(
+        "search", "-q", "--index", str(index_dir), "--device", "cpu", "-k", "3", input=jsonl({"text": "Salem"})
+    )
     assert run.exit_code == 0, run.stderr
     assert len(run.records[0]["neighbors"]) == 3 and "3" not in run.records[0]
-    run = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", "--text-key", "q", "-k", "2",
-                 input=jsonl({"q": "Salem"}))
+    run = sembed(
+        "search",
+        "-q",
+        "--index",
+        str(index_dir),
+        "--device",
+        "cpu",
+        "--text-key",
+        "q",
+        "-k",
+        "2",
+        input=jsonl({"q": "Salem"}),
+    )
     assert run.exit_code == 0, run.stderr
     assert [n["id"] for n in run.records[0]["neighbors"]][:1] == ["c7"] and len(run.records[0]["neighbors"]) == 2
     run = sembed("search", "-q", "--index", str(index_dir), "-k", "q", input=jsonl({"q": "Salem"}))
     assert run.exit_code == 2 and run.stdout == ""
-    assert ("'q' is not a count: in search -k is the number of neighbours; the query's text field is --text-key"
-            in " ".join(run.stderr.split()))
+    assert (
+        "'q' is not a count: in search -k is the number of neighbours; the query's text field is --text-key"
+        in " ".join(run.stderr.split())
+    )

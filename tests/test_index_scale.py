@@ -30,8 +30,15 @@ def clustered(count: int, dim: int = 32, seed: int = 0, centres: int = 40) -> np
 
 
 def records(vectors: np.ndarray, first_id: int = 0, model: str = MODEL) -> list[dict]:
-    return [{"id": first_id + n, "text": f"sentence {first_id + n}", "embedding": [round(float(x), 6) for x in v],
-             "embedding_model": model} for n, v in enumerate(vectors)]
+    return [
+        {
+            "id": first_id + n,
+            "text": f"sentence {first_id + n}",
+            "embedding": [round(float(x), 6) for x in v],
+            "embedding_model": model,
+        }
+        for n, v in enumerate(vectors)
+    ]
 
 
 def build(path: Path, rows: list[dict], *args: str) -> None:
@@ -51,6 +58,7 @@ def exact(vectors: np.ndarray, queries: np.ndarray, k: int = 10) -> np.ndarray:
 
 
 # --- choosing the type --------------------------------------------------------------------------------------
+
 
 def test_auto_chooses_exact_then_a_graph_then_pq_codes_by_count():
     assert kinds.choose("auto", 100_000, 384).factory == "IDMap2,Flat"
@@ -74,12 +82,17 @@ def test_a_factory_string_faiss_cannot_build_is_a_clear_error(tmp_path):
 
 # --- compressed codes, re-ranked ------------------------------------------------------------------------------
 
+
 def test_pq_codes_are_reranked_to_exact_cosines_from_the_kept_vectors(tmp_path):
     vectors, queries = clustered(3000), clustered(50, seed=7)
     build(tmp_path / "pq", records(vectors), "--type", "ivfpq")
     build(tmp_path / "codes", records(vectors), "--type", "ivfpq", "--rerank", "none")
-    assert sorted(p.name for p in (tmp_path / "pq").iterdir()) == ["index.faiss", "records.sqlite", "sembed.json",
-                                                                     "vectors.f16"]
+    assert sorted(p.name for p in (tmp_path / "pq").iterdir()) == [
+        "index.faiss",
+        "records.sqlite",
+        "sembed.json",
+        "vectors.f16",
+    ]
     assert "vectors.f16" not in {p.name for p in (tmp_path / "codes").iterdir()}
     meta = json.loads((tmp_path / "pq" / "sembed.json").read_text())
     assert meta["type"] == "ivfpq" and meta["settings"]["factory"] == "IVF76,PQ8"
@@ -130,23 +143,30 @@ def test_update_sync_removes_what_the_input_no_longer_holds_and_a_graph_skips_th
 
 
 def test_ids_are_content_hashes_by_default_and_an_id_twice_with_other_content_is_refused(tmp_path):
-    rows = [{"text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},
-            {"text": "Beta", "embedding": [0.0, 1.0], "embedding_model": MODEL},
-            {"text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL}]
+    rows = [
+        {"text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},
+        {"text": "Beta", "embedding": [0.0, 1.0], "embedding_model": MODEL},
+        {"text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},
+    ]
     run = sembed("index", "-o", str(tmp_path / "a"), input=jsonl(*rows))
     assert run.exit_code == 0, run.stderr
     assert "1 repeated record(s) indexed once" in run.stderr
     with VectorIndex.load(tmp_path / "a") as index:
         assert index.count == 2
-    clash = [{"id": 1, "text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},
-             {"id": 1, "text": "Gamma", "embedding": [0.5, 0.5], "embedding_model": MODEL}]
+    clash = [
+        {"id": 1, "text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},
+        {"id": 1, "text": "Gamma", "embedding": [0.5, 0.5], "embedding_model": MODEL},
+    ]
     run = sembed("index", "-o", str(tmp_path / "b"), input=jsonl(*clash))
     assert run.exit_code == 1 and not (tmp_path / "b").exists()
-    assert run.stderr == ("error: <stdin>:2: id 1 again, with other content than an earlier record of that id (hint: "
-                          "give each record its own id, or none (the id is then a hash of the text))\n")
+    assert run.stderr == (
+        "error: <stdin>:2: id 1 again, with other content than an earlier record of that id (hint: "
+        "give each record its own id, or none (the id is then a hash of the text))\n"
+    )
 
 
 # --- merge -----------------------------------------------------------------------------------------------------
+
 
 def test_a_merge_of_flat_pieces_equals_one_build(tmp_path):
     vectors = clustered(120)
@@ -187,11 +207,13 @@ def test_merge_refuses_pieces_that_do_not_belong_together(tmp_path):
 
     assert refusal("a", "other-model") == (
         f"error: cannot merge: '{tmp_path / 'a'}' holds vectors of {MODEL}, but '{tmp_path / 'other-model'}' {OTHER} "
-        "(hint: merge pieces built with one model and one trained quantiser (sembed index --trained DIR))\n")
+        "(hint: merge pieces built with one model and one trained quantiser (sembed index --trained DIR))\n"
+    )
     assert "has dimension 32, but" in refusal("a", "wide") and f"'{tmp_path / 'wide'}' 64" in refusal("a", "wide")
     assert "was trained as quantiser" in refusal("pq1", "pq2")
-    assert refusal("a", "overlap").startswith(f"error: cannot merge: '{tmp_path / 'overlap'}' holds the id 30, which "
-                                              f"'{tmp_path / 'a'}' holds too")
+    assert refusal("a", "overlap").startswith(
+        f"error: cannot merge: '{tmp_path / 'overlap'}' holds the id 30, which '{tmp_path / 'a'}' holds too"
+    )
 
 
 def test_merge_refuses_a_piece_without_the_vectors_the_first_keeps(tmp_path):
@@ -201,11 +223,14 @@ def test_merge_refuses_a_piece_without_the_vectors_the_first_keeps(tmp_path):
     build(tmp_path / "bare", records(vectors[1500:], 1500), "--trained", str(tmp_path / "trained"), "--rerank", "none")
     run = sembed("index", "merge", str(tmp_path / "kept"), str(tmp_path / "bare"), "-o", str(tmp_path / "m"))
     assert run.exit_code == 1 and not (tmp_path / "m").exists()
-    assert run.stderr == (f"error: cannot merge: '{tmp_path / 'kept'}' keeps vectors to re-rank with, but "
-                          f"'{tmp_path / 'bare'}' has none (hint: build every piece with the same --rerank)\n")
+    assert run.stderr == (
+        f"error: cannot merge: '{tmp_path / 'kept'}' keeps vectors to re-rank with, but "
+        f"'{tmp_path / 'bare'}' has none (hint: build every piece with the same --rerank)\n"
+    )
 
 
 # --- the store and older indexes -----------------------------------------------------------------------------
+
 
 def test_search_reads_only_the_neighbours_payloads_from_the_store(tmp_path):
     vectors = clustered(500)
@@ -215,8 +240,9 @@ def test_search_reads_only_the_neighbours_payloads_from_the_store(tmp_path):
         index.store.db.set_trace_callback(statements.append)
         _, rows = index.search(vectors[:3], 5)
         found = index.records(rows.ravel())
-    assert len(found) <= 15 and [s for s in statements if "FROM rows" in s] == \
-        [s for s in statements if "WHERE row IN" in s]
+    assert len(found) <= 15 and [s for s in statements if "FROM rows" in s] == [
+        s for s in statements if "WHERE row IN" in s
+    ]
 
 
 def legacy_index(path: Path, vectors: np.ndarray) -> None:
@@ -230,11 +256,26 @@ def legacy_index(path: Path, vectors: np.ndarray) -> None:
     with open(path / "records.jsonl", "w") as f:
         for n in range(len(vectors)):
             f.write(json.dumps({"id": f"c{n}", "record": {"id": f"c{n}", "text": f"name {n}"}}) + "\n")
-    (path / "sembed.json").write_text(json.dumps({
-        "embedding_model": MODEL, "model": "synthetic", "dimension": vectors.shape[1], "type": "flat",
-        "count": len(vectors), "settings": {"type": "flat", "requested_type": "auto", "text_key": "text",
-                                            "embedding_key": "embedding", "id_key": "id", "source": "embeddings"},
-        "data": {"sha256": "0" * 64}}))
+    (path / "sembed.json").write_text(
+        json.dumps(
+            {
+                "embedding_model": MODEL,
+                "model": "synthetic",
+                "dimension": vectors.shape[1],
+                "type": "flat",
+                "count": len(vectors),
+                "settings": {
+                    "type": "flat",
+                    "requested_type": "auto",
+                    "text_key": "text",
+                    "embedding_key": "embedding",
+                    "id_key": "id",
+                    "source": "embeddings",
+                },
+                "data": {"sha256": "0" * 64},
+            }
+        )
+    )
 
 
 def test_an_index_of_sembed_0_1_still_answers_and_an_update_converts_it(tmp_path):
@@ -259,10 +300,17 @@ NIGHTLY = ROOT / "examples" / "nightly_index.sh"
 
 
 def night(docs: Path, index: Path, model: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "MODEL": model,
-           "FORMAT": "lines", "SEMBED_DEVICE": "cpu", "SEMBED_THREADS": "1"}
-    return subprocess.run(["bash", str(NIGHTLY), str(docs), str(index)], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=600)
+    env = {
+        **os.environ,
+        "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
+        "MODEL": model,
+        "FORMAT": "lines",
+        "SEMBED_DEVICE": "cpu",
+        "SEMBED_THREADS": "1",
+    }
+    return subprocess.run(
+        ["bash", str(NIGHTLY), str(docs), str(index)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600
+    )
 
 
 def contents(index: Path) -> list[tuple]:
@@ -282,17 +330,32 @@ def test_the_nightly_script_mirrors_a_folder_that_gains_edits_and_loses_files(ti
         run = night(docs, index, tiny_model)
         assert (run.returncode, run.stderr) == (0, ""), f"night {night_number}: {run.stderr}"  # cron mails nothing
         fresh = tmp_path / f"fresh-{night_number}"
-        built = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(fresh),
-                       input=subprocess.run([str(ROOT / ".venv" / "bin" / "sembed"), "convert", "-q", "--from",
-                                             "lines", str(docs)], capture_output=True, text=True, check=True).stdout)
+        built = sembed(
+            "index",
+            "-q",
+            "-m",
+            tiny_model,
+            "--device",
+            "cpu",
+            "-o",
+            str(fresh),
+            input=subprocess.run(
+                [str(ROOT / ".venv" / "bin" / "sembed"), "convert", "-q", "--from", "lines", str(docs)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout,
+        )
         assert built.exit_code == 0, built.stderr
         assert contents(index) == contents(fresh)
         queries = np.random.default_rng(night_number).standard_normal((5, 32)).astype(np.float32)
         assert answers(index, queries, 3) == answers(fresh, queries, 3)
 
     check(1)
-    (docs / "a.txt").write_text("Flood warnings were issued.\nThe river rose overnight.\nFarmers moved their cattle."
-                                "\nRain is forecast for Sunday.\n")  # a line at the top, one edited
+    (docs / "a.txt").write_text(
+        "Flood warnings were issued.\nThe river rose overnight.\nFarmers moved their cattle."
+        "\nRain is forecast for Sunday.\n"
+    )  # a line at the top, one edited
     check(2)
     (docs / "b.txt").unlink()
     (docs / "d.txt").write_text("A new bridge opened.\nThe council met on Monday.\n")  # one sentence c.txt has too

@@ -49,7 +49,7 @@ def imported(name: str, path: Path, known: dict[str, Path]) -> set[str]:
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
@@ -80,10 +80,14 @@ def is_cli(module: str) -> bool:
 
 
 def imports_of_the_cli(graph: dict[str, set[str]]) -> list[str]:
-    """"module -> command module" for every import of `commands/` from outside it and the root command."""
-    return [f"{module} -> {target}" for module, targets in sorted(graph.items())
-            if not is_cli(module) and module not in CLI_SHELL
-            for target in sorted(targets) if is_cli(target)]
+    """ "module -> command module" for every import of `commands/` from outside it and the root command."""
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        if not is_cli(module) and module not in CLI_SHELL
+        for target in sorted(targets)
+        if is_cli(target)
+    ]
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -136,11 +140,17 @@ def paper_table_paths(readme: Path) -> list[list[list[Path]]]:
     assert match, f"no paper table (<!-- BEGIN PAPER FILES --> ... <!-- END PAPER FILES -->) in {readme}"
     rows = [line for line in match.group(1).splitlines() if line.startswith("|")][2:]  # past header and rule
     bases = (readme.parent / PACKAGE,) * 3 + (readme.parent,)
-    return [[[base / path for path in re.findall(r"`([^`\s]+)`", cell)] for base, cell in
-             zip(bases, row.strip("|").split("|")[1:], strict=True)] for row in rows]
+    return [
+        [
+            [base / path for path in re.findall(r"`([^`\s]+)`", cell)]
+            for base, cell in zip(bases, row.strip("|").split("|")[1:], strict=True)
+        ]
+        for row in rows
+    ]
 
 
 # --- tests ---------------------------------------------------------------------------------------------
+
 
 def test_no_module_outside_commands_and_main_imports_the_commands():
     assert imports_of_the_cli(import_graph()) == []
@@ -156,9 +166,13 @@ def test_no_import_circle_among_sembed_modules():
 def test_trainers_import_nothing_of_the_method_registry():
     """Settings flow one way: `training/methods/X.py` declares them and hands them to its trainer."""
     registry = f"{PACKAGE}.training.methods"
-    offenders = [f"{module} -> {target}" for module, targets in sorted(import_graph().items())
-                 if module.startswith(f"{PACKAGE}.training.") and not module.startswith(registry)
-                 for target in sorted(targets) if target == registry or target.startswith(registry + ".")]
+    offenders = [
+        f"{module} -> {target}"
+        for module, targets in sorted(import_graph().items())
+        if module.startswith(f"{PACKAGE}.training.") and not module.startswith(registry)
+        for target in sorted(targets)
+        if target == registry or target.startswith(registry + ".")
+    ]
     assert offenders == []
 
 
@@ -177,10 +191,18 @@ def test_the_graph_sees_imports_inside_functions(tmp_path):
 
 
 def test_sentence_embedding_loads_no_typer():
-    probe = "import sys, sembed_cli.models.sentence_embedding; print(sorted(m for m in sys.modules if m == 'typer' " \
-            "or m.startswith(('typer.', 'sembed_cli.commands'))))"
-    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    probe = (
+        "import sys, sembed_cli.models.sentence_embedding; print(sorted(m for m in sys.modules if m == 'typer' "
+        "or m.startswith(('typer.', 'sembed_cli.commands'))))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert run.stdout == "[]\n"
 
 
@@ -189,12 +211,14 @@ def test_every_path_in_the_readme_paper_table_exists():
     assert len(rows) == 5  # the five papers of /work/shared/papers
     for row in rows:
         assert len(row) == 4 and all(row), row  # library, trainer, command and example paths in every row
-    missing = sorted({str(path.relative_to(ROOT)) for row in rows for cell in row for path in cell
-                      if not path.is_file()})
+    missing = sorted(
+        {str(path.relative_to(ROOT)) for row in rows for cell in row for path in cell if not path.is_file()}
+    )
     assert missing == []
 
 
 # --- the script ----------------------------------------------------------------------------------------
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Print the import graph between sembed modules.")

@@ -26,8 +26,14 @@ def masked_lm(tmp_path_factory) -> Path:
 
     directory = tmp_path_factory.mktemp("masked-lm") / "model"
     tokenizer = BertTokenizerFast(str(sentence_models.resolve_path(sentence_models.DEFAULT_MODEL) / "vocab.txt"))
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=32)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
     torch.manual_seed(0)
     BertForMaskedLM(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
@@ -37,23 +43,43 @@ def masked_lm(tmp_path_factory) -> Path:
 def sembed_process(*args: str, input: str, cache: Path | None = None) -> subprocess.CompletedProcess:
     """`sembed ARGS` in its own process: transformers' log handler writes to the process's stderr."""
     environment = {**os.environ, "OMP_NUM_THREADS": "1", **({"SEMBED_CACHE": str(cache)} if cache else {})}
-    return subprocess.run([sys.executable, "-m", "sembed_cli", *args], input=input, capture_output=True, text=True,
-                          cwd=ROOT, env=environment, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "sembed_cli", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environment,
+        timeout=300,
+    )
 
 
-LONG = ("warning: 1 text(s) longer than the model's 32-token window were truncated to it "
-        "(--long-text window embeds them whole, error refuses them)\n")
+LONG = (
+    "warning: 1 text(s) longer than the model's 32-token window were truncated to it "
+    "(--long-text window embeds them whole, error refuses them)\n"
+)
 
 
-@pytest.mark.parametrize("options, rows, stderr", [
-    ((), 2, LONG),  # sembed's own message stays
-    (("--backend", "onnx"), 2, LONG),  # the ONNX export loads the encoder with transformers too
-    (("--words",), 3 + 60, ""),  # the word encoder: one record a word
-])
+@pytest.mark.parametrize(
+    "options, rows, stderr",
+    [
+        ((), 2, LONG),  # sembed's own message stays
+        (("--backend", "onnx"), 2, LONG),  # the ONNX export loads the encoder with transformers too
+        (("--words",), 3 + 60, ""),  # the word encoder: one record a word
+    ],
+)
 def test_a_masked_lm_loads_as_an_encoder_without_the_load_report(masked_lm, tmp_path, options, rows, stderr):
     model = shutil.copytree(masked_lm, tmp_path / "model")  # the ONNX export is written beside it
-    run = sembed_process("embed", "--model", str(model), "--device", "cpu", *options, cache=tmp_path / "cache",
-                         input=jsonl({"text": "a short text"}, {"text": "a long text " * 20}))
+    run = sembed_process(
+        "embed",
+        "--model",
+        str(model),
+        "--device",
+        "cpu",
+        *options,
+        cache=tmp_path / "cache",
+        input=jsonl({"text": "a short text"}, {"text": "a long text " * 20}),
+    )
     assert run.returncode == 0, run.stderr
     assert len(run.stdout.splitlines()) == rows
     assert run.stderr == stderr

@@ -26,28 +26,33 @@ def run_python(script: str) -> subprocess.CompletedProcess:
 
 
 def library_modules() -> list:
-    return [path for path in sorted(PACKAGE.rglob("*.py"))
-            if path.relative_to(PACKAGE).parts[0] not in CLI_SHELL]
+    return [path for path in sorted(PACKAGE.rglob("*.py")) if path.relative_to(PACKAGE).parts[0] not in CLI_SHELL]
 
 
 def test_library_modules_do_not_write_messages_on_the_console():
     calls = []
     for path in library_modules():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "console" \
-                    and node.attr in ("say", "warn", "error", "print"):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "console"
+                and node.attr in ("say", "warn", "error", "print")
+            ):
                 calls.append(f"{path.relative_to(ROOT)}:{node.lineno}: console.{node.attr}")
     assert calls == []
 
 
 def test_importing_the_library_adds_no_logging_handler():
     names = [".".join(path.relative_to(ROOT).with_suffix("").parts) for path in library_modules()]
-    script = ("import importlib, logging\n"
-              f"for name in {names!r}:\n"
-              "    importlib.import_module(name.removesuffix('.__init__'))\n"
-              "ours = [logger for name, logger in logging.Logger.manager.loggerDict.items()\n"
-              "        if name.startswith('sembed_cli') and isinstance(logger, logging.Logger)]\n"
-              "print([(logger.name, logger.handlers) for logger in [logging.getLogger(), *ours] if logger.handlers])\n")
+    script = (
+        "import importlib, logging\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name.removesuffix('.__init__'))\n"
+        "ours = [logger for name, logger in logging.Logger.manager.loggerDict.items()\n"
+        "        if name.startswith('sembed_cli') and isinstance(logger, logging.Logger)]\n"
+        "print([(logger.name, logger.handlers) for logger in [logging.getLogger(), *ours] if logger.handlers])\n"
+    )
     assert run_python(script).stdout == "[]\n"
 
 
@@ -57,8 +62,12 @@ def test_a_library_message_is_a_log_record(caplog, tmp_path):
     with caplog.at_level(logging.INFO, logger="sembed_cli"):
         checkpoints.prepare(tmp_path / "model", {"method": "nws"}, resume=True, force=False)
     assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
-        ("sembed_cli.training.checkpoints", "INFO",
-         f"no checkpoint in {tmp_path / 'model.checkpoints'}: starting from the beginning")]
+        (
+            "sembed_cli.training.checkpoints",
+            "INFO",
+            f"no checkpoint in {tmp_path / 'model.checkpoints'}: starting from the beginning",
+        )
+    ]
 
 
 def test_the_stream_reports_skipped_records_as_a_warning_record(caplog, tmp_path):
@@ -67,8 +76,9 @@ def test_the_stream_reports_skipped_records_as_a_warning_record(caplog, tmp_path
     source = tmp_path / "in.jsonl"
     source.write_text(jsonl({"text": "A."}) + "not json\n")
     with caplog.at_level(logging.INFO, logger="sembed_cli"):
-        written = run_stream(RecordSource(str(source), skip_errors=True), None, iter, str(tmp_path / "out.jsonl"), 1,
-                             "copying")
+        written = run_stream(
+            RecordSource(str(source), skip_errors=True), None, iter, str(tmp_path / "out.jsonl"), 1, "copying"
+        )
     assert written == 1
     assert [(r.name, r.levelname) for r in caplog.records] == [("sembed_cli.io.stream", "WARNING")]
     assert caplog.records[0].getMessage().startswith(f"skipped 1 bad record(s) in {source}: line 2; first: invalid")
@@ -79,8 +89,10 @@ def test_the_cli_shows_library_information_and_warnings_and_q_keeps_the_warnings
     # skipped line (WARNING)
     records = jsonl({"text": "word " * 100}) + "not json\n" + jsonl({"text": "Dogs bark."})
     information = "1 text(s) longer than the model's 64-token window: embedded whole, as the mean of their windows\n"
-    warning = ("warning: skipped 1 bad record(s) in <stdin>: line 2; first: invalid JSON: invalid literal, expected "
-               "'null' at column 1\n")
+    warning = (
+        "warning: skipped 1 bad record(s) in <stdin>: line 2; first: invalid JSON: invalid literal, expected "
+        "'null' at column 1\n"
+    )
     shown = sembed("embed", "-m", tiny_model, "--long-text", "window", "--skip-errors", input=records)
     assert shown.exit_code == 0 and len(shown.records) == 2
     assert shown.stderr == warning + information
@@ -109,9 +121,11 @@ def test_information_shows_on_rank_0_only(monkeypatch, capsys):
 def test_a_library_logging_through_the_root_logger_does_not_double_sembeds_messages():
     # onnxruntime's quantizer calls logging.warning, which gave the root a stderr handler (logging.basicConfig),
     # and each sembed warning then came out a second time as "WARNING:sembed_cli...:"
-    script = ("import logging\n"
-              "from sembed_cli import console\n"
-              "console.set_quiet(False)\n"
-              "logging.warning('a library on the root logger')\n"
-              "logging.getLogger('sembed_cli.x').warning('once')\n")
+    script = (
+        "import logging\n"
+        "from sembed_cli import console\n"
+        "console.set_quiet(False)\n"
+        "logging.warning('a library on the root logger')\n"
+        "logging.getLogger('sembed_cli.x').warning('once')\n"
+    )
     assert run_python(script).stderr == "warning: once\n"

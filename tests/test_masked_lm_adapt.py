@@ -22,18 +22,20 @@ from sembed_cli.training import mlm_adaptation  # noqa: E402
 from sembed_cli.training.masked_lm_loop import MLM_IGNORE  # noqa: E402
 from sembed_cli.training.mlm_adaptation import WordMasking, held_out, mask_words  # noqa: E402
 
-SENTENCES = ["The farmers planted wheat in the northern fields this spring.",
-             "Scientists say the drought has reduced the harvest by a third.",
-             "The minister promised new funding for rural hospitals.",
-             "Prices for wool rose sharply at the auction on Tuesday.",
-             "A small dog barked at the postman every single morning.",
-             "The committee approved the proposal without any discussion.",
-             "Heavy rain flooded several roads near the river.",
-             "She played the piano beautifully at the concert hall.",
-             "Researchers discovered a new species of frog in the rainforest.",
-             "The government will announce its budget next week.",
-             "Unbelievably, the weatherman's forecast was correct.",
-             "Children were playing football in the park after school."]
+SENTENCES = [
+    "The farmers planted wheat in the northern fields this spring.",
+    "Scientists say the drought has reduced the harvest by a third.",
+    "The minister promised new funding for rural hospitals.",
+    "Prices for wool rose sharply at the auction on Tuesday.",
+    "A small dog barked at the postman every single morning.",
+    "The committee approved the proposal without any discussion.",
+    "Heavy rain flooded several roads near the river.",
+    "She played the piano beautifully at the concert hall.",
+    "Researchers discovered a new species of frog in the rainforest.",
+    "The government will announce its budget next week.",
+    "Unbelievably, the weatherman's forecast was correct.",
+    "Children were playing football in the park after school.",
+]
 HOLDOUT = "0.25"  # holds out 4 of the 12 sentences (see test_held_out_records_are_never_trained_on)
 ROUNDING = 1e-5  # weights of two runs differ by float rounding (CPU kernels may sum in another order)
 FAST = ("--batch-size", "4", "--holdout", HOLDOUT, "--device", "cpu", "-q")
@@ -42,13 +44,22 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def records(*extra: dict) -> str:
-    return jsonl(*({"doc_id": f"news#{i // 4}", "sent_id": i % 4, "text": t} for i, t in enumerate(SENTENCES)),
-                 *extra)
+    return jsonl(*({"doc_id": f"news#{i // 4}", "sent_id": i % 4, "text": t} for i, t in enumerate(SENTENCES)), *extra)
 
 
 def adapt(tiny_model: str, out: Path, *args: str, input: str | None = None):
-    return sembed("train", "--method", "mlm", "--model", tiny_model, *FAST, *args, "-o", str(out),
-                  input=records() if input is None else input)
+    return sembed(
+        "train",
+        "--method",
+        "mlm",
+        "--model",
+        tiny_model,
+        *FAST,
+        *args,
+        "-o",
+        str(out),
+        input=records() if input is None else input,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +71,7 @@ def adapted(tiny_model, tmp_path_factory) -> Path:
 
 
 # --- pieces ------------------------------------------------------------------------------------------------
+
 
 def test_held_out_is_a_fixed_share_by_text():
     texts = [f"sentence number {i}" for i in range(4000)]
@@ -91,8 +103,9 @@ def test_mask_words_masks_whole_words_bert_style():
     assert 0.7 < share_masked < 0.9 and 0.04 < share_random < 0.16
     again = mask_words(ids, maskable, continuation, 4, replacements, bert, torch.Generator().manual_seed(0))
     assert torch.equal(again[0], masked) and torch.equal(again[1], labels)
-    _, labels = mask_words(ids, maskable, continuation, 4, replacements, WordMasking(share=0.4),
-                           torch.Generator().manual_seed(0))
+    _, labels = mask_words(
+        ids, maskable, continuation, 4, replacements, WordMasking(share=0.4), torch.Generator().manual_seed(0)
+    )
     assert (sum((labels[:, w[0]] != MLM_IGNORE).long() for w in words) == 2).all()  # 40% of 4 words
 
 
@@ -102,7 +115,8 @@ def test_loss_at_the_masked_positions_is_the_masked_lm_loss(tiny_model):
     model.eval()
     pieces = tokenizer(SENTENCES[:4])["input_ids"]
     batch = mlm_adaptation.MaskedSentences(tokenizer, pieces, WordMasking(), 4, 1).batch(
-        pieces, torch.Generator().manual_seed(1))
+        pieces, torch.Generator().manual_seed(1)
+    )
     ours, _ = mlm_adaptation.masked_positions_loss(model, batch)
     full = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
     assert ours.item() == pytest.approx(full.item(), rel=1e-5)
@@ -114,7 +128,8 @@ def test_bf16_autocast_loss_is_close_to_fp32(tiny_model):
     model, tokenizer, _, _ = mlm_adaptation.start_model(tiny_model, seed=1)
     pieces = tokenizer(SENTENCES[:8])["input_ids"]
     batch = mlm_adaptation.MaskedSentences(tokenizer, pieces, WordMasking(), 8, 1).batch(
-        pieces, torch.Generator().manual_seed(1))
+        pieces, torch.Generator().manual_seed(1)
+    )
     fp32, _ = mlm_adaptation.masked_positions_loss(model, batch)
     with autocast("bf16", "cpu"):
         bf16, _ = mlm_adaptation.masked_positions_loss(model, batch)
@@ -123,6 +138,7 @@ def test_bf16_autocast_loss_is_close_to_fp32(tiny_model):
 
 
 # --- training ----------------------------------------------------------------------------------------------
+
 
 def test_adapted_model_is_a_masked_lm_with_a_tied_head(adapted, tiny_model):
     from transformers import AutoModelForMaskedLM, AutoTokenizer
@@ -185,8 +201,9 @@ def test_held_out_records_are_never_trained_on(adapted, monkeypatch, tiny_model,
 
     tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "spied"))
     trained = {tokenizer.decode(ids, skip_special_tokens=True) for ids in seen}
-    assert trained == {tokenizer.decode(tokenizer(t)["input_ids"], skip_special_tokens=True)
-                       for t in SENTENCES if t not in held}
+    assert trained == {
+        tokenizer.decode(tokenizer(t)["input_ids"], skip_special_tokens=True) for t in SENTENCES if t not in held
+    }
 
 
 def test_same_seed_same_model(adapted, tiny_model, tmp_path):
@@ -196,8 +213,7 @@ def test_same_seed_same_model(adapted, tiny_model, tmp_path):
     assert not same_weights(tmp_path / "other", adapted, 1e-3)
 
 
-def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(adapted, tiny_model, tmp_path,
-                                                                           monkeypatch):
+def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(adapted, tiny_model, tmp_path, monkeypatch):
     out = tmp_path / "resumed"
     real = interrupt_at_call(monkeypatch, mlm_adaptation, "masked_positions_loss", 2)
     assert adapt(tiny_model, out, "--checkpoint-steps", "1").exit_code == 130
@@ -223,19 +239,24 @@ def test_an_fp32_run_resumes_in_bf16_and_says_so(adapted, tiny_model, tmp_path, 
 def test_max_steps_and_not_overwritten_without_force(adapted, tiny_model, tmp_path):
     run = adapt(tiny_model, adapted)
     assert run.exit_code == 1
-    assert run.stderr.strip() == (f"error: {adapted} already exists (hint: pass --force to replace it, or choose "
-                                  "another -o)")
+    assert run.stderr.strip() == (
+        f"error: {adapted} already exists (hint: pass --force to replace it, or choose another -o)"
+    )
     assert adapt(tiny_model, tmp_path / "short", "--max-steps", "1").exit_code == 0
     assert json.loads((tmp_path / "short" / "sembed.json").read_text())["training"]["steps"] == 1
 
 
 # --- errors ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad, message", [
-    ({"doc_id": "x", "text": "  "}, "<stdin>:13: empty text in 'text'"),
-    ({"doc_id": "x", "sentence": "No text key here."}, "<stdin>:13: missing key 'text'"),
-    ({"text": 3}, "<stdin>:13: 'text' must be a string, got a number"),
-])
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"doc_id": "x", "text": "  "}, "<stdin>:13: empty text in 'text'"),
+        ({"doc_id": "x", "sentence": "No text key here."}, "<stdin>:13: missing key 'text'"),
+        ({"text": 3}, "<stdin>:13: 'text' must be a string, got a number"),
+    ],
+)
 def test_bad_records_name_file_and_line(bad, message, tiny_model, tmp_path):
     run = adapt(tiny_model, tmp_path / "m", input=records(bad))
     assert run.exit_code == 1
@@ -255,17 +276,21 @@ def test_no_training_text_is_a_clear_error(tiny_model, tmp_path):
 
 
 def test_not_a_bert_encoder_or_no_model(tmp_path):
-    run = sembed("train", "--method", "mlm", "--model", str(tmp_path / "nowhere"), "-o", str(tmp_path / "m"),
-                 input=records())
+    run = sembed(
+        "train", "--method", "mlm", "--model", str(tmp_path / "nowhere"), "-o", str(tmp_path / "m"), input=records()
+    )
     assert run.exit_code == 1 and f"no sentence-transformers model at '{tmp_path / 'nowhere'}'" in run.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--from-scratch", "--holdout", "0.1"), "'--holdout': only without --from-scratch"),
-    (("--from-scratch", "--model", "x"), "'--model': only without --from-scratch"),
-    (("--layers", "2"), "'--layers': only with --from-scratch"),
-    (("--samples", "2"), "'--samples': only with --from-scratch"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--from-scratch", "--holdout", "0.1"), "'--holdout': only without --from-scratch"),
+        (("--from-scratch", "--model", "x"), "'--model': only without --from-scratch"),
+        (("--layers", "2"), "'--layers': only with --from-scratch"),
+        (("--samples", "2"), "'--samples': only with --from-scratch"),
+    ],
+)
 def test_options_of_the_other_use_are_usage_errors(args, message, tmp_path):
     run = sembed("train", "--method", "mlm", *args, "-o", str(tmp_path / "m"), input=records())
     assert run.exit_code == 2
@@ -277,10 +302,30 @@ def test_sentence_training_from_the_masked_lm_start_resumes_after_an_interruptio
     not: 'Unexpected key(s) in state_dict: 0.model.pooler.dense.weight', issue 17's verdict run)."""
     from sembed_cli.training import sentence_trainer
 
-    pairs = jsonl(*({"text_a": a, "text_b": b, "score": s} for a, b, s in
-                    zip(SENTENCES, SENTENCES[1:] + SENTENCES[:1], [0.1 * i for i in range(12)])))
-    args = ("train", "-q", "--method", "sbert", "-m", str(adapted), "--batch-size", "4", "--epochs", "2",
-            "--checkpoint-steps", "1", "--device", "cpu", "-o", str(tmp_path / "m"))
+    pairs = jsonl(
+        *(
+            {"text_a": a, "text_b": b, "score": s}
+            for a, b, s in zip(SENTENCES, SENTENCES[1:] + SENTENCES[:1], [0.1 * i for i in range(12)])
+        )
+    )
+    args = (
+        "train",
+        "-q",
+        "--method",
+        "sbert",
+        "-m",
+        str(adapted),
+        "--batch-size",
+        "4",
+        "--epochs",
+        "2",
+        "--checkpoint-steps",
+        "1",
+        "--device",
+        "cpu",
+        "-o",
+        str(tmp_path / "m"),
+    )
 
     def stop_at_step_2(self, args, state, control, **kwargs):
         if state.global_step == 2:

@@ -78,8 +78,10 @@ CASES = [
     ("JOHN'S CAR IS RED AND HE'S GONE.", "JOHN CAR IS RED AND HE HAS GONE."),
     ("LET'S GO.", "LET US GO."),
     # Several in one sentence, and spaCy's own norms.
-    ("I'm sure they're right, but we can't go and it's late.",
-     "I am sure they are right, but we can not go and it is late."),
+    (
+        "I'm sure they're right, but we can't go and it's late.",
+        "I am sure they are right, but we can not go and it is late.",
+    ),
     ("He's got a car and she'd like one, wouldn't she?", "He has got a car and she would like one, would not she?"),
     ("y'all 'cause ma'am, he's goin' home.", "you all because madam, he is going home."),
     ("Tell 'em.", "Tell them."),
@@ -139,9 +141,10 @@ def test_analysis_text_keeps_offsets():
 def test_normalize_records_in_place_with_raw(nlp):
     records = [{"text_a": "I won't.", "text_b": "No.", "score": 1.0}, {"text": "It's.", "text_raw": "It is."}]
     out = list(normalize_records(iter(records), nlp, TextFields(), batch_size=1))
-    assert out == [{"text_a": "I will not.", "text_b": "No.", "score": 1.0, "text_raw_a": "I won't.",
-                    "text_raw_b": "No."},
-                   {"text": "It is.", "text_raw": "It is."}]  # an existing text_raw keeps the original
+    assert out == [
+        {"text_a": "I will not.", "text_b": "No.", "score": 1.0, "text_raw_a": "I won't.", "text_raw_b": "No."},
+        {"text": "It is.", "text_raw": "It is."},
+    ]  # an existing text_raw keeps the original
 
 
 def test_normalize_records_streams(nlp):
@@ -152,14 +155,24 @@ def test_normalize_records_streams(nlp):
 
 # CLI
 
+
 def test_cli_pairs_and_raw_fields():
-    run = sembed("normalize", input=jsonl({"text_a": "She\u2019d gone.", "text_b": "He's tall.", "score": 2.5},
-                                          {"text": "No change.", "id": 7}))
+    run = sembed(
+        "normalize",
+        input=jsonl(
+            {"text_a": "She\u2019d gone.", "text_b": "He's tall.", "score": 2.5}, {"text": "No change.", "id": 7}
+        ),
+    )
     assert run.exit_code == 0
     assert run.stderr == ""
     assert run.records == [
-        {"text_a": "She had gone.", "text_b": "He is tall.", "score": 2.5,
-         "text_raw_a": "She\u2019d gone.", "text_raw_b": "He's tall."},
+        {
+            "text_a": "She had gone.",
+            "text_b": "He is tall.",
+            "score": 2.5,
+            "text_raw_a": "She\u2019d gone.",
+            "text_raw_b": "He's tall.",
+        },
         {"text": "No change.", "id": 7, "text_raw": "No change."},
     ]
     assert "She\u2019d gone." in run.stdout  # written as UTF-8, not escaped
@@ -167,16 +180,20 @@ def test_cli_pairs_and_raw_fields():
 
 def test_cli_text_key_and_output_file(tmp_path):
     out = tmp_path / "out.jsonl"
-    run = sembed("normalize", "-k", "question", "-o", str(out),
-                 input=jsonl({"question": "Who's there?", "text": "x'y"}))
+    run = sembed(
+        "normalize", "-k", "question", "-o", str(out), input=jsonl({"question": "Who's there?", "text": "x'y"})
+    )
     assert (run.exit_code, run.stdout) == (0, "")
     assert out.read_text() == '{"question":"Who is there?","text":"x\'y","text_raw_question":"Who\'s there?"}\n'
 
 
 def test_cli_empty_text_stops_after_earlier_records(tmp_path):
     src = tmp_path / "in.jsonl"
-    src.write_text(jsonl({"text": "I'm first.", "id": 1}, {"text": "Second's.", "id": 2})
-                   + '{"text_a": "Fine.", "text_b": " "}\n' + jsonl({"text": "Never.", "id": 4}))
+    src.write_text(
+        jsonl({"text": "I'm first.", "id": 1}, {"text": "Second's.", "id": 2})
+        + '{"text_a": "Fine.", "text_b": " "}\n'
+        + jsonl({"text": "Never.", "id": 4})
+    )
     run = sembed("normalize", "-b", "1", str(src))
     assert run.exit_code == 1
     assert run.stderr == f"error: {src}:3: empty text in 'text_b'\n"

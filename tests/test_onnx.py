@@ -16,15 +16,22 @@ from conftest import ROOT, jsonl, sembed
 from sembed_cli.errors import SembedError
 from sembed_cli.models import onnx_encoder, sentence_models
 
-TEXTS = ["A man is playing a guitar.", "A woman slices an onion.", "", "x",
-         "a long text of many words " * 20]  # longer than the tiny model's 64 tokens: truncated as torch does
+TEXTS = [
+    "A man is playing a guitar.",
+    "A woman slices an onion.",
+    "",
+    "x",
+    "a long text of many words " * 20,
+]  # longer than the tiny model's 64 tokens: truncated as torch does
 HEAVY = ("torch", "transformers", "sentence_transformers", "spacy")
 # Runs `sembed ARGS` and says on stderr which heavy libraries the process imported.
-IMPORTS_PROBE = ("import atexit, sys, runpy\n"
-                 f"atexit.register(lambda: print('IMPORTED', [m for m in {HEAVY!r} if m in sys.modules], "
-                 "file=sys.stderr))\n"
-                 "sys.argv = ['sembed', *sys.argv[1:]]\n"
-                 "runpy.run_module('sembed_cli', run_name='__main__')\n")
+IMPORTS_PROBE = (
+    "import atexit, sys, runpy\n"
+    f"atexit.register(lambda: print('IMPORTED', [m for m in {HEAVY!r} if m in sys.modules], "
+    "file=sys.stderr))\n"
+    "sys.argv = ['sembed', *sys.argv[1:]]\n"
+    "runpy.run_module('sembed_cli', run_name='__main__')\n"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -55,8 +62,7 @@ def set_pooling(model: Path, modes, normalize: bool = True) -> None:
     modules = json.loads((model / "modules.json").read_text())
     modules = [m for m in modules if not m["type"].endswith("Normalize")]
     if normalize:
-        modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
-                        "type": "sentence_transformers.models.Normalize"})
+        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
     (model / "modules.json").write_text(json.dumps(modules))
 
 
@@ -76,9 +82,18 @@ def exports_counted(monkeypatch) -> list[Path]:
 # --- the same vectors -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("modes, normalize", [(["mean"], True), (["cls"], False), (["max"], True),
-                                              (["mean_sqrt_len_tokens"], False), (["weightedmean"], True),
-                                              (["lasttoken"], True), (["cls", "max", "mean"], False)])
+@pytest.mark.parametrize(
+    "modes, normalize",
+    [
+        (["mean"], True),
+        (["cls"], False),
+        (["max"], True),
+        (["mean_sqrt_len_tokens"], False),
+        (["weightedmean"], True),
+        (["lasttoken"], True),
+        (["cls", "max", "mean"], False),
+    ],
+)
 def test_fp32_onnx_gives_the_torch_vectors_for_every_pooling(model, modes, normalize, one_torch_thread):
     set_pooling(model, modes, normalize)
     vectors = onnx_encoder.load(model).encode(TEXTS, batch_size=2)
@@ -106,19 +121,21 @@ def test_int8_is_close_to_fp32_and_named_for_the_cpu(model, monkeypatch, one_tor
     assert cosines.min() > 0.95 and not np.allclose(encoder.encode(TEXTS), fp32, atol=1e-6)
 
 
-@pytest.mark.parametrize("flags, machine, isa, seven_bit", [
-    ({"avx2", "avx512f", "avx512_vnni"}, "x86_64", "avx512_vnni", True),
-    ({"avx2", "avx512f", "avx512vnni"}, "x86_64", "avx512_vnni", True),
-    ({"avx2", "avx512f"}, "x86_64", "avx512", True),
-    ({"avx2", "fma"}, "x86_64", "avx2", True),
-    (set(), "x86_64", "avx2", True),
-    (set(), "aarch64", "arm64", False),
-])
+@pytest.mark.parametrize(
+    "flags, machine, isa, seven_bit",
+    [
+        ({"avx2", "avx512f", "avx512_vnni"}, "x86_64", "avx512_vnni", True),
+        ({"avx2", "avx512f", "avx512vnni"}, "x86_64", "avx512_vnni", True),
+        ({"avx2", "avx512f"}, "x86_64", "avx512", True),
+        ({"avx2", "fma"}, "x86_64", "avx2", True),
+        (set(), "x86_64", "avx2", True),
+        (set(), "aarch64", "arm64", False),
+    ],
+)
 def test_the_int8_config_follows_the_instruction_set(flags, machine, isa, seven_bit):
     """Signed per-channel weights, 7-bit on every x86 instruction set (8-bit ones lost 0.38 on AVX-512 VNNI)."""
     assert onnx_encoder.instruction_set(flags, machine) == isa
-    assert onnx_encoder.int8_config(isa) == onnx_encoder.Int8Config("QInt8", per_channel=True,
-                                                                    reduce_range=seven_bit)
+    assert onnx_encoder.int8_config(isa) == onnx_encoder.Int8Config("QInt8", per_channel=True, reduce_range=seven_bit)
     assert onnx_encoder.file_name("int8", isa) == f"model_qint8_{isa}.onnx"
 
 
@@ -163,8 +180,11 @@ def test_a_model_that_changed_is_exported_again(model, monkeypatch, caplog):
 def quantized_weight_types(path: Path) -> set[str]:
     import onnx
 
-    return {onnx.TensorProto.DataType.Name(t.data_type) for t in onnx.load(str(path)).graph.initializer
-            if t.name.endswith("_quantized")}
+    return {
+        onnx.TensorProto.DataType.Name(t.data_type)
+        for t in onnx.load(str(path)).graph.initializer
+        if t.name.endswith("_quantized")
+    }
 
 
 def test_an_int8_export_made_with_an_earlier_config_is_rebuilt(model, monkeypatch, caplog):
@@ -221,17 +241,24 @@ def test_nowhere_to_write_is_one_clear_error(model, tmp_path, monkeypatch):
     monkeypatch.setattr(onnx_encoder, "writable", lambda folder: False)
     with pytest.raises(SembedError) as error:
         onnx_encoder.load(model)
-    assert str(error.value) == (f"cannot export the model at '{model}' to ONNX: no writable place for it "
-                                f"(hint: make the model directory or {tmp_path / 'cache'} writable (or set "
-                                "SEMBED_CACHE))")
+    assert str(error.value) == (
+        f"cannot export the model at '{model}' to ONNX: no writable place for it "
+        f"(hint: make the model directory or {tmp_path / 'cache'} writable (or set "
+        "SEMBED_CACHE))"
+    )
 
 
 def test_two_jobs_starting_together_share_one_sound_export(model, tmp_path):
     texts = tmp_path / "in.jsonl"
     texts.write_text(jsonl(*({"text": t} for t in TEXTS if t)))  # the CLI refuses an empty text
     command = [sys.executable, "-m", "sembed_cli", "embed", "-q", "--backend", "onnx", "-m", str(model), str(texts)]
-    env = {"PYTHONPATH": str(ROOT), "SEMBED_THREADS": "1", "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "PATH": "/usr/bin:/bin"}
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "SEMBED_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "PATH": "/usr/bin:/bin",
+    }
     jobs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for _ in range(2)]
     outputs = [job.communicate(timeout=300) for job in jobs]
     assert [job.returncode for job in jobs] == [0, 0], outputs[0][1] + outputs[1][1]
@@ -248,20 +275,42 @@ def test_once_exported_the_onnx_path_imports_no_torch(model, tmp_path):
     onnx_encoder.load(model)
     records = tmp_path / "in.jsonl"  # with s_cf given, component focusing needs no spaCy either
     records.write_text(jsonl({"text": "A man plays.", "s_cf": "man plays"}, {"text": "b", "s_cf": "b"}))
-    env = {"PYTHONPATH": str(ROOT), "SEMBED_THREADS": "1", "SEMBED_CACHE": str(tmp_path / "cache"),
-           "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-c", IMPORTS_PROBE, "embed", "-q", "--backend", "onnx", "--cf-weight",
-                           "0.5", "-m", str(model), str(records)], capture_output=True, text=True, env=env)
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "SEMBED_THREADS": "1",
+        "SEMBED_CACHE": str(tmp_path / "cache"),
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            IMPORTS_PROBE,
+            "embed",
+            "-q",
+            "--backend",
+            "onnx",
+            "--cf-weight",
+            "0.5",
+            "-m",
+            str(model),
+            str(records),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert "IMPORTED []" in done.stderr
     assert [len(orjson.loads(line)["embedding"]) for line in done.stdout.splitlines()] == [32, 32]
 
 
 def test_cf_weight_with_onnx_equals_torch(model, one_torch_thread):
-    records = jsonl({"text": "A man plays a guitar.", "s_cf": "man plays guitar"},
-                    {"text_a": "x y", "s_cf_a": "x", "text_b": "z", "s_cf_b": "z"})
-    onnx = sembed("embed", "--backend", "onnx", "--cf-weight", "0.3", "--keep-parts", "-m", str(model),
-                  input=records)
+    records = jsonl(
+        {"text": "A man plays a guitar.", "s_cf": "man plays guitar"},
+        {"text_a": "x y", "s_cf_a": "x", "text_b": "z", "s_cf_b": "z"},
+    )
+    onnx = sembed("embed", "--backend", "onnx", "--cf-weight", "0.3", "--keep-parts", "-m", str(model), input=records)
     torch = sembed("embed", "--cf-weight", "0.3", "--keep-parts", "-m", str(model), input=records)
     assert onnx.exit_code == torch.exit_code == 0, onnx.stderr
     for mine, theirs in zip(onnx.records, torch.records):
@@ -270,14 +319,23 @@ def test_cf_weight_with_onnx_equals_torch(model, one_torch_thread):
                 np.testing.assert_allclose(mine[key], theirs[key], atol=2e-6)
         assert mine["embedding_model"] == theirs["embedding_model"]  # the fp32 export is the same model
     first = onnx.records[0]
-    np.testing.assert_allclose(first["embedding"],
-                               np.add(first["embedding_basic"], 0.3 * np.asarray(first["embedding_cf"])), atol=1e-6)
+    np.testing.assert_allclose(
+        first["embedding"], np.add(first["embedding_basic"], 0.3 * np.asarray(first["embedding_cf"])), atol=1e-6
+    )
 
 
 def test_index_and_search_from_texts_with_onnx(model, tmp_path, one_torch_thread):
     texts = ["Springfield zoo", "Shelbyville museum", "the old mill"]
-    built = sembed("index", "--backend", "onnx", "-m", str(model), "-o", str(tmp_path / "idx"),
-                   input=jsonl(*({"id": n, "text": t} for n, t in enumerate(texts))))
+    built = sembed(
+        "index",
+        "--backend",
+        "onnx",
+        "-m",
+        str(model),
+        "-o",
+        str(tmp_path / "idx"),
+        input=jsonl(*({"id": n, "text": t} for n, t in enumerate(texts))),
+    )
     assert built.exit_code == 0, built.stderr
     settings = json.loads((tmp_path / "idx" / "sembed.json").read_text())["settings"]
     assert settings["backend"] == "onnx" and "quantization" not in settings
@@ -294,28 +352,42 @@ def test_token_attention_is_refused_in_one_line(model):
     (model / "modules.json").write_text(json.dumps(modules))
     run = sembed("embed", "--backend", "onnx", "-m", str(model), input=jsonl({"text": "a"}))
     assert run.exit_code == 1 and run.stdout == ""
-    assert run.stderr == (f"error: --backend onnx cannot run Token Attention pooling (TA-SBERT) of the model at "
-                          f"'{model}' outside torch (hint: use --backend torch for this model)\n")
+    assert run.stderr == (
+        f"error: --backend onnx cannot run Token Attention pooling (TA-SBERT) of the model at "
+        f"'{model}' outside torch (hint: use --backend torch for this model)\n"
+    )
 
 
 def test_without_the_extra_onnx_is_one_line_naming_it(model, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     run = sembed("embed", "--backend", "onnx", "-m", str(model), input=jsonl({"text": "a"}))
     assert run.exit_code == 1 and run.stdout == ""
-    assert run.stderr == ("error: --backend onnx needs onnxruntime, which is not installed (hint: pip install "
-                          "'sembed[onnx]' (onnxruntime and onnx), or use --backend torch)\n")
+    assert run.stderr == (
+        "error: --backend onnx needs onnxruntime, which is not installed (hint: pip install "
+        "'sembed[onnx]' (onnxruntime and onnx), or use --backend torch)\n"
+    )
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--quantize", "int8"], "Invalid value for '--quantize': only with --backend onnx"),
-    (["--backend", "onnx", "--device", "cuda"],
-     "Invalid value for '--device': --backend onnx runs on the CPU: use --device cpu (or auto)"),
-    (["--backend", "onnx", "--precision", "fp16"],
-     "Invalid value for '--precision': --backend onnx computes in fp32 (or int8 with --quantize int8)"),
-    (["--backend", "onnx", "--explain"], "Invalid value for '--backend': only for the sentence vectors of "
-                                         "--method model (not --words, --explain, --plain)"),
-    (["--backend", "tensorflow"], "Invalid value for '--backend'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--quantize", "int8"], "Invalid value for '--quantize': only with --backend onnx"),
+        (
+            ["--backend", "onnx", "--device", "cuda"],
+            "Invalid value for '--device': --backend onnx runs on the CPU: use --device cpu (or auto)",
+        ),
+        (
+            ["--backend", "onnx", "--precision", "fp16"],
+            "Invalid value for '--precision': --backend onnx computes in fp32 (or int8 with --quantize int8)",
+        ),
+        (
+            ["--backend", "onnx", "--explain"],
+            "Invalid value for '--backend': only for the sentence vectors of "
+            "--method model (not --words, --explain, --plain)",
+        ),
+        (["--backend", "tensorflow"], "Invalid value for '--backend'"),
+    ],
+)
 def test_usage_errors(args, message):
     run = sembed("embed", *args, input=jsonl({"text": "a"}))
     assert run.exit_code == 2 and run.stdout == ""
@@ -329,8 +401,10 @@ STSB_TEST_SPEARMAN = 82.03  # torch fp32, all-MiniLM-L6-v2 (bench/embed_speed.py
 # int8 (ONNX Runtime dynamic quantisation) as measured on each instruction set's CPU (the config and ONNX Runtime's
 # kernels both follow it); the issue's bar, checked on every CPU: within 0.3 of fp32. int8 vectors depend a little on
 # the batches (activation ranges are per batch): these are `sembed embed`'s.
-INT8_SPEARMAN = {"avx2": {"stsb": 82.24, "sick": 77.09},  # AMD EPYC, AVX2 + FMA
-                 "avx512_vnni": {"stsb": 82.25, "sick": 77.09}}  # Intel Xeon, AVX-512 VNNI
+INT8_SPEARMAN = {
+    "avx2": {"stsb": 82.24, "sick": 77.09},  # AMD EPYC, AVX2 + FMA
+    "avx512_vnni": {"stsb": 82.25, "sick": 77.09},
+}  # Intel Xeon, AVX-512 VNNI
 FP32_SPEARMAN = {"stsb": 82.03, "sick": 77.15}
 
 
@@ -350,8 +424,9 @@ def sts_pipeline(kind: str, path: Path, *embed_args: str) -> float:
 @pytest.mark.e2e
 def test_fp32_onnx_equals_torch_on_stsb_test(monkeypatch, data_dir):
     monkeypatch.delenv("SEMBED_CACHE")  # the packaged model's own onnx/ folder, reused as users reuse it
-    assert sts_pipeline("stsb", data_dir / "stsb" / "sts-test.csv", "--backend", "onnx") == \
-        pytest.approx(STSB_TEST_SPEARMAN, abs=0.01)
+    assert sts_pipeline("stsb", data_dir / "stsb" / "sts-test.csv", "--backend", "onnx") == pytest.approx(
+        STSB_TEST_SPEARMAN, abs=0.01
+    )
 
 
 @pytest.mark.e2e
@@ -382,5 +457,7 @@ def test_long_texts_with_onnx_are_counted_and_windowed_as_with_torch(model, one_
             np.testing.assert_allclose(mine["embedding"], theirs["embedding"], atol=2e-6)
     refused = sembed("embed", "--backend", "onnx", "--long-text", "error", "-m", str(model), input=records)
     assert refused.exit_code == 1 and [r["id"] for r in refused.records] == [1]
-    assert refused.stderr == ("error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
-                              "(hint: --long-text truncate or window embeds it)\n")
+    assert refused.stderr == (
+        "error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
+        "(hint: --long-text truncate or window embeds it)\n"
+    )

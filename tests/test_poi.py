@@ -17,17 +17,40 @@ from conftest import interrupt_at_call, jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
 
-from sembed_cli.text import char_tokenizer  # noqa: E402
+from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
 from sembed_cli.models.neighbour_vote import NeighbourVote  # noqa: E402
 from sembed_cli.models.taste import Taster  # noqa: E402
-from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
+from sembed_cli.text import char_tokenizer  # noqa: E402
 from sembed_cli.training.char_bert import mask_one  # noqa: E402
 from sembed_cli.training.masked_lm_loop import MLM_IGNORE  # noqa: E402
 from sembed_cli.training.poi_triplet import batch_all_triplet_loss  # noqa: E402
 
-PLACES = ["Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Bristol", "Clinton", "Salem",
-          "Madison", "Georgetown", "Arlington", "Ashland", "Burlington", "Manchester", "Milton", "Newport",
-          "Oakland", "Clayton", "Dayton", "Lexington", "Marion", "Auburn", "Hudson", "Jackson County"]
+PLACES = [
+    "Springfield",
+    "Riverside",
+    "Fairview",
+    "Franklin",
+    "Greenville",
+    "Bristol",
+    "Clinton",
+    "Salem",
+    "Madison",
+    "Georgetown",
+    "Arlington",
+    "Ashland",
+    "Burlington",
+    "Manchester",
+    "Milton",
+    "Newport",
+    "Oakland",
+    "Clayton",
+    "Dayton",
+    "Lexington",
+    "Marion",
+    "Auburn",
+    "Hudson",
+    "Jackson County",
+]
 WORDS = ["aardvark", "quixotic", "zymurgy", "blithe", "euro", "dollar", "klingon", "esperanto", "syzygy", "quorum"]
 TINY = ("--layers", "1", "--hidden", "16", "--batch-size", "32", "--device", "cpu", "-q")
 
@@ -35,16 +58,19 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def names_records() -> str:
-    return jsonl(*({"text": t, "is_poi": True, "split": "train"} for t in PLACES),
-                 *({"text": t, "is_poi": False, "split": "train"} for t in WORDS),
-                 {"text": "Kingston", "is_poi": True, "split": "test"})
+    return jsonl(
+        *({"text": t, "is_poi": True, "split": "train"} for t in PLACES),
+        *({"text": t, "is_poi": False, "split": "train"} for t in WORDS),
+        {"text": "Kingston", "is_poi": True, "split": "test"},
+    )
 
 
 @pytest.fixture(scope="module")
 def stage1(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("poi") / "stage1"
-    run = sembed("train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "-o", str(out),
-                 input=names_records())
+    run = sembed(
+        "train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "-o", str(out), input=names_records()
+    )
     assert run.exit_code == 0, run.stderr
     return out
 
@@ -52,13 +78,27 @@ def stage1(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def stage2(stage1) -> Path:
     out = stage1.parent / "stage2"
-    run = sembed("train", "--method", "poi", "--model", str(stage1), "--batch-size", "16", "--device", "cpu", "-q",
-                 "-o", str(out), input=names_records())
+    run = sembed(
+        "train",
+        "--method",
+        "poi",
+        "--model",
+        str(stage1),
+        "--batch-size",
+        "16",
+        "--device",
+        "cpu",
+        "-q",
+        "-o",
+        str(out),
+        input=names_records(),
+    )
     assert run.exit_code == 0, run.stderr
     return out
 
 
 # --- pieces ------------------------------------------------------------------------------------------------
+
 
 def test_character_tokenizer_saves_as_a_normal_tokenizer(tmp_path):
     from transformers import AutoTokenizer
@@ -66,8 +106,18 @@ def test_character_tokenizer_saves_as_a_normal_tokenizer(tmp_path):
     built = char_tokenizer.build(["São Paulo", "Köln"])
     built.save_pretrained(tmp_path)
     loaded = AutoTokenizer.from_pretrained(str(tmp_path))
-    assert loaded.convert_ids_to_tokens(loaded("Sao  paulo")["input_ids"]) == \
-        ["[CLS]", "s", "a", "o", "p", "a", "u", "l", "o", "[SEP]"]
+    assert loaded.convert_ids_to_tokens(loaded("Sao  paulo")["input_ids"]) == [
+        "[CLS]",
+        "s",
+        "a",
+        "o",
+        "p",
+        "a",
+        "u",
+        "l",
+        "o",
+        "[SEP]",
+    ]
     assert loaded.mask_token == "[MASK]" and loaded.pad_token_id == 0
 
 
@@ -91,14 +141,18 @@ def test_batch_all_triplet_loss_is_the_mean_over_positive_valid_triplets(distanc
     labels = torch.tensor([1, 1, 0, 1, 0, 0, 1])
     loss, share = batch_all_triplet_loss(embeddings, labels, 0.3, distance)
     d = pairwise_distances(embeddings, distance)
-    values = [max(0.0, (d[a, p] - d[a, n] + 0.3).item()) for a, p, n in itertools.product(range(7), repeat=3)
-              if a != p and labels[a] == labels[p] and labels[n] != labels[a]]
+    values = [
+        max(0.0, (d[a, p] - d[a, n] + 0.3).item())
+        for a, p, n in itertools.product(range(7), repeat=3)
+        if a != p and labels[a] == labels[p] and labels[n] != labels[a]
+    ]
     positive = [v for v in values if v > 1e-16]
     assert loss.item() == pytest.approx(sum(positive) / len(positive), rel=1e-5)
     assert share == pytest.approx(len(positive) / len(values))
 
 
 # --- training ----------------------------------------------------------------------------------------------
+
 
 def test_stage1_is_a_masked_lm_and_a_sentence_transformers_model(stage1):
     from sentence_transformers import SentenceTransformer
@@ -107,7 +161,7 @@ def test_stage1_is_a_masked_lm_and_a_sentence_transformers_model(stage1):
     assert AutoModelForMaskedLM.from_pretrained(str(stage1)).config.num_hidden_layers == 1
     assert AutoTokenizer.from_pretrained(str(stage1)).mask_token == "[MASK]"
     vector = SentenceTransformer(str(stage1), device="cpu").encode(["Springfield"])[0]
-    assert vector.shape == (16,) and abs(float((vector ** 2).sum()) - 1) < 1e-5
+    assert vector.shape == (16,) and abs(float((vector**2).sum()) - 1) < 1e-5
     meta = json.loads((stage1 / "sembed.json").read_text())
     assert meta["method"] == "mlm" and meta["data"]["names"] == len(PLACES) and meta["data"]["left_out"] == 11
     assert meta["settings"]["samples_per_name"] == 2 and meta["settings"]["learning_rate"] == 1e-3
@@ -130,8 +184,9 @@ def test_stage2_metadata(stage2, stage1):
 
 def test_same_seed_same_model(stage1, tmp_path):
     again = tmp_path / "again"
-    run = sembed("train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "-o", str(again),
-                 input=names_records())
+    run = sembed(
+        "train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "-o", str(again), input=names_records()
+    )
     assert run.exit_code == 0
     assert same_weights(again, stage1)
 
@@ -140,8 +195,19 @@ def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(stage
     from sembed_cli.training import char_bert
 
     out = tmp_path / "resumed"
-    args = ("train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "2", "--checkpoint-steps", "1",
-            "-o", str(out))
+    args = (
+        "train",
+        "--method",
+        "mlm",
+        "--from-scratch",
+        *TINY,
+        "--samples",
+        "2",
+        "--checkpoint-steps",
+        "1",
+        "-o",
+        str(out),
+    )
     real = interrupt_at_call(monkeypatch, char_bert, "mlm_loss", 2)
     assert sembed(*args, input=names_records()).exit_code == 130
     monkeypatch.setattr(char_bert, "mlm_loss", real)
@@ -154,19 +220,39 @@ def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(stage
 def test_usage_errors(tmp_path, stage1):
     run = sembed("train", "--method", "poi", "-o", str(tmp_path / "m"), input=names_records())
     assert run.exit_code == 2 and "poi continues a stage-1 model" in run.stderr
-    run = sembed("train", "--method", "mlm", "--from-scratch", "--distance", "cosine", "-o", str(tmp_path / "m"),
-                 input=names_records())
+    run = sembed(
+        "train",
+        "--method",
+        "mlm",
+        "--from-scratch",
+        "--distance",
+        "cosine",
+        "-o",
+        str(tmp_path / "m"),
+        input=names_records(),
+    )
     assert run.exit_code == 2 and "only for --method poi" in run.stderr
-    run = sembed("train", "--method", "poi", "--model", str(stage1), "--distance", "hamming", "-o",
-                 str(tmp_path / "m"), input=names_records())
+    run = sembed(
+        "train",
+        "--method",
+        "poi",
+        "--model",
+        str(stage1),
+        "--distance",
+        "hamming",
+        "-o",
+        str(tmp_path / "m"),
+        input=names_records(),
+    )
     assert run.exit_code == 2 and "'hamming' is not one of 'euclidean', 'cosine', 'manhattan'" in run.stderr
 
 
 def test_model_directory_is_not_overwritten_without_force(stage1):
     run = sembed("train", "--method", "mlm", "--from-scratch", *TINY, "-o", str(stage1), input=names_records())
     assert run.exit_code == 1
-    assert run.stderr.strip() == (f"error: {stage1} already exists "
-                                  "(hint: pass --force to replace it, or choose another -o)")
+    assert run.stderr.strip() == (
+        f"error: {stage1} already exists (hint: pass --force to replace it, or choose another -o)"
+    )
 
 
 def test_bad_records_name_file_and_line(tmp_path):
@@ -179,6 +265,7 @@ def test_bad_records_name_file_and_line(tmp_path):
 
 
 # --- taste -------------------------------------------------------------------------------------------------
+
 
 def test_batched_taste_equals_one_masked_copy_at_a_time(stage2):
     model, tokenizer = load_masked_lm(str(stage2))
@@ -201,7 +288,7 @@ def test_taste_prob_is_the_geometric_mean_probability_of_the_true_characters(sta
             logits = model(input_ids=masked).logits[0, position]
             log_probabilities.append(float(logits.log_softmax(-1)[ids[0, position]]))
     expected = float(torch.tensor(log_probabilities).mean().exp())
-    taste, = Taster(model, tokenizer).taste([name])
+    (taste,) = Taster(model, tokenizer).taste([name])
     assert taste.length == 5 and taste.probability == pytest.approx(expected, rel=1e-5)
     assert 0.0 < taste.probability < 1.0
 
@@ -217,18 +304,34 @@ def test_bf16_taste_runs_the_head_in_fp32(stage2):
     exact = Taster(*load_masked_lm(str(stage2)), top_k=3).taste(names)
     hits = [(t.hits, t.length) for t in taster.taste(names)]
     assert sum(a == (b.hits, b.length) for a, b in zip(hits, exact)) >= 8  # bf16's rounding may flip a near tie
-    run = sembed("taste", "-q", "-m", str(stage2), "--device", "cpu", "--precision", "fp16",
-                 input=jsonl({"text": "Oslo"}))
+    run = sembed(
+        "taste", "-q", "-m", str(stage2), "--device", "cpu", "--precision", "fp16", input=jsonl({"text": "Oslo"})
+    )
     assert run.exit_code == 1 and "--precision fp16 needs CUDA" in run.stderr
 
 
 def test_taste_writes_its_fields_and_keeps_the_gold_label(stage2):
-    run = sembed("taste", "-q", "-m", str(stage2), "--device", "cpu",
-                 input=jsonl({"id": 1, "text": "Springfield", "is_poi": True}, {"id": 2, "text": "Paris"}))
+    run = sembed(
+        "taste",
+        "-q",
+        "-m",
+        str(stage2),
+        "--device",
+        "cpu",
+        input=jsonl({"id": 1, "text": "Springfield", "is_poi": True}, {"id": 2, "text": "Paris"}),
+    )
     assert run.exit_code == 0, run.stderr
     first, second = run.records
-    assert list(first) == ["id", "text", "is_poi_gold", "taste_score", "taste_prob", "taste_hits", "taste_length",
-                           "is_poi"]
+    assert list(first) == [
+        "id",
+        "text",
+        "is_poi_gold",
+        "taste_score",
+        "taste_prob",
+        "taste_hits",
+        "taste_length",
+        "is_poi",
+    ]
     assert first["taste_length"] == 11 and first["taste_score"] == round(first["taste_hits"] / 11, 6)
     assert 0.0 < first["taste_prob"] < 1.0
     assert first["is_poi"] == (first["taste_score"] >= 0.5)
@@ -250,6 +353,7 @@ def test_taste_errors(stage2, tmp_path):
 
 
 # --- eval poi ------------------------------------------------------------------------------------------------
+
 
 def test_paired_f_difference_is_the_difference_of_f05_with_an_interval_around_it():
     import numpy as np
@@ -275,17 +379,41 @@ def scored(*rows) -> str:
 
 
 def test_eval_poi_precision_recall_f05():
-    run = sembed("eval", "poi", "-q", input=scored((0.9, True, "test"), (0.6, False, "test"), (0.4, True, "test"),
-                                                   (0.2, False, "test")))
+    run = sembed(
+        "eval",
+        "poi",
+        "-q",
+        input=scored((0.9, True, "test"), (0.6, False, "test"), (0.4, True, "test"), (0.2, False, "test")),
+    )
     assert run.exit_code == 0, run.stderr
     report = run.records[0]
-    assert report == {"score": "taste_score", "threshold": 0.5, "n": 4, "tp": 1, "fp": 1, "fn": 1, "tn": 1,
-                      "precision": 0.5, "recall": 0.5, "f0_5": 0.5, "accuracy": 0.5}
+    assert report == {
+        "score": "taste_score",
+        "threshold": 0.5,
+        "n": 4,
+        "tp": 1,
+        "fp": 1,
+        "fn": 1,
+        "tn": 1,
+        "precision": 0.5,
+        "recall": 0.5,
+        "f0_5": 0.5,
+        "accuracy": 0.5,
+    }
 
 
 def test_eval_poi_tunes_the_threshold_on_dev_and_reports_test():
-    rows = [(0.9, True, "dev"), (0.8, True, "dev"), (0.7, False, "dev"), (0.6, False, "dev"), (0.5, True, "dev"),
-            (0.95, True, "test"), (0.75, False, "test"), (0.85, True, "test"), (0.3, False, "test")]
+    rows = [
+        (0.9, True, "dev"),
+        (0.8, True, "dev"),
+        (0.7, False, "dev"),
+        (0.6, False, "dev"),
+        (0.5, True, "dev"),
+        (0.95, True, "test"),
+        (0.75, False, "test"),
+        (0.85, True, "test"),
+        (0.3, False, "test"),
+    ]
     run = sembed("eval", "poi", "-q", "--tune-split", "dev", "--test-split", "test", input=scored(*rows))
     report = run.records[0]
     assert report["tuned_threshold"] == 0.8  # dev: P 1, R 2/3 -> F0.5 0.909, the best
@@ -301,6 +429,7 @@ def test_eval_poi_bad_gold():
 
 
 # --- lookup and the k-NN vote (issue 15) -------------------------------------------------------------------------
+
 
 def test_name_variants_are_the_edits_a_user_makes():
     import random
@@ -338,9 +467,12 @@ def test_spelling_reranker_moves_one_edit_and_all_words_up():
 
     names = ["Springdale", "Springfield", "Palm Springs", "Springs"]
     reranker = SpellingReranker(names.__getitem__, len(names))
-    scores, rows = reranker.rerank(["Springfeild", "Palm", None],
-                                   np.array([[0.9, 0.8, 0.1, 0.0], [0.5, 0.45, 0.4, 0.0], [0.9, 0.8, 0.1, 0.0]]),
-                                   np.array([[0, 1, 2, -1]] * 3), 2)
+    scores, rows = reranker.rerank(
+        ["Springfeild", "Palm", None],
+        np.array([[0.9, 0.8, 0.1, 0.0], [0.5, 0.45, 0.4, 0.0], [0.9, 0.8, 0.1, 0.0]]),
+        np.array([[0, 1, 2, -1]] * 3),
+        2,
+    )
     assert rows.tolist() == [[1, 0], [2, 0], [0, 1]]  # a query given as a vector keeps the FAISS order
     assert scores[0, 0] == np.float32(0.8 + 0.3)
 
@@ -371,8 +503,16 @@ def test_a_word_the_name_lacks_costs_it_by_how_common_the_word_is_among_the_name
 
     from sembed_cli.models.poi_lookup import LEFT_OUT_WEIGHT, NameWords, SpellingReranker
 
-    names = ["Springfield", "Carson City", "Quezon City", "Mexico City", "Salt Lake City", "Springfield Township",
-             "Oakland", "Dayton"]
+    names = [
+        "Springfield",
+        "Carson City",
+        "Quezon City",
+        "Mexico City",
+        "Salt Lake City",
+        "Springfield Township",
+        "Oakland",
+        "Dayton",
+    ]
     words = NameWords([name.lower() for name in names])
     idf = {w: math.log(9 / (1 + df)) + 1 for w, df in (("springfield", 2), ("city", 4), ("oakland", 1))}
     rows, share, left_out = words.matching(["springfield", "city"])
@@ -384,19 +524,39 @@ def test_a_word_the_name_lacks_costs_it_by_how_common_the_word_is_among_the_name
     assert share[0] == pytest.approx(idf["springfield"] / (idf["springfield"] + idf["oakland"]))
     assert share[0] < 0.5 < idf["springfield"] / total
     rows, share, _ = words.matching(["springfield", "62704"])  # a word in no name: the largest IDF, log(1 + n) + 1
-    assert rows.tolist() == [0, 5] and share[0] == pytest.approx(idf["springfield"] / (idf["springfield"]
-                                                                                      + math.log(9) + 1))
-    cities = names + [f"{town} City" for town in ("Iowa", "Kansas", "Ocean", "Union", "Garden", "Bay", "Cedar",
-                                                  "Dodge", "Falls", "Lake", "Rapid", "Sioux", "Traverse", "Vatican")]
+    assert rows.tolist() == [0, 5] and share[0] == pytest.approx(
+        idf["springfield"] / (idf["springfield"] + math.log(9) + 1)
+    )
+    cities = names + [
+        f"{town} City"
+        for town in (
+            "Iowa",
+            "Kansas",
+            "Ocean",
+            "Union",
+            "Garden",
+            "Bay",
+            "Cedar",
+            "Dodge",
+            "Falls",
+            "Lake",
+            "Rapid",
+            "Sioux",
+            "Traverse",
+            "Vatican",
+        )
+    ]
     reranker = SpellingReranker(cities.__getitem__, len(cities))
     # FAISS found other cities first; Springfield joins at the lowest cosine and comes first, Springfield Township next
-    scores, rows = reranker.rerank(["Springfield City", "City of Springfield"], np.array([[0.7, 0.65, 0.6]] * 2),
-                                   np.array([[1, 2, 6]] * 2), 3)
+    scores, rows = reranker.rerank(
+        ["Springfield City", "City of Springfield"], np.array([[0.7, 0.65, 0.6]] * 2), np.array([[1, 2, 6]] * 2), 3
+    )
     assert rows[:, :2].tolist() == [[0, 5]] * 2
     words = NameWords([name.lower() for name in cities])
     rows, share, left_out = words.matching(["springfield", "city"])
-    assert scores[0, :2] == pytest.approx([0.6 + share[0], 0.6 + share[5] * (1 - LEFT_OUT_WEIGHT * left_out[5])],
-                                          abs=1e-6)
+    assert scores[0, :2] == pytest.approx(
+        [0.6 + share[0], 0.6 + share[5] * (1 - LEFT_OUT_WEIGHT * left_out[5])], abs=1e-6
+    )
     assert reranker.rerank(["Mexico City"], np.array([[0.6, 0.5]]), np.array([[0, 1]]), 1)[1].tolist() == [[3]]
 
 
@@ -416,9 +576,16 @@ def test_place_words_read_punctuation_and_abbreviations_as_people_type_them():
     assert place_words("st. john's") == place_words("saint johns") == ["saint", "johns"]
     assert place_words("sankt gallen") == place_words("st gallen") == ["saint", "gallen"]
     assert place_words("winston-salem") == ["winston", "salem"] and place_words("mt. ft. ste. x") == [
-        "mount", "fort", "sainte", "x"]
+        "mount",
+        "fort",
+        "sainte",
+        "x",
+    ]
     assert place_words("bozen / bolzano") == ["bozen", "bolzano"] and place_words("ra\u2019s al khaymah") == [
-        "ras", "al", "khaymah"]
+        "ras",
+        "al",
+        "khaymah",
+    ]
 
 
 def test_spelling_reranker_finds_a_name_however_its_words_are_written_or_ordered():
@@ -430,8 +597,15 @@ def test_spelling_reranker_finds_a_name_however_its_words_are_written_or_ordered
     reranker = SpellingReranker(names.__getitem__, len(names))
     queries = ["saint louis", "Louis St", "st paul", "Mt Vernon", "Vernon Mount", "ft. worth", "FORT WORTH"]
     _, rows = reranker.rerank(queries, np.array([[0.9, 0.8]] * len(queries)), np.array([[1, 6]] * len(queries)), 1)
-    assert [names[row] for row in rows[:, 0]] == ["St. Louis", "St. Louis", "Saint-Paul", "Mount Vernon",
-                                                   "Mount Vernon", "Fort Worth", "Fort Worth"]
+    assert [names[row] for row in rows[:, 0]] == [
+        "St. Louis",
+        "St. Louis",
+        "Saint-Paul",
+        "Mount Vernon",
+        "Mount Vernon",
+        "Fort Worth",
+        "Fort Worth",
+    ]
 
 
 def test_the_vote_weighs_each_neighbour_by_its_cosine_to_the_power_p():
@@ -456,7 +630,7 @@ def test_the_vote_weighs_each_neighbour_by_its_cosine_to_the_power_p():
         return NeighbourVote(Index(), Encoder(), k, power).vote(["Salem"])[0]
 
     assert vote(4, 1.0) == pytest.approx(0.9 / 1.5, abs=1e-6)
-    assert vote(4, 4.0) == pytest.approx(0.9 ** 4 / (0.9 ** 4 + 0.6 ** 4), abs=1e-6)
+    assert vote(4, 4.0) == pytest.approx(0.9**4 / (0.9**4 + 0.6**4), abs=1e-6)
     assert vote(4, 0.0) == pytest.approx(2 / 3, abs=1e-6)  # a plain count of the three found, the negative included
     assert vote(1, 4.0) == pytest.approx(1.0, abs=1e-6)
 
@@ -478,8 +652,9 @@ def test_the_baseline_finds_exact_nearest_names_best_first_and_classifies(monkey
     assert order.tolist() == np.argsort(-exact, axis=1, kind="stable")[:, :3].tolist()
     assert np.allclose(top, np.sort(exact, axis=1)[:, ::-1][:, :3])
     assert [names[row[0]] for row in order] == ["Springfield", "Greenville", "Butterfly"]
-    train = [{"text": t, "is_poi": True} for t in ("Springfield", "Fairfield", "Greenville", "Riverside")] + \
-            [{"text": t, "is_poi": False} for t in ("butterfly", "window", "happiness", "quickly")]
+    train = [{"text": t, "is_poi": True} for t in ("Springfield", "Fairfield", "Greenville", "Riverside")] + [
+        {"text": t, "is_poi": False} for t in ("butterfly", "window", "happiness", "quickly")
+    ]
     place, word = classifier(train)(["Springville", "flutterby"])
     assert place > 0.5 > word
 
@@ -487,8 +662,25 @@ def test_the_baseline_finds_exact_nearest_names_best_first_and_classifies(monkey
 @pytest.fixture(scope="module")
 def lookup_model(stage1) -> Path:
     out = stage1.parent / "lookup"
-    run = sembed("train", "--method", "poi", "--model", str(stage1), "--batch-size", "16", "--device", "cpu", "-q",
-                 "--variants", "1", "--ngram-weight", "0.7", "-o", str(out), input=names_records())
+    run = sembed(
+        "train",
+        "--method",
+        "poi",
+        "--model",
+        str(stage1),
+        "--batch-size",
+        "16",
+        "--device",
+        "cpu",
+        "-q",
+        "--variants",
+        "1",
+        "--ngram-weight",
+        "0.7",
+        "-o",
+        str(out),
+        input=names_records(),
+    )
     assert run.exit_code == 0, run.stderr
     return out
 
@@ -506,34 +698,96 @@ def test_lookup_model_writes_the_stage2_embedding_beside_the_ngrams(lookup_model
 
 def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp_path):
     places = tmp_path / "places"
-    run = sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(places),
-                 input=jsonl(*({"text": t, "is_poi": True} for t in PLACES)))
+    run = sembed(
+        "index",
+        "-q",
+        "-m",
+        str(lookup_model),
+        "--device",
+        "cpu",
+        "-o",
+        str(places),
+        input=jsonl(*({"text": t, "is_poi": True} for t in PLACES)),
+    )
     assert run.exit_code == 0, run.stderr
-    run = sembed("search", "-q", "--index", str(places), "--spelling", "--k", "3", "--device", "cpu",
-                 input=jsonl({"text": "Springfeild"}, {"text": "Jackson"}, {"text": "Springfield City"}))
+    run = sembed(
+        "search",
+        "-q",
+        "--index",
+        str(places),
+        "--spelling",
+        "--k",
+        "3",
+        "--device",
+        "cpu",
+        input=jsonl({"text": "Springfeild"}, {"text": "Jackson"}, {"text": "Springfield City"}),
+    )
     assert run.exit_code == 0, run.stderr
     assert [r["neighbors"][0]["text"] for r in run.records] == ["Springfield", "Jackson County", "Springfield"]
     labelled = tmp_path / "labelled"
-    assert sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(labelled),
-                  input=names_records()).exit_code == 0
-    run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(labelled), "--vote-k", "3",
-                 "--device", "cpu", input=jsonl({"text": "Springfield Township"}, {"text": "quixotically"}))
+    assert (
+        sembed(
+            "index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(labelled), input=names_records()
+        ).exit_code
+        == 0
+    )
+    run = sembed(
+        "taste",
+        "-q",
+        "-m",
+        str(lookup_model),
+        "--neighbours",
+        str(labelled),
+        "--vote-k",
+        "3",
+        "--device",
+        "cpu",
+        input=jsonl({"text": "Springfield Township"}, {"text": "quixotically"}),
+    )
     assert run.exit_code == 0, run.stderr
     assert (labelled / "ngram-classifier.npz").is_file() and not (places / "ngram-classifier.npz").exists()
     city, word = run.records
-    assert list(city) == ["text", "taste_score", "taste_prob", "taste_hits", "taste_length", "poi_vote", "poi_ngram",
-                          "poi_score", "is_poi"]
+    assert list(city) == [
+        "text",
+        "taste_score",
+        "taste_prob",
+        "taste_hits",
+        "taste_length",
+        "poi_vote",
+        "poi_ngram",
+        "poi_score",
+        "is_poi",
+    ]
     assert city["is_poi"] and city["poi_vote"] > 0.5 and not word["is_poi"] and word["poi_vote"] < 0.5
     for record in (city, word):  # the default mix with one index: 0.3 of the vote, 0.7 of the regression
         assert record["poi_score"] == pytest.approx(0.3 * record["poi_vote"] + 0.7 * record["poi_ngram"], abs=2e-6)
     assert city["poi_ngram"] > word["poi_ngram"]
     (labelled / "ngram-classifier.npz").unlink()  # an index built before the regression: taste fits it itself
-    again = sembed("taste", "-m", str(lookup_model), "--neighbours", str(labelled), "--vote-k", "3",
-                   "--device", "cpu", input=jsonl({"text": "Springfield Township"}, {"text": "quixotically"}))
+    again = sembed(
+        "taste",
+        "-m",
+        str(lookup_model),
+        "--neighbours",
+        str(labelled),
+        "--vote-k",
+        "3",
+        "--device",
+        "cpu",
+        input=jsonl({"text": "Springfield Township"}, {"text": "quixotically"}),
+    )
     assert again.exit_code == 0 and again.records == run.records
     assert "fitting the n-gram regression on the 35 labelled names" in again.stderr
-    run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(places), "--device", "cpu",
-                 input=jsonl({"text": "Salem"}))
+    run = sembed(
+        "taste",
+        "-q",
+        "-m",
+        str(lookup_model),
+        "--neighbours",
+        str(places),
+        "--device",
+        "cpu",
+        input=jsonl({"text": "Salem"}),
+    )
     assert run.exit_code == 1 and "holds names of one kind only: telling POI names from others needs both" in run.stderr
 
 
@@ -545,29 +799,65 @@ def test_the_lookup_finds_each_kind_of_query_a_user_types(lookup_model, tmp_path
 
     from conftest import ROOT
 
-    names = PLACES + ["Mosman Park", "São Tomé", "Saint Paul", "Mt. Edward", "Winston-Salem", "Ocean County",
-                      "Kings Canyon", "Sankt Gallen", "Ciudad Juárez", "Fort Worth", "Lake Pleasant", "Ohio"]
+    names = PLACES + [
+        "Mosman Park",
+        "São Tomé",
+        "Saint Paul",
+        "Mt. Edward",
+        "Winston-Salem",
+        "Ocean County",
+        "Kings Canyon",
+        "Sankt Gallen",
+        "Ciudad Juárez",
+        "Fort Worth",
+        "Lake Pleasant",
+        "Ohio",
+    ]
     places = tmp_path / "places"
-    records = "".join(json.dumps({"id": i, "text": t, "source": "us_state" if t == "Ohio" else "city"}) + "\n"
-                      for i, t in enumerate(names))
-    assert sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(places),
-                  input=records).exit_code == 0
+    records = "".join(
+        json.dumps({"id": i, "text": t, "source": "us_state" if t == "Ohio" else "city"}) + "\n"
+        for i, t in enumerate(names)
+    )
+    assert (
+        sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(places), input=records).exit_code
+        == 0
+    )
     report = [sys.executable, str(ROOT / "examples" / "poi_report.py")]
     queries = tmp_path / "queries.jsonl"
-    queries.write_text(subprocess.run(report + ["perturb", "80", "1"], input=records, capture_output=True, text=True,
-                                      check=True).stdout)
+    queries.write_text(
+        subprocess.run(
+            report + ["perturb", "80", "1"], input=records, capture_output=True, text=True, check=True
+        ).stdout
+    )
     run = sembed("search", "-q", "--index", str(places), "--spelling", "--k", "10", "--device", "cpu", str(queries))
     assert run.exit_code == 0, run.stderr
     firsts = {}
     for record in run.records:
         firsts.setdefault(record["perturbation"], []).append(record["neighbors"][0]["text"] == record["target"])
     assert {kind: all(hits) for kind, hits in firsts.items()} == dict.fromkeys(
-        ("typo", "missing word", "dropped suffix", "word added", "word order", "accents dropped",
-         "case and punctuation", "abbreviation"), True)
-    recall = subprocess.run(report + ["recall"], input="".join(json.dumps(r) + "\n" for r in run.records),
-                            capture_output=True, text=True, check=True)
+        (
+            "typo",
+            "missing word",
+            "dropped suffix",
+            "word added",
+            "word order",
+            "accents dropped",
+            "case and punctuation",
+            "abbreviation",
+        ),
+        True,
+    )
+    recall = subprocess.run(
+        report + ["recall"],
+        input="".join(json.dumps(r) + "\n" for r in run.records),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert {kind: m["recall_at_10"] for kind, m in json.loads(recall.stdout).items()} == {
-        "all": 1.0, **dict.fromkeys(firsts, 1.0)}
+        "all": 1.0,
+        **dict.fromkeys(firsts, 1.0),
+    }
 
 
 def test_a_second_index_of_the_same_names_adds_its_vote(lookup_model, tmp_path):
@@ -581,8 +871,9 @@ def test_a_second_index_of_the_same_names_adds_its_vote(lookup_model, tmp_path):
 
     def taste(*directories):
         options = [option for directory in directories for option in ("--neighbours", str(directory))]
-        run = sembed("taste", "-q", "-m", str(lookup_model), *options, "--vote-k", "3", "--device", "cpu",
-                     input=queries)
+        run = sembed(
+            "taste", "-q", "-m", str(lookup_model), *options, "--vote-k", "3", "--device", "cpu", input=queries
+        )
         assert run.exit_code == 0, run.stderr
         return run.records
 
@@ -593,8 +884,19 @@ def test_a_second_index_of_the_same_names_adds_its_vote(lookup_model, tmp_path):
         assert b["poi_score"] == pytest.approx(0.5 * b["poi_vote"] + 0.5 * b["poi_ngram"], abs=2e-6)
     assert [r["poi_vote"] for r in words] != [r["poi_vote"] for r in alone]  # another model's neighbours
     assert both[0]["is_poi"] and not both[1]["is_poi"]
-    run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(indexes["words"]), "--neighbours",
-                 str(tmp_path / "." / "words"), "--device", "cpu", input=queries)
+    run = sembed(
+        "taste",
+        "-q",
+        "-m",
+        str(lookup_model),
+        "--neighbours",
+        str(indexes["words"]),
+        "--neighbours",
+        str(tmp_path / "." / "words"),
+        "--device",
+        "cpu",
+        input=queries,
+    )
     assert run.exit_code == 2 and "the same index twice" in run.stderr and run.stdout == ""
 
 
@@ -604,16 +906,37 @@ def test_a_vote_embeds_names_as_its_index_was_embedded(lookup_model, tmp_path):
     finds on that backend, not on torch's."""
     import numpy as np
 
-    from sembed_cli.models.neighbour_vote import DEFAULT_VOTE_POWER
-    from sembed_cli.models.neighbour_vote import weighted_share
+    from sembed_cli.models.neighbour_vote import DEFAULT_VOTE_POWER, weighted_share
 
     words = tmp_path / "words"
-    run = sembed("index", "-q", "-m", "all-MiniLM-L6-v2", "--backend", "onnx", "--quantize", "int8", "-o",
-                 str(words), input=names_records())
+    run = sembed(
+        "index",
+        "-q",
+        "-m",
+        "all-MiniLM-L6-v2",
+        "--backend",
+        "onnx",
+        "--quantize",
+        "int8",
+        "-o",
+        str(words),
+        input=names_records(),
+    )
     assert run.exit_code == 0, run.stderr
     queries = jsonl(*({"text": t} for t in ("Springfield Township", "quixotically", "Salem Harbor", "blithely")))
-    run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(words), "--vote-k", "5", "--device",
-                 "cpu", input=queries)
+    run = sembed(
+        "taste",
+        "-q",
+        "-m",
+        str(lookup_model),
+        "--neighbours",
+        str(words),
+        "--vote-k",
+        "5",
+        "--device",
+        "cpu",
+        input=queries,
+    )
     assert run.exit_code == 0, run.stderr
     tasted = [r["poi_vote"] for r in run.records]
 
@@ -632,18 +955,49 @@ def test_a_vote_embeds_names_as_its_index_was_embedded(lookup_model, tmp_path):
 
 def test_lookup_bad_input_keeps_the_record_stream_errors(lookup_model, tmp_path):
     places = tmp_path / "places"
-    assert sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(places),
-                  input=jsonl(*({"text": t} for t in PLACES))).exit_code == 0
-    run = sembed("search", "-q", "--index", str(places), "--spelling", "--device", "cpu",
-                 input=jsonl({"text": "?!..."}, {"text": "Salem " * 1700}, {"text": ""}))
+    assert (
+        sembed(
+            "index",
+            "-q",
+            "-m",
+            str(lookup_model),
+            "--device",
+            "cpu",
+            "-o",
+            str(places),
+            input=jsonl(*({"text": t} for t in PLACES)),
+        ).exit_code
+        == 0
+    )
+    run = sembed(
+        "search",
+        "-q",
+        "--index",
+        str(places),
+        "--spelling",
+        "--device",
+        "cpu",
+        input=jsonl({"text": "?!..."}, {"text": "Salem " * 1700}, {"text": ""}),
+    )
     assert run.exit_code == 1 and len(run.records) == 2  # punctuation and 10,000 characters are searched
-    assert run.stderr == ("warning: 1 text(s) longer than the model's 48-token window were truncated to it "
-                          "(--long-text window embeds them whole, error refuses them)\n"
-                          "error: <stdin>:3: empty text in 'text'\n")
+    assert run.stderr == (
+        "warning: 1 text(s) longer than the model's 48-token window were truncated to it "
+        "(--long-text window embeds them whole, error refuses them)\n"
+        "error: <stdin>:3: empty text in 'text'\n"
+    )
     run = sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(tmp_path / "empty"), input="")
     assert run.exit_code == 1 and run.stderr.strip() == "error: no records to index in <stdin>"
-    run = sembed("taste", "-q", "-m", str(lookup_model), "--neighbours", str(places), "--device", "cpu",
-                 input=jsonl({"text": "Salem"}))
+    run = sembed(
+        "taste",
+        "-q",
+        "-m",
+        str(lookup_model),
+        "--neighbours",
+        str(places),
+        "--device",
+        "cpu",
+        input=jsonl({"text": "Salem"}),
+    )
     assert run.exit_code == 1 and "is not of labelled names" in run.stderr
 
 
@@ -687,41 +1041,79 @@ def test_lookup_model_has_no_token_attention_to_explain(lookup_model):
     run = sembed("embed", "--explain", "--model", str(lookup_model), "--device", "cpu", input=jsonl({"text": "Salem"}))
     assert run.exit_code == 1 and run.stderr == (
         f"error: the model at '{lookup_model}' has no Token Attention pooling (hint: --explain and --plain need a "
-        "model that `sembed train --method ta` wrote)\n")
+        "model that `sembed train --method ta` wrote)\n"
+    )
 
 
 def test_wordpiece_stage1_learns_pieces_of_the_names_and_tastes_them(tmp_path):
     out = tmp_path / "wordpiece"
-    run = sembed("train", "--method", "mlm", "--from-scratch", "--vocab", "wordpiece", "--vocab-size", "120", *TINY,
-                 "--samples", "2", "-o", str(out), input=names_records())
+    run = sembed(
+        "train",
+        "--method",
+        "mlm",
+        "--from-scratch",
+        "--vocab",
+        "wordpiece",
+        "--vocab-size",
+        "120",
+        *TINY,
+        "--samples",
+        "2",
+        "-o",
+        str(out),
+        input=names_records(),
+    )
     assert run.exit_code == 0, run.stderr
     model, tokenizer = load_masked_lm(str(out))
     assert 40 < len(tokenizer) <= 120 and tokenizer.convert_ids_to_tokens([0, 1, 2, 3, 4]) == [
-        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+    ]
     pieces = tokenizer.tokenize("Springfield")
     assert "".join(p.removeprefix("##") for p in pieces) == "springfield" and len(pieces) < len("springfield")
-    taste, = Taster(model, tokenizer).taste(["Springfield"])
+    (taste,) = Taster(model, tokenizer).taste(["Springfield"])
     assert taste.length == len(pieces)
     assert json.loads((out / "sembed.json").read_text())["settings"]["tokenizer"].startswith("wordpiece, at most 120")
-    run = sembed("train", "--method", "mlm", "--from-scratch", "--vocab-size", "120", *TINY, "-o",
-                 str(tmp_path / "x"), input=names_records())
+    run = sembed(
+        "train",
+        "--method",
+        "mlm",
+        "--from-scratch",
+        "--vocab-size",
+        "120",
+        *TINY,
+        "-o",
+        str(tmp_path / "x"),
+        input=names_records(),
+    )
     assert run.exit_code == 2 and "only with --vocab wordpiece" in run.stderr
 
 
 def test_taste_stream_votes_with_the_labelled_index_without_the_cli(lookup_model, tmp_path):
     """models.taste.taste_stream, the function `sembed taste` calls, and the vote's settings, tested alone."""
     from sembed_cli.io import StreamOptions, TextFields
-    from sembed_cli.models.neighbour_vote import (DEFAULT_VOTE_K, VoteSettings, default_vote_weight,
-                                                  opened_identification)
+    from sembed_cli.models.neighbour_vote import (
+        DEFAULT_VOTE_K,
+        VoteSettings,
+        default_vote_weight,
+        opened_identification,
+    )
     from sembed_cli.models.taste import TasteSettings, taste_stream
 
     assert VoteSettings().k == DEFAULT_VOTE_K and VoteSettings().weight is None
     assert default_vote_weight(1) == 0.3 and default_vote_weight(2) == 0.5
     labelled = tmp_path / "labelled"
-    assert sembed("index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(labelled),
-                  input=names_records()).exit_code == 0
+    assert (
+        sembed(
+            "index", "-q", "-m", str(lookup_model), "--device", "cpu", "-o", str(labelled), input=names_records()
+        ).exit_code
+        == 0
+    )
     with opened_identification([labelled], "cpu", VoteSettings(k=3, weight=1.0)) as identification:
-        (vote, ngram, score), = identification.judge(["Springfield Township"])
+        ((vote, ngram, score),) = identification.judge(["Springfield Township"])
         assert score == vote and vote > 0.5 and 0.0 <= ngram <= 1.0
     source, out = tmp_path / "names.jsonl", tmp_path / "tasted.jsonl"
     source.write_text(jsonl({"text": "Springfield Township"}, {"text": "quixotically"}))

@@ -15,17 +15,31 @@ def test_auto_on_the_cpu_takes_bf16_only_where_native_and_checked(monkeypatch, n
 
 def test_auto_on_cuda_is_fp16_and_every_precision_is_allowed_there():
     assert precision.resolve("auto", "cuda", cpu_bf16=False) == "fp16"
-    assert [precision.resolve(p, "cuda:1", cpu_bf16=False) for p in ("fp32", "fp16", "bf16")] == ["fp32", "fp16",
-                                                                                                   "bf16"]
+    assert [precision.resolve(p, "cuda:1", cpu_bf16=False) for p in ("fp32", "fp16", "bf16")] == [
+        "fp32",
+        "fp16",
+        "bf16",
+    ]
 
 
-@pytest.mark.parametrize("wanted, cpu_bf16, message, hint", [
-    ("fp16", True, "--precision fp16 needs CUDA; on the CPU this command runs in fp32 or bf16",
-     "use --precision auto, fp32 or bf16"),
-    ("bf16", False, "--precision bf16 needs CUDA; on the CPU this command runs in fp32",
-     "use --precision auto or fp32"),
-    ("int8", True, "unknown precision 'int8'", "use auto, fp32, fp16, bf16"),
-])
+@pytest.mark.parametrize(
+    "wanted, cpu_bf16, message, hint",
+    [
+        (
+            "fp16",
+            True,
+            "--precision fp16 needs CUDA; on the CPU this command runs in fp32 or bf16",
+            "use --precision auto, fp32 or bf16",
+        ),
+        (
+            "bf16",
+            False,
+            "--precision bf16 needs CUDA; on the CPU this command runs in fp32",
+            "use --precision auto or fp32",
+        ),
+        ("int8", True, "unknown precision 'int8'", "use auto, fp32, fp16, bf16"),
+    ],
+)
 def test_refused_precisions_say_what_is_allowed(wanted, cpu_bf16, message, hint):
     with pytest.raises(SembedError) as caught:
         precision.resolve(wanted, "cpu", cpu_bf16=cpu_bf16)

@@ -33,10 +33,20 @@ def environment() -> dict:
 
 def start(*args: str, stdout=subprocess.PIPE, code: str | None = None) -> subprocess.Popen:
     """`sembed ARGS` in a new process, stdin a pipe the test feeds; `code` runs first (to slow a step down)."""
-    command = [sys.executable, "-c", f"{code or ''}\nimport sys\nfrom sembed_cli.main import run\n"
-                                     f"sys.argv = ['sembed', *{list(args)!r}]\nrun()"]
-    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.PIPE,
-                            env=environment(), cwd=ROOT, preexec_fn=default_dispositions)
+    command = [
+        sys.executable,
+        "-c",
+        f"{code or ''}\nimport sys\nfrom sembed_cli.main import run\nsys.argv = ['sembed', *{list(args)!r}]\nrun()",
+    ]
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env=environment(),
+        cwd=ROOT,
+        preexec_fn=default_dispositions,
+    )
 
 
 def default_dispositions() -> None:
@@ -64,11 +74,14 @@ def leftovers(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
 
 
-@pytest.mark.parametrize("signum, status, message", [
-    (signal.SIGTERM, 143, "error: interrupted by SIGTERM"),
-    (signal.SIGHUP, 129, "error: interrupted by SIGHUP"),
-    (signal.SIGINT, 130, "error: interrupted"),
-])
+@pytest.mark.parametrize(
+    "signum, status, message",
+    [
+        (signal.SIGTERM, 143, "error: interrupted by SIGTERM"),
+        (signal.SIGHUP, 129, "error: interrupted by SIGHUP"),
+        (signal.SIGINT, 130, "error: interrupted"),
+    ],
+)
 def test_embed_keeps_every_finished_batch_and_its_npy_rows(tiny_model, tmp_path, signum, status, message):
     out, matrix = tmp_path / "out.jsonl", tmp_path / "vectors.npy"
     with open(out, "wb") as sink:
@@ -103,8 +116,19 @@ char_bert.mlm_loss = slow
 
 
 def test_training_stopped_by_sigterm_saves_a_checkpoint_that_resume_continues(tmp_path):
-    args = ("train", "--method", "mlm", "--from-scratch", *TINY, "--samples", "4", "--epochs", "3",
-            "--checkpoint-steps", "0")
+    args = (
+        "train",
+        "--method",
+        "mlm",
+        "--from-scratch",
+        *TINY,
+        "--samples",
+        "4",
+        "--epochs",
+        "3",
+        "--checkpoint-steps",
+        "0",
+    )
     whole = sembed(*args, "-o", str(tmp_path / "whole"), input=names_records())
     assert whole.exit_code == 0, whole.stderr
     model, steps = tmp_path / "resumed", tmp_path / "steps"
@@ -115,8 +139,10 @@ def test_training_stopped_by_sigterm_saves_a_checkpoint_that_resume_continues(tm
 
     second = sembed(*args, "-o", str(model), input=names_records())  # the same DIR while the first run writes it
     assert second.exit_code == 1
-    assert second.stderr == (f"error: {model} is being written by another run (process {process.pid}) (hint: wait "
-                             f"for it to end, or choose another output; the lock is {tmp_path / '.resumed.lock'})\n")
+    assert second.stderr == (
+        f"error: {model} is being written by another run (process {process.pid}) (hint: wait "
+        f"for it to end, or choose another output; the lock is {tmp_path / '.resumed.lock'})\n"
+    )
 
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=PATIENCE) == 143
@@ -153,12 +179,25 @@ def test_sentence_encoder_training_stopped_by_sigterm_checkpoints_the_step_and_r
 
     data = tmp_path / "pairs.jsonl"
     data.write_text(jsonl(*pairs()))
-    args = ("train", str(data), "--method", "cf", "-m", tiny_model, "--lr", "1e-3", "--epochs", "3",
-            "--checkpoint-steps", "0")
+    args = (
+        "train",
+        str(data),
+        "--method",
+        "cf",
+        "-m",
+        tiny_model,
+        "--lr",
+        "1e-3",
+        "--epochs",
+        "3",
+        "--checkpoint-steps",
+        "0",
+    )
     assert sembed(*args, "-o", str(tmp_path / "whole")).exit_code == 0
     model, steps = tmp_path / "resumed", tmp_path / "steps"
-    process = start(*args, "-o", str(model), stdout=subprocess.DEVNULL,
-                    code=SLOW_TRAINER_STEPS.format(steps=str(steps)))
+    process = start(
+        *args, "-o", str(model), stdout=subprocess.DEVNULL, code=SLOW_TRAINER_STEPS.format(steps=str(steps))
+    )
     process.stdin.close()
     wait_for(lambda: steps.exists() and int(steps.read_text() or 0) >= 1, "a training step")
     process.send_signal(signal.SIGTERM)

@@ -109,8 +109,10 @@ def test_sentence_shapes(nlp, text, expected):
 def stanford(triples: list[tuple[str, str, str, str, str]], words: list[tuple[str, str]]) -> list[dict]:
     """Tokens from the paper's Table 3 triples: (head, dep, child) by word, heads found by spelling."""
     position = {w: n for n, (w, _) in enumerate(words)}
-    tokens = [{"i": n, "text": w, "lemma": w.lower(), "pos": "", "tag": tag, "dep": "ROOT", "head": n}
-              for n, (w, tag) in enumerate(words)]
+    tokens = [
+        {"i": n, "text": w, "lemma": w.lower(), "pos": "", "tag": tag, "dep": "ROOT", "head": n}
+        for n, (w, tag) in enumerate(words)
+    ]
     for head, dep, child in triples:
         tokens[position[child]].update(dep=dep, head=position[head])
     return tokens
@@ -119,22 +121,49 @@ def stanford(triples: list[tuple[str, str, str, str, str]], words: list[tuple[st
 def test_paper_table_3_stanford_parses_give_table_1():
     """The paper's own parses (Table 3): one through subj/obj, the other through the noun/verb fallback."""
     woman = stanford(
-        [("carrying", "nsubj", "woman"), ("woman", "det", "An"), ("woman", "amod", "Asian"),
-         ("woman", "amod", "crowd"), ("crowd", "case", "in"), ("crowd", "det", "a"), ("carrying", "aux", "is"),
-         ("carrying", "neg", "not"), ("carrying", "dobj", "bag"), ("bag", "det", "a2"), ("bag", "amod", "black")],
-        [("An", "DT"), ("Asian", "JJ"), ("woman", "NN"), ("in", "IN"), ("a", "DT"), ("crowd", "NN"), ("is", "VBZ"),
-         ("not", "RB"), ("carrying", "VBG"), ("a2", "DT"), ("black", "JJ"), ("bag", "NN")])
+        [
+            ("carrying", "nsubj", "woman"),
+            ("woman", "det", "An"),
+            ("woman", "amod", "Asian"),
+            ("woman", "amod", "crowd"),
+            ("crowd", "case", "in"),
+            ("crowd", "det", "a"),
+            ("carrying", "aux", "is"),
+            ("carrying", "neg", "not"),
+            ("carrying", "dobj", "bag"),
+            ("bag", "det", "a2"),
+            ("bag", "amod", "black"),
+        ],
+        [
+            ("An", "DT"),
+            ("Asian", "JJ"),
+            ("woman", "NN"),
+            ("in", "IN"),
+            ("a", "DT"),
+            ("crowd", "NN"),
+            ("is", "VBZ"),
+            ("not", "RB"),
+            ("carrying", "VBG"),
+            ("a2", "DT"),
+            ("black", "JJ"),
+            ("bag", "NN"),
+        ],
+    )
     assert " ".join(component_words(woman)) == "woman not carrying bag"
-    man = stanford([("man", "det", "A"), ("man", "dep", "attacks"), ("man", "dep", "woman"), ("woman", "det", "a")],
-                   [("A", "DT"), ("man", "NN"), ("attacks", "NNS"), ("a", "DT"), ("woman", "NN")])
+    man = stanford(
+        [("man", "det", "A"), ("man", "dep", "attacks"), ("man", "dep", "woman"), ("woman", "det", "a")],
+        [("A", "DT"), ("man", "NN"), ("attacks", "NNS"), ("a", "DT"), ("woman", "NN")],
+    )
     assert " ".join(component_words(man)) == "man attacks woman"
 
 
 def test_never_empty_and_tolerant_of_odd_parses():
     assert s_cf([], "Hm.") == "Hm."
-    looped = [{"i": 0, "text": "dogs", "tag": "NNS", "dep": "nsubj", "head": 1},
-              {"i": 1, "text": "bark", "tag": "VBP", "dep": "ROOT", "head": 0},
-              {"i": 2, "text": "loudly", "tag": "RB", "dep": "advmod", "head": 9}]
+    looped = [
+        {"i": 0, "text": "dogs", "tag": "NNS", "dep": "nsubj", "head": 1},
+        {"i": 1, "text": "bark", "tag": "VBP", "dep": "ROOT", "head": 0},
+        {"i": 2, "text": "loudly", "tag": "RB", "dep": "advmod", "head": 9},
+    ]
     assert s_cf(looped, "dogs bark loudly") == "dogs bark"
 
 
@@ -153,10 +182,13 @@ def test_parse_then_spo_equals_spo_alone():
 
 
 def test_tokens_given_are_used_and_spacy_is_not_loaded():
-    tokens = [{"i": 0, "text": "cats", "lemma": "cat", "pos": "NOUN", "tag": "NNS", "dep": "nsubj", "head": 1},
-              {"i": 1, "text": "purr", "lemma": "purr", "pos": "VERB", "tag": "VBP", "dep": "ROOT", "head": 1}]
-    run = sembed("spo", "--model", "no_such_pipeline",
-                 input=jsonl({"text": "(not what the tokens say)", "tokens": tokens}))
+    tokens = [
+        {"i": 0, "text": "cats", "lemma": "cat", "pos": "NOUN", "tag": "NNS", "dep": "nsubj", "head": 1},
+        {"i": 1, "text": "purr", "lemma": "purr", "pos": "VERB", "tag": "VBP", "dep": "ROOT", "head": 1},
+    ]
+    run = sembed(
+        "spo", "--model", "no_such_pipeline", input=jsonl({"text": "(not what the tokens say)", "tokens": tokens})
+    )
     assert run.exit_code == 0
     assert run.records[0]["s_cf"] == "cats purr"
     run = sembed("spo", "--model", "no_such_pipeline", input=jsonl({"text": "A dog barks."}))
@@ -167,8 +199,15 @@ def test_tokens_given_are_used_and_spacy_is_not_loaded():
 def test_pairs_and_text_key():
     run = sembed("spo", input=jsonl({"text_a": TABLE_1[0][0], "text_b": TABLE_1[1][0], "score": 4.2}))
     assert run.exit_code == 0
-    assert run.records == [{"text_a": TABLE_1[0][0], "text_b": TABLE_1[1][0], "score": 4.2,
-                            "s_cf_a": TABLE_1[0][1], "s_cf_b": TABLE_1[1][1]}]
+    assert run.records == [
+        {
+            "text_a": TABLE_1[0][0],
+            "text_b": TABLE_1[1][0],
+            "score": 4.2,
+            "s_cf_a": TABLE_1[0][1],
+            "s_cf_b": TABLE_1[1][1],
+        }
+    ]
     run = sembed("spo", "--text-key", "question", input=jsonl({"question": "Who ate the cake?"}))
     assert run.exit_code == 0
     assert run.records == [{"question": "Who ate the cake?", "s_cf_question": "Who ate cake"}]
@@ -188,11 +227,14 @@ def test_missing_text_key_stops_after_earlier_records():
     assert run.records == [{"text": "A man attacks a woman", "id": 1, "s_cf": "man attacks woman"}]
 
 
-@pytest.mark.parametrize("tokens, message", [
-    ("A man", "'tokens' must be a list of tokens, got a string"),
-    ([["A", 0]], "'tokens'[0] must be a token object, got an array"),
-    ([{"i": 0, "text": "A", "dep": "ROOT"}], "'tokens'[0] needs 'head' as a number, got null"),
-])
+@pytest.mark.parametrize(
+    "tokens, message",
+    [
+        ("A man", "'tokens' must be a list of tokens, got a string"),
+        ([["A", 0]], "'tokens'[0] must be a token object, got an array"),
+        ([{"i": 0, "text": "A", "dep": "ROOT"}], "'tokens'[0] needs 'head' as a number, got null"),
+    ],
+)
 def test_unusable_tokens_field(tokens, message):
     run = sembed("spo", input=jsonl({"text": "Dogs bark.", "id": 1}, {"text": "A man", "tokens": tokens}))
     assert run.exit_code == 1
@@ -205,10 +247,14 @@ def test_skip_errors_and_batches_agree():
     whole = sembed("spo", "--skip-errors", input=lines)
     one_by_one = sembed("spo", "--skip-errors", "-b", "1", input=lines)
     assert whole.exit_code == one_by_one.exit_code == 0
-    assert [r["s_cf"] for r in whole.records] == [r["s_cf"] for r in one_by_one.records] == [
-        "man attacks woman", "Close door"]
-    assert whole.stderr == ("warning: skipped 1 bad record(s) in <stdin>: line 2; "
-                            "first: 'text' must be a string, got a number\n")
+    assert (
+        [r["s_cf"] for r in whole.records]
+        == [r["s_cf"] for r in one_by_one.records]
+        == ["man attacks woman", "Close door"]
+    )
+    assert whole.stderr == (
+        "warning: skipped 1 bad record(s) in <stdin>: line 2; first: 'text' must be a string, got a number\n"
+    )
 
 
 def test_spo_records_parses_only_what_lacks_tokens(nlp):

@@ -16,18 +16,41 @@ from test_onnx import IMPORTS_PROBE
 from sembed_cli.models import sentence_models, static_model
 from sembed_cli.training import static_distillation
 
-TEXTS = ["A man is playing a guitar.", "A woman slices an onion.", "x", "Zebras!! qwzxv 12345", "!!",
-         "a long text of many words " * 40]
-CORPUS = [f"The {animal} {verb} the {thing} near the river." for animal in ("cat", "dog", "horse", "bird")
-          for verb in ("sees", "follows", "ignores") for thing in ("ball", "boat", "tree", "fence")]
+TEXTS = [
+    "A man is playing a guitar.",
+    "A woman slices an onion.",
+    "x",
+    "Zebras!! qwzxv 12345",
+    "!!",
+    "a long text of many words " * 40,
+]
+CORPUS = [
+    f"The {animal} {verb} the {thing} near the river."
+    for animal in ("cat", "dog", "horse", "bird")
+    for verb in ("sees", "follows", "ignores")
+    for thing in ("ball", "boat", "tree", "fence")
+]
 
 
 @pytest.fixture(scope="module")
 def static_dir(tiny_model, tmp_path_factory) -> Path:
     """The tiny model distilled (16 dimensions, SIF weights from a small corpus)."""
     out = tmp_path_factory.mktemp("static") / "model"
-    run = sembed("train", "--method", "static", "-m", tiny_model, "--dim", "16", "--device", "cpu", "-o", str(out),
-                 "-q", input=jsonl(*({"text": text} for text in CORPUS)))
+    run = sembed(
+        "train",
+        "--method",
+        "static",
+        "-m",
+        tiny_model,
+        "--dim",
+        "16",
+        "--device",
+        "cpu",
+        "-o",
+        str(out),
+        "-q",
+        input=jsonl(*({"text": text} for text in CORPUS)),
+    )
     assert run.exit_code == 0, run.stderr
     return out
 
@@ -60,16 +83,23 @@ def test_sentence_transformers_loads_the_directory_and_gives_the_same_vectors(st
 
 
 def test_embed_with_a_static_model_imports_no_torch(static_dir):
-    done = subprocess.run([sys.executable, "-c", IMPORTS_PROBE, "embed", "-q", "-m", str(static_dir)],
-                          input=jsonl({"text": "Dogs bark."}), capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS_PROBE, "embed", "-q", "-m", str(static_dir)],
+        input=jsonl({"text": "Dogs bark."}),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     assert "IMPORTED []" in done.stderr
     assert len(json.loads(done.stdout)["embedding"]) == 16
 
 
 def test_static_vectors_name_their_model_and_are_not_mixed_with_the_teachers(static_dir, tiny_model):
-    pair = jsonl({"text_a": "A dog runs.", "text_b": "A cat sleeps.", "score": 1.0},
-                 {"text_a": "A man sings.", "text_b": "A man is singing.", "score": 4.5})
+    pair = jsonl(
+        {"text_a": "A dog runs.", "text_b": "A cat sleeps.", "score": 1.0},
+        {"text_a": "A man sings.", "text_b": "A man is singing.", "score": 4.5},
+    )
     static = sembed("embed", "-q", "-m", str(static_dir), input=pair)
     teacher = sembed("embed", "-q", "-m", tiny_model, input=pair)
     identity = static.records[0]["embedding_model"]
@@ -81,12 +111,20 @@ def test_static_vectors_name_their_model_and_are_not_mixed_with_the_teachers(sta
 
 def test_npy_and_shards_give_the_jsonl_vectors(static_dir, tmp_path):
     vectors = embedded("-m", str(static_dir))
-    run = sembed("embed", "-q", "-m", str(static_dir), "--npy", str(tmp_path / "v.npy"),
-                 input=jsonl(*({"text": text} for text in TEXTS)))
+    run = sembed(
+        "embed",
+        "-q",
+        "-m",
+        str(static_dir),
+        "--npy",
+        str(tmp_path / "v.npy"),
+        input=jsonl(*({"text": text} for text in TEXTS)),
+    )
     assert run.exit_code == 0, run.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), vectors)
-    second = sembed("embed", "-q", "-m", str(static_dir), "--shard", "2/2",
-                    input=jsonl(*({"text": text} for text in TEXTS)))
+    second = sembed(
+        "embed", "-q", "-m", str(static_dir), "--shard", "2/2", input=jsonl(*({"text": text} for text in TEXTS))
+    )
     np.testing.assert_array_equal(np.array([r["embedding"] for r in second.records], np.float32), vectors[1::2])
 
 
@@ -103,8 +141,10 @@ def test_an_index_of_static_vectors_answers_text_queries_with_the_static_model(s
 def test_onnx_is_refused_for_a_static_model(static_dir):
     run = sembed("embed", "-m", str(static_dir), "--backend", "onnx", input=jsonl({"text": "a"}))
     assert run.exit_code == 1 and run.stdout == ""
-    assert run.stderr == (f"error: '{static_dir}' is a static model: it runs in numpy, without torch or ONNX "
-                          "Runtime (hint: leave out --backend and --quantize)\n")
+    assert run.stderr == (
+        f"error: '{static_dir}' is a static model: it runs in numpy, without torch or ONNX "
+        "Runtime (hint: leave out --backend and --quantize)\n"
+    )
 
 
 # --- distillation --------------------------------------------------------------------------------------------
@@ -121,11 +161,15 @@ def test_the_distilled_directory_says_how_it_was_made(static_dir, tiny_model):
 
 def test_piece_weights():
     counts = np.array([0, 1, 3, 996])
-    np.testing.assert_allclose(static_distillation.piece_weights("sif", counts),
-                               [1, 1e-3 / (1e-3 + 0.001), 1e-3 / (1e-3 + 0.003), 1e-3 / (1e-3 + 0.996)], rtol=1e-6)
+    np.testing.assert_allclose(
+        static_distillation.piece_weights("sif", counts),
+        [1, 1e-3 / (1e-3 + 0.001), 1e-3 / (1e-3 + 0.003), 1e-3 / (1e-3 + 0.996)],
+        rtol=1e-6,
+    )
     zipf = 1 / np.arange(2, 6)
-    np.testing.assert_allclose(static_distillation.piece_weights("zipf", counts),
-                               1e-4 / (1e-4 + zipf / zipf.sum()), rtol=1e-6)
+    np.testing.assert_allclose(
+        static_distillation.piece_weights("zipf", counts), 1e-4 / (1e-4 + zipf / zipf.sum()), rtol=1e-6
+    )
     assert static_distillation.piece_weights("none", counts).tolist() == [1, 1, 1, 1]
 
 
@@ -151,9 +195,27 @@ def test_piece_vectors_are_the_teachers_sentence_vectors_of_each_piece_alone(tin
 
 def test_fitting_to_the_teacher_lowers_its_loss_and_keeps_the_format(tiny_model, tmp_path):
     out = tmp_path / "fitted"
-    run = sembed("train", "--method", "static", "-m", tiny_model, "--dim", "16", "--fit", "teacher", "--epochs", "3",
-                 "--batch-size", "16", "--device", "cpu", "-o", str(out), "-q",
-                 input=jsonl(*({"text": text} for text in CORPUS)))
+    run = sembed(
+        "train",
+        "--method",
+        "static",
+        "-m",
+        tiny_model,
+        "--dim",
+        "16",
+        "--fit",
+        "teacher",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "16",
+        "--device",
+        "cpu",
+        "-o",
+        str(out),
+        "-q",
+        input=jsonl(*({"text": text} for text in CORPUS)),
+    )
     assert run.exit_code == 0, run.stderr
     history = json.loads((out / "sembed.json").read_text())["fit"]["history"]
     assert len(history) == 3 and history[-1]["loss"] < history[0]["loss"]
@@ -163,17 +225,45 @@ def test_fitting_to_the_teacher_lowers_its_loss_and_keeps_the_format(tiny_model,
 def test_nws_scores_the_pieces_on_neighbouring_sentences(tiny_model, tmp_path):
     out = tmp_path / "nws"
     documents = jsonl(*({"doc_id": n // 4, "text": text} for n, text in enumerate(CORPUS)))
-    run = sembed("train", "--method", "static", "-m", tiny_model, "--dim", "16", "--fit", "nws", "--device", "cpu",
-                 "-o", str(out), "-q", input=documents)
+    run = sembed(
+        "train",
+        "--method",
+        "static",
+        "-m",
+        tiny_model,
+        "--dim",
+        "16",
+        "--fit",
+        "nws",
+        "--device",
+        "cpu",
+        "-o",
+        str(out),
+        "-q",
+        input=documents,
+    )
     assert run.exit_code == 0, run.stderr
     fit = json.loads((out / "sembed.json").read_text())["fit"]
     assert fit["objective"].startswith("NWS") and len(fit["history"]) == 5 and fit["settings"]["optimizer"] == "AdaGrad"
     assert static_model.is_static(out)
-    missing = sembed("train", "--method", "static", "-m", tiny_model, "--fit", "nws", "--device", "cpu",
-                     "-o", str(tmp_path / "m"), input=jsonl({"text": "A dog."}))
+    missing = sembed(
+        "train",
+        "--method",
+        "static",
+        "-m",
+        tiny_model,
+        "--fit",
+        "nws",
+        "--device",
+        "cpu",
+        "-o",
+        str(tmp_path / "m"),
+        input=jsonl({"text": "A dog."}),
+    )
     assert missing.exit_code == 1 and missing.stderr.endswith(
         "error: <stdin>:1: missing key 'doc_id' (the document of the sentence: --fit nws learns from neighbouring "
-        "sentences)\n")
+        "sentences)\n"
+    )
 
 
 @pytest.mark.parametrize("args", [["--fit-vectors"], ["--fit", "nws", "--epochs", "2"], ["--fit-sentences", "9"]])
@@ -182,24 +272,40 @@ def test_fitting_options_need_fit_teacher(args, tmp_path):
     assert run.exit_code == 2 and "only with --fit teacher" in " ".join(run.stderr.split())
 
 
-@pytest.mark.parametrize("records, message", [
-    ("", "error: no texts in <stdin> (hint: train --method static reads a corpus of text records (sembed convert "
-         "--from lines|prose|brown))\n"),
-    (jsonl({"text": "fine"}, {"txt": "no text"}), "error: <stdin>:2: missing key 'text'\n"),
-])
+@pytest.mark.parametrize(
+    "records, message",
+    [
+        (
+            "",
+            "error: no texts in <stdin> (hint: train --method static reads a corpus of text records (sembed convert "
+            "--from lines|prose|brown))\n",
+        ),
+        (jsonl({"text": "fine"}, {"txt": "no text"}), "error: <stdin>:2: missing key 'text'\n"),
+    ],
+)
 def test_bad_corpora(tiny_model, tmp_path, records, message):
-    run = sembed("train", "--method", "static", "-m", tiny_model, "--device", "cpu", "-o", str(tmp_path / "m"),
-                 input=records)
+    run = sembed(
+        "train", "--method", "static", "-m", tiny_model, "--device", "cpu", "-o", str(tmp_path / "m"), input=records
+    )
     assert run.exit_code == 1 and run.stderr.endswith(message)
     assert not (tmp_path / "m").exists()
 
 
 def test_a_static_model_is_not_distilled_again(static_dir, tmp_path):
-    run = sembed("train", "--method", "static", "-m", str(static_dir), "--device", "cpu", "-o", str(tmp_path / "m"),
-                 input=jsonl({"text": "a"}))
+    run = sembed(
+        "train",
+        "--method",
+        "static",
+        "-m",
+        str(static_dir),
+        "--device",
+        "cpu",
+        "-o",
+        str(tmp_path / "m"),
+        input=jsonl({"text": "a"}),
+    )
     assert run.exit_code == 1
-    assert run.stderr.endswith(f"error: '{static_dir}' is a static model already (hint: distil a transformer "
-                               "model)\n")
+    assert run.stderr.endswith(f"error: '{static_dir}' is a static model already (hint: distil a transformer model)\n")
 
 
 def test_options_of_static_are_refused_for_other_methods(tmp_path):
@@ -215,8 +321,14 @@ def test_sentence_models_knows_a_static_directory(static_dir, tiny_model):
 
 # --- the real teacher (e2e) ----------------------------------------------------------------------------------
 
-CORPORA = [("prose", "abc", ["--doc-break", "blank"]), ("prose", "state_union", []), ("prose", "inaugural", []),
-           ("lines", "webtext", []), ("lines", "movie_reviews", []), ("brown", "brown", [])]
+CORPORA = [
+    ("prose", "abc", ["--doc-break", "blank"]),
+    ("prose", "state_union", []),
+    ("prose", "inaugural", []),
+    ("lines", "webtext", []),
+    ("lines", "movie_reviews", []),
+    ("brown", "brown", []),
+]
 # Spearman x100 of `train --method static` (MiniLM, 256 dimensions, SIF from the shared corpora's counts) through
 # `sembed embed | sembed eval sts`, as examples/static_reproduction.sh measured it (examples/results/static.md).
 STATIC_SIF_SPEARMAN = {"stsb": 69.86, "sick": 61.31}
@@ -224,10 +336,13 @@ STATIC_SIF_SPEARMAN = {"stsb": 69.86, "sick": 61.31}
 
 @pytest.mark.e2e
 def test_minilm_distilled_with_the_corpora_counts_scores_as_the_reproduction(data_dir, tmp_path):
-    corpus = "".join(sembed("convert", "-q", "--from", kind, str(data_dir / "corpora" / folder), *extra).stdout
-                     for kind, folder, extra in CORPORA)
-    trained = sembed("train", "--method", "static", "--device", "cpu", "-o", str(tmp_path / "static"), "-q",
-                     input=corpus)
+    corpus = "".join(
+        sembed("convert", "-q", "--from", kind, str(data_dir / "corpora" / folder), *extra).stdout
+        for kind, folder, extra in CORPORA
+    )
+    trained = sembed(
+        "train", "--method", "static", "--device", "cpu", "-o", str(tmp_path / "static"), "-q", input=corpus
+    )
     assert trained.exit_code == 0, trained.stderr
     for kind, path in (("stsb", "stsb/sts-test.csv"), ("sick", "sick/SICK_test_annotated.txt")):
         pairs = sembed("convert", "-q", "--from", kind, str(data_dir / path))
@@ -243,4 +358,5 @@ def test_a_missing_runtime_library_is_one_line_naming_the_extra(static_dir, monk
     sentence_models.load_static.cache_clear()
     assert run.exit_code == 1 and run.stderr == (
         "error: a static model needs tokenizers, which is not installed (hint: pip install 'sembed[static]' "
-        "(tokenizers and safetensors))\n")
+        "(tokenizers and safetensors))\n"
+    )

@@ -47,8 +47,10 @@ def test_blank_lines_are_ignored_but_counted():
     assert [r["id"] for r in run.records] == [1]
 
 
-PLAIN_TEXT = ("error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1 (hint: this looks "
-              'like plain text: pass --lines to read each line as a record {"text": LINE})\n')
+PLAIN_TEXT = (
+    "error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1 (hint: this looks "
+    'like plain text: pass --lines to read each line as a record {"text": LINE})\n'
+)
 
 
 @pytest.mark.parametrize("command", ["embed", "parse", "spo", "normalize"])
@@ -64,13 +66,19 @@ def test_the_lines_hint_comes_only_where_the_input_is_text_and_the_command_reads
     assert with_lines.exit_code == 0 and with_lines.records == [{"text": "hello", "text_raw": "hello"}]
     an_object = sembed("normalize", input="{hello\n")  # broken JSON, not text
     assert (an_object.exit_code, an_object.stderr) == (
-        1, "error: <stdin>:1: invalid JSON: unexpected character, expected a string key at column 2\n")
+        1,
+        "error: <stdin>:1: invalid JSON: unexpected character, expected a string key at column 2\n",
+    )
     after_json = sembed("normalize", input=jsonl(GOOD[0]) + "hello\n")  # JSONL with one broken line
     assert (after_json.exit_code, after_json.stderr) == (
-        1, "error: <stdin>:2: invalid JSON: unexpected character, expected a JSON value at column 1\n")
+        1,
+        "error: <stdin>:2: invalid JSON: unexpected character, expected a JSON value at column 1\n",
+    )
     no_lines_option = sembed("eval", "sts", input="hello\n")  # eval reads vectors: --lines is no help
     assert (no_lines_option.exit_code, no_lines_option.stderr) == (
-        1, "error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1\n")
+        1,
+        "error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1\n",
+    )
 
 
 BAD_LINES = [
@@ -104,13 +112,16 @@ def test_non_utf8_byte(tmp_path):
 
 def test_skip_errors_goes_on_and_reports_where(tmp_path):
     src = tmp_path / "in.jsonl"
-    src.write_bytes(jsonl(GOOD[0]).encode() + b"{oops\n" + b'{"text": "caf\xe9"}\n' + b'{"id": 9}\n'
-                    + jsonl(GOOD[1]).encode())
+    src.write_bytes(
+        jsonl(GOOD[0]).encode() + b"{oops\n" + b'{"text": "caf\xe9"}\n' + b'{"id": 9}\n' + jsonl(GOOD[1]).encode()
+    )
     run = sembed("parse", str(src), "--skip-errors")
     assert run.exit_code == 0
     assert [r["id"] for r in run.records] == [1, 2]
-    assert run.stderr == (f"warning: skipped 3 bad record(s) in {src}: line 2, 3, 4; "
-                          "first: invalid JSON: unexpected character, expected a string key at column 2\n")
+    assert run.stderr == (
+        f"warning: skipped 3 bad record(s) in {src}: line 2, 3, 4; "
+        "first: invalid JSON: unexpected character, expected a string key at column 2\n"
+    )
 
 
 def test_explicit_text_key_and_pairs():
@@ -125,23 +136,40 @@ def test_explicit_text_key_and_pairs():
     assert missing.stderr == "error: <stdin>:1: missing key 'question'\n"
 
 
-@pytest.mark.parametrize("given, default, expected", [
-    (None, ("text",), ("text",)), ([], ("text_a", "text_b"), ("text_a", "text_b")), (["q"], ("text",), ("q",)),
-    (["a", "b"], ("text_a", "text_b"), ("a", "b")), (None, (), ()),
-])
+@pytest.mark.parametrize(
+    "given, default, expected",
+    [
+        (None, ("text",), ("text",)),
+        ([], ("text_a", "text_b"), ("text_a", "text_b")),
+        (["q"], ("text",), ("q",)),
+        (["a", "b"], ("text_a", "text_b"), ("a", "b")),
+        (None, (), ()),
+    ],
+)
 def test_text_keys_are_counted_in_one_place(given, default, expected):
     from sembed_cli.options import counted_text_keys
 
     assert counted_text_keys(given, default, "reads {given}") == expected
 
 
-@pytest.mark.parametrize("given, default, why, message", [
-    (["a"], ("text_a", "text_b"), "a pair needs exactly two --text-key options, got {given}",
-     "a pair needs exactly two --text-key options, got 1"),
-    (["a", "b"], ("text",), "nws reads one text field", "nws reads one text field"),
-    (["a"], (), "syntax reads the aligned `words` of gensets records",
-     "syntax reads the aligned `words` of gensets records"),
-])
+@pytest.mark.parametrize(
+    "given, default, why, message",
+    [
+        (
+            ["a"],
+            ("text_a", "text_b"),
+            "a pair needs exactly two --text-key options, got {given}",
+            "a pair needs exactly two --text-key options, got 1",
+        ),
+        (["a", "b"], ("text",), "nws reads one text field", "nws reads one text field"),
+        (
+            ["a"],
+            (),
+            "syntax reads the aligned `words` of gensets records",
+            "syntax reads the aligned `words` of gensets records",
+        ),
+    ],
+)
 def test_a_wrong_count_of_text_keys_is_a_usage_error(given, default, why, message):
     import typer
 
@@ -155,8 +183,9 @@ def test_a_wrong_count_of_text_keys_is_a_usage_error(given, default, why, messag
 def test_missing_input_file_and_unknown_model(tmp_path):
     run = sembed("parse", str(tmp_path / "nope.jsonl"))
     assert run.exit_code == 1
-    assert run.stderr == (f"error: cannot open {tmp_path / 'nope.jsonl'}: No such file or directory "
-                          "(hint: check the path)\n")
+    assert run.stderr == (
+        f"error: cannot open {tmp_path / 'nope.jsonl'}: No such file or directory (hint: check the path)\n"
+    )
     run = sembed("parse", "--model", "no_such_pipeline", input=jsonl(*GOOD))
     assert run.exit_code == 1
     assert run.stderr.startswith("error: spaCy pipeline 'no_such_pipeline' is not installed (hint: pip install")
@@ -180,8 +209,14 @@ def _script(*args: str) -> list[str]:
 def test_closed_pipe_exits_quietly(tmp_path):
     src = tmp_path / "big.jsonl"
     src.write_text(jsonl(*[{"text": f"Sentence number {i} is here.", "id": i} for i in range(3000)]))
-    run = subprocess.run(f"{sys.executable} -m sembed_cli parse -b 100 {src} | head -1", shell=True, cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        f"{sys.executable} -m sembed_cli parse -b 100 {src} | head -1",
+        shell=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0
     assert run.stderr == ""
     assert orjson.loads(run.stdout)["id"] == 0
@@ -199,8 +234,16 @@ def test_no_traceback_unless_verbose(tmp_path, monkeypatch):
 
 # --- --shard I/N (SPEC section 6) ----------------------------------------------------------------------------
 
-SHARDED = "".join([jsonl({"text": "I'm one", "id": 0}), "not json\n", "\n", jsonl({"text": "it's two", "id": 2}),
-                   "[3]\n", jsonl({"text": "we've four", "id": 4})])
+SHARDED = "".join(
+    [
+        jsonl({"text": "I'm one", "id": 0}),
+        "not json\n",
+        "\n",
+        jsonl({"text": "it's two", "id": 2}),
+        "[3]\n",
+        jsonl({"text": "we've four", "id": 4}),
+    ]
+)
 
 
 def test_shards_split_the_records_round_robin_and_cover_them_once():
@@ -214,16 +257,21 @@ def test_shards_split_the_records_round_robin_and_cover_them_once():
     skipping = sembed("normalize", "--shard", "2/2", "--skip-errors", input=SHARDED)
     assert skipping.exit_code == 0 and skipping.records == []
     assert "skipped 2 bad record(s) in <stdin>: line 2, 5" in skipping.stderr
-    assert sembed("normalize", "--shard", "1/1", "--skip-errors", input=SHARDED).stdout == \
-        sembed("normalize", "--skip-errors", input=SHARDED).stdout
+    assert (
+        sembed("normalize", "--shard", "1/1", "--skip-errors", input=SHARDED).stdout
+        == sembed("normalize", "--skip-errors", input=SHARDED).stdout
+    )
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("0/2", "'0/2' is not a shard: I/N needs 1 <= I <= N"),
-    ("3/2", "'3/2' is not a shard: I/N needs 1 <= I <= N"),
-    ("2", "'2' is not I/N (e.g. 2/8: the second of eight shares)"),
-    ("a/b", "'a/b' is not I/N (e.g. 2/8: the second of eight shares)"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("0/2", "'0/2' is not a shard: I/N needs 1 <= I <= N"),
+        ("3/2", "'3/2' is not a shard: I/N needs 1 <= I <= N"),
+        ("2", "'2' is not I/N (e.g. 2/8: the second of eight shares)"),
+        ("a/b", "'a/b' is not I/N (e.g. 2/8: the second of eight shares)"),
+    ],
+)
 def test_a_bad_shard_is_a_usage_error(spec, message):
     run = sembed("parse", "--shard", spec, input="")
     assert run.exit_code == 2
@@ -346,20 +394,29 @@ def test_index_and_search_take_plain_text_and_keep_big_ids(tiny_model, one_torch
     built = sembed("index", "-m", tiny_model, "-o", str(tmp_path / "big"), "-q", input=big)
     assert built.exit_code == 0, built.stderr
     found = sembed("search", "--index", str(tmp_path / "big"), "--k", "1", input=big)
-    assert found.stdout.startswith('{"text":"Lake Geneva","id":123456789012345678901234567890,"neighbors":[{"id":'
-                                   '123456789012345678901234567890,')
+    assert found.stdout.startswith(
+        '{"text":"Lake Geneva","id":123456789012345678901234567890,"neighbors":[{"id":123456789012345678901234567890,'
+    )
 
 
 def test_search_refuses_a_query_past_the_window_when_asked(tiny_model, one_torch_thread, tmp_path):
-    assert sembed("index", "-m", tiny_model, "-o", str(tmp_path / "idx"), "-q",
-                  input=jsonl({"text": "Lake Geneva", "id": 1})).exit_code == 0
+    assert (
+        sembed(
+            "index", "-m", tiny_model, "-o", str(tmp_path / "idx"), "-q", input=jsonl({"text": "Lake Geneva", "id": 1})
+        ).exit_code
+        == 0
+    )
     queries = jsonl({"text": "Mount Fuji", "q": 1}, {"text": "word " * 100, "q": 2})
     refused = sembed("search", "--index", str(tmp_path / "idx"), "--long-text", "error", input=queries)
     assert refused.exit_code == 1
-    assert refused.stderr.endswith("error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
-                                   "(hint: --long-text truncate or window embeds it)\n")
+    assert refused.stderr.endswith(
+        "error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
+        "(hint: --long-text truncate or window embeds it)\n"
+    )
     assert [r["q"] for r in refused.records] == [1]
     counted = sembed("search", "--index", str(tmp_path / "idx"), "-q", input=queries)
     assert counted.exit_code == 0
-    assert counted.stderr == ("warning: 1 text(s) longer than the model's 64-token window were truncated to it "
-                              "(--long-text window embeds them whole, error refuses them)\n")
+    assert counted.stderr == (
+        "warning: 1 text(s) longer than the model's 64-token window were truncated to it "
+        "(--long-text window embeds them whole, error refuses them)\n"
+    )

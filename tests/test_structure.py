@@ -17,8 +17,16 @@ from sembed_cli.models.word_records import depths
 
 
 def word(sentence, text, pos, dep, head_dep, depth, vector, tag=None):
-    return {"sentence_index": sentence, "word": text, "pos": pos, "tag": tag or pos, "dep": dep,
-            "head_dep": head_dep, "depth": depth, "embedding": vector}
+    return {
+        "sentence_index": sentence,
+        "word": text,
+        "pos": pos,
+        "tag": tag or pos,
+        "dep": dep,
+        "head_dep": head_dep,
+        "depth": depth,
+        "embedding": vector,
+    }
 
 
 # Nearest neighbours among the content words of the other sentences (cosines in the comments):
@@ -41,8 +49,13 @@ def test_shares_of_known_nearest_neighbours():
     assert run.exit_code == 0, run.stderr
     [report] = run.records
     depth_r = scipy.stats.pearsonr([1, 0, 1, 0, 2, 0], [1, 0, 1, 0, 1, 0]).statistic
-    assert report["all"] == {"n": 6, "dep_edge": round(5 / 6, 4), "head_dep_edge": round(5 / 6, 4),
-                             "depth_r": round(depth_r, 4), "lexical_match": 0.5}  # "Cat" matches "cat"
+    assert report["all"] == {
+        "n": 6,
+        "dep_edge": round(5 / 6, 4),
+        "head_dep_edge": round(5 / 6, 4),
+        "depth_r": round(depth_r, 4),
+        "lexical_match": 0.5,
+    }  # "Cat" matches "cat"
     assert (report["words"], report["sentences"], report["content_words"], report["dimension"]) == (8, 3, 6, 3)
     assert "nearest neighbour by cosine: 8 words, 3 sentences, 3-d" in run.stderr
     assert "k-means purity" in run.stderr
@@ -80,13 +93,21 @@ def test_queries_are_a_seeded_sample():
 
 def test_difficult_tags_are_those_with_the_most_varied_dependency_labels():
     tags = ["NN"] * 10 + ["JJ"] * 10 + ["VB"] * 12 + ["RB"] * 4
-    deps = (["nsubj", "dobj"] * 5 + ["amod"] * 10 + ["ROOT", "ccomp", "xcomp", "advcl"] * 3
-            + ["advmod", "neg", "prep", "npadvmod"])
+    deps = (
+        ["nsubj", "dobj"] * 5
+        + ["amod"] * 10
+        + ["ROOT", "ccomp", "xcomp", "advcl"] * 3
+        + ["advmod", "neg", "prep", "npadvmod"]
+    )
     chosen = structure.difficult_tags(np.array(tags), np.array(deps), count=2, min_count=5)
     assert chosen == [{"tag": "VB", "entropy": 2.0, "n": 12}, {"tag": "NN", "entropy": 1.0, "n": 10}]
     # RB has the highest entropy (2 bits) but only 4 words; with a lower bar it ties VB and loses on frequency
-    assert [t["tag"] for t in structure.difficult_tags(np.array(tags), np.array(deps), 4, 1)] == ["VB", "RB", "NN",
-                                                                                                   "JJ"]
+    assert [t["tag"] for t in structure.difficult_tags(np.array(tags), np.array(deps), 4, 1)] == [
+        "VB",
+        "RB",
+        "NN",
+        "JJ",
+    ]
     assert structure.entropy(Counter({"a": 1, "b": 1})) == 1.0
 
 
@@ -95,8 +116,9 @@ def test_difficult_queries_come_from_the_difficult_tags_only():
     for w in records:
         if w["pos"] == "VERB":
             w["dep"] = {0: "ROOT", 1: "ccomp", 2: "xcomp"}[w["sentence_index"]]
-    run = sembed("eval", "structure", "--difficult", "1", "--min-tag-count", "1", "--clusters", "2",
-                 input=jsonl(*records))
+    run = sembed(
+        "eval", "structure", "--difficult", "1", "--min-tag-count", "1", "--clusters", "2", input=jsonl(*records)
+    )
     assert run.exit_code == 0, run.stderr
     difficult = run.records[0]["difficult"]
     assert difficult["tags"][0]["tag"] == "VB" and len(difficult["tags"]) == 1
@@ -123,15 +145,20 @@ def test_kmeans_purity_finds_separated_groups():
     assert result["40"] is None  # K not below the number of vectors
 
 
-@pytest.mark.parametrize("line, message", [
-    ({k: v for k, v in WORDS[1].items() if k != "embedding"},
-     "missing key 'embedding' (run sembed embed --words first, or give its matrix with --npy)"),
-    ({k: v for k, v in WORDS[1].items() if k != "dep"}, "missing key 'dep' (run sembed embed --words first)"),
-    (dict(WORDS[1], embedding=[1, 0]), "'embedding' has 2 dimensions, earlier records 3"),
-    (dict(WORDS[1], depth=-1), "'depth' must be a non-negative integer, got a number -1"),
-    (dict(WORDS[1], pos=None), "'pos' must be a string, got null"),
-    (dict(WORDS[1], sentence_index=[1]), "'sentence_index' must be a string or a number, got an array"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (
+            {k: v for k, v in WORDS[1].items() if k != "embedding"},
+            "missing key 'embedding' (run sembed embed --words first, or give its matrix with --npy)",
+        ),
+        ({k: v for k, v in WORDS[1].items() if k != "dep"}, "missing key 'dep' (run sembed embed --words first)"),
+        (dict(WORDS[1], embedding=[1, 0]), "'embedding' has 2 dimensions, earlier records 3"),
+        (dict(WORDS[1], depth=-1), "'depth' must be a non-negative integer, got a number -1"),
+        (dict(WORDS[1], pos=None), "'pos' must be a string, got null"),
+        (dict(WORDS[1], sentence_index=[1]), "'sentence_index' must be a string or a number, got an array"),
+    ],
+)
 def test_bad_records_stop_with_file_and_line(line, message):
     run = sembed("eval", "structure", input=jsonl(WORDS[0], line, *WORDS[2:]))
     assert run.exit_code == 1
@@ -142,8 +169,9 @@ def test_bad_records_stop_with_file_and_line(line, message):
 def test_one_sentence_is_not_enough():
     run = sembed("eval", "structure", input=jsonl(*WORDS[:2]))
     assert run.exit_code == 1
-    assert run.stderr.startswith("error: 2 content word(s) in 1 sentence(s): the test needs content words of at "
-                                 "least two sentences")
+    assert run.stderr.startswith(
+        "error: 2 content word(s) in 1 sentence(s): the test needs content words of at least two sentences"
+    )
 
 
 def test_bad_cluster_list_is_a_usage_error():
@@ -164,8 +192,10 @@ TOKENS = [
     {"i": 6, "text": ".", "lemma": ".", "pos": "PUNCT", "tag": ".", "dep": "punct", "head": 3},
 ]
 SHORT = [{"i": 0, "text": "Cats", "dep": "nsubj", "head": 1}, {"i": 1, "text": "sleep", "dep": "ROOT", "head": 1}]
-RECORDS = [{"id": "s1", "text": "The old man saw a dog.", "tokens": TOKENS, "triples": [], "label": 1},
-           {"id": "s2", "text": "Cats sleep", "tokens": SHORT}]
+RECORDS = [
+    {"id": "s1", "text": "The old man saw a dog.", "tokens": TOKENS, "triples": [], "label": 1},
+    {"id": "s2", "text": "Cats sleep", "tokens": SHORT},
+]
 
 
 def test_depths_count_edges_to_the_root():
@@ -181,12 +211,32 @@ def test_embed_words_writes_one_record_per_word(tiny_model, one_torch_thread):
     words = run.records
     assert len(words) == 9
     first = words[0]
-    assert list(first) == ["id", "text", "label", "word_index", "word", "lemma", "pos", "tag", "dep", "head_index",
-                           "head_dep", "depth", "sentence_index", "embedding", "embedding_model"]
+    assert list(first) == [
+        "id",
+        "text",
+        "label",
+        "word_index",
+        "word",
+        "lemma",
+        "pos",
+        "tag",
+        "dep",
+        "head_index",
+        "head_dep",
+        "depth",
+        "sentence_index",
+        "embedding",
+        "embedding_model",
+    ]
     assert [(w["word"], w["dep"], w["head_dep"], w["depth"]) for w in words[:7]] == [
-        ("The", "det", "nsubj", 2), ("old", "amod", "nsubj", 2), ("man", "nsubj", "ROOT", 1),
+        ("The", "det", "nsubj", 2),
+        ("old", "amod", "nsubj", 2),
+        ("man", "nsubj", "ROOT", 1),
         ("saw", "ROOT", "ROOT", 0),
-        ("a", "det", "dobj", 2), ("dog", "dobj", "ROOT", 1), (".", "punct", "ROOT", 1)]
+        ("a", "det", "dobj", 2),
+        ("dog", "dobj", "ROOT", 1),
+        (".", "punct", "ROOT", 1),
+    ]
     assert [w["head_index"] for w in words[:7]] == [2, 2, 3, 3, 5, 3, 3]
     assert [w["sentence_index"] for w in words] == [0] * 7 + [1] * 2
     assert words[7]["lemma"] is None and words[7]["id"] == "s2" and "label" not in words[7]
@@ -202,8 +252,13 @@ def test_embed_words_feeds_eval_structure(tiny_model, one_torch_thread):
     run = sembed("eval", "structure", "-q", "--min-tag-count", "1", "--clusters", "2", input=words.stdout)
     assert run.exit_code == 0, run.stderr
     # the same sentence three times: each content word's nearest neighbour is itself in another copy
-    assert run.records[0]["all"] == {"n": 12, "dep_edge": 1.0, "head_dep_edge": 1.0, "depth_r": 1.0,
-                                     "lexical_match": 1.0}
+    assert run.records[0]["all"] == {
+        "n": 12,
+        "dep_edge": 1.0,
+        "head_dep_edge": 1.0,
+        "depth_r": 1.0,
+        "lexical_match": 1.0,
+    }
 
 
 def test_embed_words_applies_a_syntax_map(tiny_model, tmp_path, one_torch_thread, monkeypatch):
@@ -227,8 +282,9 @@ def test_embed_words_applies_a_syntax_map(tiny_model, tmp_path, one_torch_thread
     assert other.exit_code == 2 and "Invalid value for '--model': the syntax map was trained on" in other.stderr
     assert "leave --model out with --syntax-map" in other.stderr
     monkeypatch.setenv("SEMBED_MODEL", "all-MiniLM-L6-v2")  # only a --model typed on the command line must match
-    from_environment = sembed("embed", "--words", "--syntax-map", str(directory), "--device", "cpu",
-                              input=jsonl(*RECORDS))
+    from_environment = sembed(
+        "embed", "--words", "--syntax-map", str(directory), "--device", "cpu", input=jsonl(*RECORDS)
+    )
     assert from_environment.exit_code == 0, from_environment.stderr
     assert from_environment.records == run.records
 
@@ -253,12 +309,20 @@ def test_embed_words_parses_text_without_tokens(tiny_model, one_torch_thread):
     assert [w["word"] for w in run.records] == ["The", "dog", "barked", "at", "the", "mailman", "."]
 
 
-@pytest.mark.parametrize("record, message", [
-    ({"id": 1}, "missing key 'tokens' (or 'text' to parse)"),
-    ({"tokens": [{"i": 0, "text": "Hi", "head": 0}]},
-     "'tokens'[0] needs 'dep' as a string, got null (run sembed parse: --words needs dependency labels)"),
-    ({"tokens": [{"i": 0, "text": "Hi", "dep": "ROOT", "head": 4}]}, "'tokens'[0] has head 4, which is no token's 'i'"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({"id": 1}, "missing key 'tokens' (or 'text' to parse)"),
+        (
+            {"tokens": [{"i": 0, "text": "Hi", "head": 0}]},
+            "'tokens'[0] needs 'dep' as a string, got null (run sembed parse: --words needs dependency labels)",
+        ),
+        (
+            {"tokens": [{"i": 0, "text": "Hi", "dep": "ROOT", "head": 4}]},
+            "'tokens'[0] has head 4, which is no token's 'i'",
+        ),
+    ],
+)
 def test_embed_words_bad_records(tiny_model, record, message, one_torch_thread):
     run = sembed("embed", "--words", "-m", tiny_model, "-b", "1", input=jsonl(RECORDS[1], record))
     assert run.exit_code == 1
@@ -266,12 +330,15 @@ def test_embed_words_bad_records(tiny_model, record, message, one_torch_thread):
     assert run.stderr == f"error: <stdin>:2: {message}\n"
 
 
-@pytest.mark.parametrize("options, flag", [
-    (["--syntax-map", "x"], "--syntax-map"),
-    (["--words", "--cf-weight", "0.2"], "--cf-weight"),
-    (["--words", "--method", "avg"], "--method"),
-    (["--words", "-k", "text_a", "-k", "text_b"], "--text-key"),
-])
+@pytest.mark.parametrize(
+    "options, flag",
+    [
+        (["--syntax-map", "x"], "--syntax-map"),
+        (["--words", "--cf-weight", "0.2"], "--cf-weight"),
+        (["--words", "--method", "avg"], "--method"),
+        (["--words", "-k", "text_a", "-k", "text_b"], "--text-key"),
+    ],
+)
 def test_embed_words_usage_errors(options, flag):
     run = sembed("embed", *options, input=jsonl(RECORDS[1]))
     assert run.exit_code == 2 and flag in run.stderr

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 from conftest import jsonl, sembed
+
 from sembed_cli.evaluation import statistics, sts
 
 GOLD = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
@@ -27,7 +28,8 @@ def bootstrap_by_hand(a: np.ndarray, b: np.ndarray, gold: np.ndarray, resamples:
         found["pearson"].append(scipy.stats.pearsonr(x, g).statistic - scipy.stats.pearsonr(y, g).statistic)
         found["spearman"].append(scipy.stats.spearmanr(x, g).statistic - scipy.stats.spearmanr(y, g).statistic)
     return {name: list(100 * np.percentile(values, [2.5, 97.5])) for name, values in found.items()} | {
-        "defined": len(found["pearson"])}
+        "defined": len(found["pearson"])
+    }
 
 
 def test_paired_difference_point_figures_are_exact():
@@ -63,8 +65,13 @@ def test_a_model_against_itself_or_a_monotone_copy_differs_by_exactly_zero():
     rng = np.random.default_rng(1)
     gold, a = rng.uniform(0, 5, 30), rng.uniform(-1, 1, 30)
     same = statistics.paired_difference(a, a, gold, resamples=100)
-    assert (same["pearson"], same["pearson_ci"], same["spearman"], same["spearman_ci"]) == (0.0, [0.0, 0.0], 0.0, [0.0, 0.0])
-    cubed = statistics.paired_difference(a, a ** 3, gold, resamples=100)  # the same ranks: the same rho in every resample
+    assert (same["pearson"], same["pearson_ci"], same["spearman"], same["spearman_ci"]) == (
+        0.0,
+        [0.0, 0.0],
+        0.0,
+        [0.0, 0.0],
+    )
+    cubed = statistics.paired_difference(a, a**3, gold, resamples=100)  # the same ranks: the same rho in every resample
     assert cubed["spearman"] == 0.0 and cubed["spearman_ci"] == [0.0, 0.0] and cubed["pearson"] != 0.0
 
 
@@ -91,8 +98,14 @@ MODEL_A, MODEL_B = "models/cf@0123456789ab;cf=0.2", "models/sbert@ba9876543210"
 def side(cosines, model: str | None = None, **extra) -> list[dict]:
     records = []
     for i, (c, s) in enumerate(cosines):
-        record = {"text_a": f"a{i}", "text_b": f"b{i}", "score": float(i), "embedding_a": [1.0, 0.0],
-                  "embedding_b": [c, s], **extra}
+        record = {
+            "text_a": f"a{i}",
+            "text_b": f"b{i}",
+            "score": float(i),
+            "embedding_a": [1.0, 0.0],
+            "embedding_b": [c, s],
+            **extra,
+        }
         if model is not None:
             record["embedding_model"] = model
         records.append(record)
@@ -102,8 +115,17 @@ def side(cosines, model: str | None = None, **extra) -> list[dict]:
 def test_versus_file_reports_both_models_and_their_difference(tmp_path):
     other = tmp_path / "sbert.jsonl"
     other.write_text(jsonl(*side(B_COSINES, MODEL_B)))
-    run = sembed("eval", "sts", "--versus", str(other), "--resamples", "200", "--seed", "1",
-                 input=jsonl(*side(A_COSINES, MODEL_A)))
+    run = sembed(
+        "eval",
+        "sts",
+        "--versus",
+        str(other),
+        "--resamples",
+        "200",
+        "--seed",
+        "1",
+        input=jsonl(*side(A_COSINES, MODEL_A)),
+    )
     assert run.exit_code == 0, run.stderr
     [report] = run.records
     assert list(report) == ["task", "gold", "a", "b", "difference"]
@@ -127,8 +149,9 @@ def test_versus_key_reads_the_other_model_from_the_same_records():
     records = side(A_COSINES, MODEL_A)
     for record, (c, s) in zip(records, B_COSINES):
         record |= {"sbert_a": [1.0, 0.0], "sbert_b": [c, s], "sbert_model": MODEL_B}
-    run = sembed("eval", "sts", "-q", "--versus-key", "sbert", "--resamples", "50", "--seed", "5",
-                 input=jsonl(*records))
+    run = sembed(
+        "eval", "sts", "-q", "--versus-key", "sbert", "--resamples", "50", "--seed", "5", input=jsonl(*records)
+    )
     assert run.exit_code == 0, run.stderr
     [report] = run.records
     assert report["b"]["similarity"] == "cosine(sbert_a, sbert_b)" and report["b"]["embedding_model"] == MODEL_B
@@ -157,16 +180,24 @@ def test_each_side_must_still_be_one_model(tmp_path):
     other.write_text(jsonl(*mixed))
     run = sembed("eval", "sts", "--versus", str(other), input=jsonl(*side(A_COSINES, MODEL_A)))
     assert run.exit_code == 1
-    assert run.stderr == (f"error: {other}:3: embedding_model is '{MODEL_A}', but earlier records are '{MODEL_B}': "
-                          "vectors of two models cannot be compared\n")
+    assert run.stderr == (
+        f"error: {other}:3: embedding_model is '{MODEL_A}', but earlier records are '{MODEL_B}': "
+        "vectors of two models cannot be compared\n"
+    )
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda b: b[:3], "error: <stdin> has 4 pairs, {other} 3: --versus needs the same pairs in the same order\n"),
-    (lambda b: [b[0], b[2], b[1], b[3]], "error: pair 2 differs between the two files (('a1', 'b1'), score 1.0 "
-                                         "against ('a2', 'b2'), score 2.0): --versus needs the same pairs in the "
-                                         "same order\n"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda b: b[:3], "error: <stdin> has 4 pairs, {other} 3: --versus needs the same pairs in the same order\n"),
+        (
+            lambda b: [b[0], b[2], b[1], b[3]],
+            "error: pair 2 differs between the two files (('a1', 'b1'), score 1.0 "
+            "against ('a2', 'b2'), score 2.0): --versus needs the same pairs in the "
+            "same order\n",
+        ),
+    ],
+)
 def test_versus_refuses_files_of_other_pairs(tmp_path, change, message):
     other = tmp_path / "b.jsonl"
     other.write_text(jsonl(*change(side(B_COSINES))))
@@ -174,14 +205,28 @@ def test_versus_refuses_files_of_other_pairs(tmp_path, change, message):
     assert run.exit_code == 1 and run.stderr == message.format(other=other)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--versus", "b.jsonl", "--versus-key", "sbert"], "give the other model once: --versus FILE or --versus-key NAME"),
-    (["--versus-key", "sbert", "--cf-grid", "0:1:0.5"], "--versus-key compares two models over all pairs; leave out --cf-grid"),
-    (["--versus", "b.jsonl", "--pairs", "p.jsonl"], "--versus compares two models over all pairs; leave out --pairs"),
-    (["--versus", "-"], "--versus names the input itself: give the other model's records"),
-    (["--versus-key", "sbert", "--resamples", "0"],
-     "Invalid value for '--resamples': Input should be greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--versus", "b.jsonl", "--versus-key", "sbert"],
+            "give the other model once: --versus FILE or --versus-key NAME",
+        ),
+        (
+            ["--versus-key", "sbert", "--cf-grid", "0:1:0.5"],
+            "--versus-key compares two models over all pairs; leave out --cf-grid",
+        ),
+        (
+            ["--versus", "b.jsonl", "--pairs", "p.jsonl"],
+            "--versus compares two models over all pairs; leave out --pairs",
+        ),
+        (["--versus", "-"], "--versus names the input itself: give the other model's records"),
+        (
+            ["--versus-key", "sbert", "--resamples", "0"],
+            "Invalid value for '--resamples': Input should be greater than or equal to 1",
+        ),
+    ],
+)
 def test_versus_usage_errors(args, message):
     run = sembed("eval", "sts", *args, input=jsonl(*side(A_COSINES)))
     assert run.exit_code == 2 and message in run.stderr.replace("\n", " ").replace("  ", " ")
@@ -203,8 +248,7 @@ def test_versus_with_group_by_compares_each_group_and_all_pairs(tmp_path):
             record["text_a"] = f"a{i}"
     other = tmp_path / "b.jsonl"
     other.write_text(jsonl(*b))
-    run = sembed("eval", "sts", "--versus", str(other), "--group-by", "genre", "--resamples", "50",
-                 input=jsonl(*a))
+    run = sembed("eval", "sts", "--versus", str(other), "--group-by", "genre", "--resamples", "50", input=jsonl(*a))
     assert run.exit_code == 0, run.stderr
     [report] = run.records
     assert report["group_by"] == "genre" and list(report["groups"]) == ["news", "forum"]
@@ -213,7 +257,7 @@ def test_versus_with_group_by_compares_each_group_and_all_pairs(tmp_path):
         assert group["a"]["n"] == group["b"]["n"] == group["difference"]["n"] == 4
         assert group["a"]["embedding_model"] == MODEL_A and group["b"]["embedding_model"] == MODEL_B
     assert report["difference"]["n"] == 8
-    table = run.stderr[run.stderr.index("STS: two models"):]
+    table = run.stderr[run.stderr.index("STS: two models") :]
     assert "┃ group ┃" in table and "│ news  │" in table and "│ forum │" in table and "│ all   │" in table
 
 
@@ -222,8 +266,9 @@ def test_versus_group_with_an_undefined_correlation_is_reported_not_fatal():
     for record, (c, s) in zip(records, B_COSINES + [(0.1, math.sqrt(0.99))]):
         record |= {"sbert_a": [1.0, 0.0], "sbert_b": [c, s], "genre": "news"}
     records[-1]["genre"] = "alone"
-    run = sembed("eval", "sts", "--versus-key", "sbert", "--group-by", "genre", "--resamples", "20",
-                 input=jsonl(*records))
+    run = sembed(
+        "eval", "sts", "--versus-key", "sbert", "--group-by", "genre", "--resamples", "20", input=jsonl(*records)
+    )
     assert run.exit_code == 0, run.stderr
     [report] = run.records
     assert report["groups"]["alone"] == {"n": 1, "undefined": "correlation undefined: 1 pair(s), at least 2 needed"}
@@ -236,12 +281,30 @@ def test_the_table_never_cuts_two_long_model_names_alike(monkeypatch, capsys):
 
     monkeypatch.setattr(console.console, "_width", 80)
     long = "/models/experiments/2026/a-very-long-directory-name/cf-bert-large-finetuned-on-stsb@9c0e41d2b7a5;cf=0."
-    metrics = {"similarity": "cosine", "n": 4, "pearson": 80.0, "pearson_ci": None, "spearman": 80.0,
-               "spearman_ci": None}
-    difference = {"n": 4, "pearson": 1.0, "pearson_ci": None, "spearman": 1.0, "spearman_ci": None,
-                  "interval": statistics.INTERVAL, "resamples": 10}
-    report = {"task": "sts", "gold": "score", "a": {**metrics, "embedding_model": long + "2"},
-              "b": {**metrics, "embedding_model": long + "3"}, "difference": difference}
+    metrics = {
+        "similarity": "cosine",
+        "n": 4,
+        "pearson": 80.0,
+        "pearson_ci": None,
+        "spearman": 80.0,
+        "spearman_ci": None,
+    }
+    difference = {
+        "n": 4,
+        "pearson": 1.0,
+        "pearson_ci": None,
+        "spearman": 1.0,
+        "spearman_ci": None,
+        "interval": statistics.INTERVAL,
+        "resamples": 10,
+    }
+    report = {
+        "task": "sts",
+        "gold": "score",
+        "a": {**metrics, "embedding_model": long + "2"},
+        "b": {**metrics, "embedding_model": long + "3"},
+        "difference": difference,
+    }
     sts.print_report(report)
     rows = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("│ a     │", "│ b     │"))]
     assert len(rows) == 2 and long + "2" in rows[0] and long + "3" in rows[1]

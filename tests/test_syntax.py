@@ -43,8 +43,22 @@ def train(tmp_path, tiny_model, *args, records=None, name="map"):
     path = tmp_path / "sets.jsonl"
     path.write_text(jsonl(*(records if records is not None else gensets_records())))
     out = tmp_path / name
-    run = sembed("train", str(path), "--method", "syntax", "-o", str(out), "--model", tiny_model, "--batch-size",
-                 "64", "--device", "cpu", "-q", *args)
+    run = sembed(
+        "train",
+        str(path),
+        "--method",
+        "syntax",
+        "-o",
+        str(out),
+        "--model",
+        tiny_model,
+        "--batch-size",
+        "64",
+        "--device",
+        "cpu",
+        "-q",
+        *args,
+    )
     return run, out
 
 
@@ -137,12 +151,15 @@ def test_resume_ends_where_an_uninterrupted_run_does(tmp_path, tiny_model, monke
     assert torch.equal(SyntaxMap.load(out).weight, whole.weight)
 
 
-@pytest.mark.parametrize("record, message", [
-    ({"sentences": ["a b"]}, "sets.jsonl:2: missing key 'words'"),
-    ({"words": [["a", "b"], ["c"]]}, "sets.jsonl:2: the sentences of 'words' differ in length ([1, 2] words)"),
-    ({"words": [["a", "b"]]}, "sets.jsonl:2: 'words' holds 1 sentence(s): a set needs at least 2"),
-    ({"words": "a b"}, "sets.jsonl:2: 'words' must be a list of word lists, got a string"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({"sentences": ["a b"]}, "sets.jsonl:2: missing key 'words'"),
+        ({"words": [["a", "b"], ["c"]]}, "sets.jsonl:2: the sentences of 'words' differ in length ([1, 2] words)"),
+        ({"words": [["a", "b"]]}, "sets.jsonl:2: 'words' holds 1 sentence(s): a set needs at least 2"),
+        ({"words": "a b"}, "sets.jsonl:2: 'words' must be a list of word lists, got a string"),
+    ],
+)
 def test_bad_sets_are_errors_with_their_line(tmp_path, tiny_model, record, message):
     records = gensets_records(8)
     records.insert(1, record)

@@ -32,8 +32,9 @@ def nli_pairs(n: int = 32, seed: int = 3) -> list[dict]:
 
 
 def train(*args: str, data: list[dict] | None = None):
-    return sembed("train", "-q", "--method", "ta", "--device", "cpu", *args,
-                  input=jsonl(*(nli_pairs() if data is None else data)))
+    return sembed(
+        "train", "-q", "--method", "ta", "--device", "cpu", *args, input=jsonl(*(nli_pairs() if data is None else data))
+    )
 
 
 def test_nli_training_writes_a_token_attention_model_with_its_held_out_accuracy(tiny_model, tmp_path):
@@ -41,16 +42,31 @@ def test_nli_training_writes_a_token_attention_model_with_its_held_out_accuracy(
 
     held_out = tmp_path / "dev.jsonl"
     held_out.write_text(jsonl(*nli_pairs(12, seed=9)))
-    run = sembed("train", "--method", "ta", "-m", tiny_model, "-o", str(tmp_path / "ta"), "--batch-size", "8",
-                 "--validation", str(held_out), input=jsonl(*nli_pairs()))
+    run = sembed(
+        "train",
+        "--method",
+        "ta",
+        "-m",
+        tiny_model,
+        "-o",
+        str(tmp_path / "ta"),
+        "--batch-size",
+        "8",
+        "--validation",
+        str(held_out),
+        input=jsonl(*nli_pairs()),
+    )
     assert run.exit_code == 0, run.stderr
     assert "training ta on 32 pairs" in run.stderr and "held-out NLI: accuracy" in run.stderr
     model = SentenceTransformer(str(tmp_path / "ta"), device="cpu", trust_remote_code=True)
     assert [type(m).__name__ for m in model] == ["Transformer", "TokenAttention", "TokenReconstruction"]
     meta = json.loads((tmp_path / "ta" / "sembed.json").read_text())
     assert (meta["method"], meta["pooling"], meta["settings"]["reconstruction_weight"]) == ("ta", "ta", 0.017)
-    assert (meta["settings"]["epochs"], meta["settings"]["batch_size"], meta["settings"]["head_learning_rate"]) == \
-        (1, 8, 3e-5)
+    assert (meta["settings"]["epochs"], meta["settings"]["batch_size"], meta["settings"]["head_learning_rate"]) == (
+        1,
+        8,
+        3e-5,
+    )
     assert meta["training"]["steps"] == 4
     assert meta["validation"]["pairs"] == 12 and 0 <= meta["validation"]["accuracy"] <= 100
     assert meta["data"]["sha256_of"] == "text_a, text_b, label of each pair, in input order"
@@ -82,8 +98,9 @@ def test_the_mean_pooling_row_of_the_ablation_has_no_new_module(tiny_model, tmp_
 
 
 def test_sts_objective_trains_on_scores(tiny_model, tmp_path):
-    run = train("-m", tiny_model, "-o", str(tmp_path / "sts"), "--objective", "sts", "--score-range", "0:5",
-                "--no-recon")
+    run = train(
+        "-m", tiny_model, "-o", str(tmp_path / "sts"), "--objective", "sts", "--score-range", "0:5", "--no-recon"
+    )
     assert run.exit_code == 0, run.stderr
     meta = json.loads((tmp_path / "sts" / "sembed.json").read_text())
     assert meta["settings"]["objective"] == "cosine similarity, MSE against the scaled score"
@@ -120,8 +137,14 @@ def test_token_attention_and_the_heads_learn_at_3e_5_and_the_encoder_at_the_sche
     names = [name for name, _ in loss.named_parameters()]
     faster = {name for name in names if re.search(pattern, name)}
     assert rate == 3e-5
-    assert faster == {"model.1.query.weight", "model.1.key.weight", "model.1.token.weight",
-                      "model.2.projection.weight", "classifier.weight", "classifier.bias"}
+    assert faster == {
+        "model.1.query.weight",
+        "model.1.key.weight",
+        "model.1.token.weight",
+        "model.2.projection.weight",
+        "classifier.weight",
+        "classifier.bias",
+    }
     plain = reshape(sentence_models.open_model(tiny_model, "cpu"), "mean", reconstruction=False)
     assert new_parameters(TokenAttentionLoss(plain, objective="sts")) == {}
 
@@ -177,8 +200,9 @@ def test_plain_shows_the_weights_on_stderr_and_explain_needs_token_attention(ta_
 
 
 def test_the_reconstruction_head_can_start_from_the_word_piece_embeddings(tiny_model):
-    model = reshape(sentence_models.open_model(tiny_model, "cpu"), "ta", reconstruction=True,
-                    reconstruction_init="embeddings")
+    model = reshape(
+        sentence_models.open_model(tiny_model, "cpu"), "ta", reconstruction=True, reconstruction_init="embeddings"
+    )
     embeddings = model[0].auto_model.get_input_embeddings().weight
     assert torch.equal(model[2].projection.weight, embeddings)
     assert model[2].projection.weight.data_ptr() != embeddings.data_ptr()  # a copy: trained apart from the encoder

@@ -9,8 +9,24 @@ from conftest import sembed
 from sembed_cli import threads
 from sembed_cli.main import app
 
-COMPUTING = ["convert", "parse", "spo", "normalize", "gensets", "embed", "train", "taste", "index", "search",
-             "eval sts", "eval entailment", "eval classify", "eval salience", "eval poi", "eval structure"]
+COMPUTING = [
+    "convert",
+    "parse",
+    "spo",
+    "normalize",
+    "gensets",
+    "embed",
+    "train",
+    "taste",
+    "index",
+    "search",
+    "eval sts",
+    "eval entailment",
+    "eval classify",
+    "eval salience",
+    "eval poi",
+    "eval structure",
+]
 
 
 @pytest.fixture
@@ -24,16 +40,27 @@ def machine(monkeypatch):
     return make
 
 
-@pytest.mark.parametrize("cores, load, expected", [
-    (2, 0.0, 2), (2, 0.4, 2), (2, 0.6, 1), (2, 1.0, 1), (2, 9.0, 1), (16, 3.6, 12), (16, 0.0, 16), (1, 0.0, 1),
-])
+@pytest.mark.parametrize(
+    "cores, load, expected",
+    [
+        (2, 0.0, 2),
+        (2, 0.4, 2),
+        (2, 0.6, 1),
+        (2, 1.0, 1),
+        (2, 9.0, 1),
+        (16, 3.6, 12),
+        (16, 0.0, 16),
+        (1, 0.0, 1),
+    ],
+)
 def test_the_default_is_the_cores_other_work_leaves(machine, cores, load, expected):
     machine(cores, load)
     assert threads.default_threads() == expected
 
 
 def test_without_proc_stat_other_work_is_the_larger_of_the_load_average_and_the_processes_running_now(
-        monkeypatch, tmp_path):
+    monkeypatch, tmp_path
+):
     loadavg = tmp_path / "loadavg"
     monkeypatch.setattr(threads, "LOADAVG", loadavg)
     monkeypatch.setattr(threads, "PROC_STAT", tmp_path / "no-stat")
@@ -56,6 +83,7 @@ def test_other_work_is_the_busy_time_measured_now(monkeypatch, tmp_path):
         stat.write_text(next(samples))
 
     import time
+
     stat.write_text(next(samples))
     monkeypatch.setattr(time, "sleep", sleep)
     assert threads.other_work() == pytest.approx(2 * 40 / 90)
@@ -124,12 +152,16 @@ def test_every_computing_command_takes_threads(command):
 def test_an_unknown_device_is_a_usage_error(value):
     run = sembed("embed", "--device", value, input="")
     assert run.exit_code == 2
-    assert f"Invalid value for '--device' (env var: 'SEMBED_DEVICE'): '{value}' is not one of auto, cpu, cuda, " \
-           "cuda:N" in run.stderr
+    assert (
+        f"Invalid value for '--device' (env var: 'SEMBED_DEVICE'): '{value}' is not one of auto, cpu, cuda, "
+        "cuda:N" in run.stderr
+    )
 
 
 def test_cuda_without_a_gpu_is_one_error_line(monkeypatch, restored):
     monkeypatch.setattr(restored.cuda, "is_available", lambda: False)
     run = sembed("embed", "--device", "cuda", input='{"text": "a"}\n')
-    assert (run.exit_code, run.stderr) == (1, "error: --device cuda asked for, but no CUDA device is available "
-                                              "(hint: use --device auto or cpu)\n")
+    assert (run.exit_code, run.stderr) == (
+        1,
+        "error: --device cuda asked for, but no CUDA device is available (hint: use --device auto or cpu)\n",
+    )

@@ -76,10 +76,22 @@ def test_padding_gets_no_weight_and_a_padded_text_pools_as_it_does_alone():
 
 
 def test_the_temperature_s_max_flattens_the_weights():
-    sharp = token_weights(torch.tensor([E]), torch.ones(1, 3, dtype=torch.bool), torch.tensor(WQ), torch.tensor(WK),
-                          torch.tensor(WT), s_max=1)
-    flat = token_weights(torch.tensor([E]), torch.ones(1, 3, dtype=torch.bool), torch.tensor(WQ), torch.tensor(WK),
-                         torch.tensor(WT), s_max=10_000)
+    sharp = token_weights(
+        torch.tensor([E]),
+        torch.ones(1, 3, dtype=torch.bool),
+        torch.tensor(WQ),
+        torch.tensor(WK),
+        torch.tensor(WT),
+        s_max=1,
+    )
+    flat = token_weights(
+        torch.tensor([E]),
+        torch.ones(1, 3, dtype=torch.bool),
+        torch.tensor(WQ),
+        torch.tensor(WK),
+        torch.tensor(WT),
+        s_max=10_000,
+    )
     assert float(sharp.max() - sharp.min()) > float(flat.max() - flat.min())
     assert flat[0].tolist() == pytest.approx([1 / 3] * 3, abs=0.01)
 
@@ -96,8 +108,11 @@ def test_initialisation_is_uniform_with_mean_0_and_variance_0_02():
 def test_reconstruction_logits_only_while_training_and_the_loss_ignores_padding():
     torch.manual_seed(0)
     head = TokenReconstruction(2, vocab_size=5)
-    features = {"token_embeddings": torch.tensor([E, E]), "attention_mask": torch.tensor([[1, 1, 1], [1, 1, 0]]),
-                "input_ids": torch.tensor([[1, 4, 2], [0, 3, 4]])}
+    features = {
+        "token_embeddings": torch.tensor([E, E]),
+        "attention_mask": torch.tensor([[1, 1, 1], [1, 1, 0]]),
+        "input_ids": torch.tensor([[1, 4, 2], [0, 3, 4]]),
+    }
     head.eval()
     assert "reconstruction_logits" not in head(dict(features))
     head.train()
@@ -120,8 +135,10 @@ def test_a_model_with_token_attention_saves_and_loads_with_sentence_transformers
     transformer = base[0]
     dim = transformer.get_embedding_dimension()
     torch.manual_seed(0)
-    model = SentenceTransformer(modules=[transformer, TokenAttention(dim),
-                                         TokenReconstruction(dim, transformer.tokenizer.vocab_size)], device="cpu")
+    model = SentenceTransformer(
+        modules=[transformer, TokenAttention(dim), TokenReconstruction(dim, transformer.tokenizer.vocab_size)],
+        device="cpu",
+    )
     texts = ["A man is playing a guitar.", "Dogs bark."]
     before = model.encode(texts, convert_to_numpy=True)
     model.save(str(tmp_path / "ta"))

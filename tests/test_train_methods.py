@@ -64,8 +64,12 @@ VALID = {"score_range": "0:5", "validation": "held-out.jsonl", "max_steps": "10"
 @pytest.mark.parametrize("method", list(METHODS))
 def test_an_option_of_every_other_method_is_a_usage_error(method, tmp_path):
     mine = METHODS[method].option_names()
-    others = {f.name: (option_of(f).flags[0], m.name) for m in METHODS.values() for f in fields(m.settings)
-              if f.name not in mine and option_of(f) is not None}
+    others = {
+        f.name: (option_of(f).flags[0], m.name)
+        for m in METHODS.values()
+        for f in fields(m.settings)
+        if f.name not in mine and option_of(f) is not None
+    }
     for name, (flag, owner) in others.items():
         takers = "|".join(m.name for m in METHODS.values() if name in m.option_names())
         default = getattr(METHODS[owner].settings(), name)
@@ -77,13 +81,17 @@ def test_an_option_of_every_other_method_is_a_usage_error(method, tmp_path):
 
 
 def test_float_options_must_be_finite(tmp_path):
-    for args in (["--method", "cf", "--cf-weight", "nan"], ["--method", "poi", "--margin", "inf"],
-                 ["--method", "sbert", "--lr", "inf"]):
+    for args in (
+        ["--method", "cf", "--cf-weight", "nan"],
+        ["--method", "poi", "--margin", "inf"],
+        ["--method", "sbert", "--lr", "inf"],
+    ):
         run = sembed("train", *args, "-o", str(tmp_path / "m"), input="")
         assert run.exit_code == 2 and "must be a finite number" in run.stderr, args
 
 
 # --- an eighth method: what the README's development section shows ------------------------------------------
+
 
 @dataclass(frozen=True)
 class EchoSettings:
@@ -94,11 +102,18 @@ class EchoSettings:
 def run_echo(job: Job, settings: EchoSettings) -> None:
     job.output.mkdir()
     (job.output / "greeting.txt").write_text(
-        f"{settings.greeting * settings.times} {job.recipe.epochs} {job.recipe.lr:g} {list(job.source)}\n")
+        f"{settings.greeting * settings.times} {job.recipe.epochs} {job.recipe.lr:g} {list(job.source)}\n"
+    )
 
 
-ECHO = Method("echo", "says hello", "Writes a greeting to DIR/greeting.txt, the whole of its training.",
-              Recipe(3, 8, 0.5, None, optimizer="nothing", unit="greetings"), EchoSettings, run_echo)
+ECHO = Method(
+    "echo",
+    "says hello",
+    "Writes a greeting to DIR/greeting.txt, the whole of its training.",
+    Recipe(3, 8, 0.5, None, optimizer="nothing", unit="greetings"),
+    EchoSettings,
+    run_echo,
+)
 
 
 def test_an_eighth_method_needs_only_its_module_and_a_registry_entry(tmp_path):

@@ -13,38 +13,72 @@ from sembed_cli.training.model_card import model_card, write_model_card
 
 
 def job_of(tmp_path: Path, recipe, seed: int = 42) -> Job:
-    return Job(RecordSource(str(tmp_path / "corpus.jsonl")), tmp_path / "model", recipe, None, seed, "cpu",
-               resume=False, force=False)
+    return Job(
+        RecordSource(str(tmp_path / "corpus.jsonl")),
+        tmp_path / "model",
+        recipe,
+        None,
+        seed,
+        "cpu",
+        resume=False,
+        force=False,
+    )
 
 
-METADATA = {"method": "mlm", "base_model": "all-MiniLM-L6-v2", "created": "2026-11-25T05:00:00+00:00",
-            "data": {"input": "prose.jsonl", "records": 1200, "sha256": "ab12"}, "training": {"steps": 38},
-            "versions": {"sembed": "0.1.0"}, "command_line": ["sembed", "train", "--method", "mlm", "prose.jsonl"]}
+METADATA = {
+    "method": "mlm",
+    "base_model": "all-MiniLM-L6-v2",
+    "created": "2026-11-25T05:00:00+00:00",
+    "data": {"input": "prose.jsonl", "records": 1200, "sha256": "ab12"},
+    "training": {"steps": 38},
+    "versions": {"sembed": "0.1.0"},
+    "command_line": ["sembed", "train", "--method", "mlm", "prose.jsonl"],
+}
 
 
 def test_the_card_says_how_the_model_was_trained(tmp_path):
     recipe = dataclasses.replace(mlm.ADAPTING, epochs=2)
     card = model_card(job_of(tmp_path, recipe, seed=7), mlm.Settings(max_steps=38), METADATA)
     head, body = card.split("\n---\n", 1)
-    assert head.splitlines() == ["---", "library_name: sentence-transformers", "tags:", "- sembed", "- sembed-mlm",
-                                 'base_model: "all-MiniLM-L6-v2"']
+    assert head.splitlines() == [
+        "---",
+        "library_name: sentence-transformers",
+        "tags:",
+        "- sembed",
+        "- sembed-mlm",
+        'base_model: "all-MiniLM-L6-v2"',
+    ]
     assert "# model\n" in body
     assert "Trained with `sembed train --method mlm` from `all-MiniLM-L6-v2` on `prose.jsonl`." in body
-    for line in ("- input: prose.jsonl", "- records: 1200", "- sha256: ab12",
-                 "- epochs: 2 (stopped after --max-steps 38)", "- optimiser steps: 38", "- batch size: 32 sentences",
-                 "- learning rate: 0.0002 (AdamW)",
-                 "- warm-up: 5% of the steps", "- seed: 7", "- holdout: 0.02", "- from_scratch: false",
-                 "- sembed 0.1.0, 2026-11-25T05:00:00+00:00",
-                 "- command line: `sembed train --method mlm prose.jsonl`"):
+    for line in (
+        "- input: prose.jsonl",
+        "- records: 1200",
+        "- sha256: ab12",
+        "- epochs: 2 (stopped after --max-steps 38)",
+        "- optimiser steps: 38",
+        "- batch size: 32 sentences",
+        "- learning rate: 0.0002 (AdamW)",
+        "- warm-up: 5% of the steps",
+        "- seed: 7",
+        "- holdout: 0.02",
+        "- from_scratch: false",
+        "- sembed 0.1.0, 2026-11-25T05:00:00+00:00",
+        "- command line: `sembed train --method mlm prose.jsonl`",
+    ):
         assert f"\n{line}\n" in body, line
     assert "\n- model: " not in body  # the start model is said once, in the first line
 
 
 def test_a_method_without_a_base_model_or_a_library_says_so(tmp_path):
-    metadata = {"method": "nws", "vectors": {"vectors": "glove-6b-50d", "dim": 50}, "data": {"sentences": 9},
-                "created": "2026-11-25", "versions": {"sembed": "0.1.0"}}
+    metadata = {
+        "method": "nws",
+        "vectors": {"vectors": "glove-6b-50d", "dim": 50},
+        "data": {"sentences": 9},
+        "created": "2026-11-25",
+        "versions": {"sembed": "0.1.0"},
+    }
     card = model_card(job_of(tmp_path, nws.RECIPE), nws.Settings(), metadata, library=None)
-    assert card.startswith("---\ntags:\n- sembed\n- sembed-nws\nbase_model: \"glove-6b-50d\"\n---\n")
+    assert card.startswith('---\ntags:\n- sembed\n- sembed-nws\nbase_model: "glove-6b-50d"\n---\n')
     assert "on `" + str(tmp_path / "corpus.jsonl") + "`." in card  # the data file, where the metadata names none
     assert "\n- batch size: 128 pairs\n" in card and "warm-up" not in card  # nws has no schedule to warm up
     assert "\n- init: isf\n" in card and "\n- vectors: glove-6b-50d\n" in card

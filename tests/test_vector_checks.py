@@ -26,8 +26,7 @@ BAD = {  # (the vector, the message after "'KEY' ")
 
 DIMENSION = {  # each reader's words for a vector of another size than the records before it
     "index": "'embedding' has 3 dimensions, expected 4",
-    "search": "'embedding' has 3 dimensions, the index 4: the query was embedded with another model than "
-              f"'{MODEL}'",
+    "search": f"'embedding' has 3 dimensions, the index 4: the query was embedded with another model than '{MODEL}'",
     "eval sts": "'embedding_b' has 4 dimensions, 'embedding_a' has 3",  # a pair's two sides first
     "eval entailment": "'embedding_b' has 4 dimensions, 'embedding_a' has 3",
     "eval classify": "'embedding' has 3 dimensions, earlier records 4",
@@ -40,8 +39,14 @@ def single(vector, n: int) -> dict:
 
 
 def pair(vector, n: int) -> dict:
-    return {"id": n, "embedding_a": vector, "embedding_b": GOOD, "embedding_model": MODEL, "score": n % 5,
-            "label": "ab"[n % 2]}
+    return {
+        "id": n,
+        "embedding_a": vector,
+        "embedding_b": GOOD,
+        "embedding_model": MODEL,
+        "score": n % 5,
+        "label": "ab"[n % 2],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +66,13 @@ def test_every_command_that_reads_vectors_refuses_each_bad_vector_alike(command,
     key = "embedding_a" if command in ("eval sts", "eval entailment") else "embedding"
     make = pair if key == "embedding_a" else single
     records = [make(GOOD, 1), make(vector, 2), make(GOOD, 3)]
-    args = {"index": ["index", "-o", str(tmp_path / "i")], "search": ["search", "--index", str(index_dir)],
-            "eval sts": ["eval", "sts"], "eval entailment": ["eval", "entailment"],
-            "eval classify": ["eval", "classify"]}[command]
+    args = {
+        "index": ["index", "-o", str(tmp_path / "i")],
+        "search": ["search", "--index", str(index_dir)],
+        "eval sts": ["eval", "sts"],
+        "eval entailment": ["eval", "entailment"],
+        "eval classify": ["eval", "classify"],
+    }[command]
     run = sembed(*args, "-q", input=jsonl(*records))
     expected = DIMENSION[command] if message is None else f"'{key}' {message}"
     assert run.exit_code == 1
@@ -74,10 +83,13 @@ def test_every_command_that_reads_vectors_refuses_each_bad_vector_alike(command,
         assert not (tmp_path / "i").exists()
 
 
-@pytest.mark.parametrize("row, message", [
-    ([np.nan, 0.2, 0.3, 0.4], "'embedding' has a NaN or infinite value at index 0"),
-    ([0.0, 0.0, 0.0, 0.0], "'embedding' is a zero vector (cosine undefined)"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ([np.nan, 0.2, 0.3, 0.4], "'embedding' has a NaN or infinite value at index 0"),
+        ([0.0, 0.0, 0.0, 0.0], "'embedding' is a zero vector (cosine undefined)"),
+    ],
+)
 def test_a_bad_row_of_an_npy_matrix_is_refused_with_the_record_that_names_it(row, message, tmp_path):
     import json
 

@@ -39,13 +39,33 @@ def fresh_cache():
 
 def test_tokenize_splits_as_ptb_and_lowercases():
     assert tokenize("I don't think it's 3.5 o'clock in the U.S., e-mail me!", True) == [
-        "i", "do", "n't", "think", "it", "'s", "3.5", "o'clock", "in", "the", "u.s.", ",", "e-mail", "me", "!"]
+        "i",
+        "do",
+        "n't",
+        "think",
+        "it",
+        "'s",
+        "3.5",
+        "o'clock",
+        "in",
+        "the",
+        "u.s.",
+        ",",
+        "e-mail",
+        "me",
+        "!",
+    ]
     assert tokenize("The Cat", False) == ["The", "Cat"]
 
 
-@pytest.mark.parametrize("writer, prefix, kind", [(write_glove, "glove:", "glove"),
-                                                   (write_word2vec, "word2vec:", "word2vec"),
-                                                   (write_word2vec_binary, "word2vec-bin:", "word2vec-bin")])
+@pytest.mark.parametrize(
+    "writer, prefix, kind",
+    [
+        (write_glove, "glove:", "glove"),
+        (write_word2vec, "word2vec:", "word2vec"),
+        (write_word2vec_binary, "word2vec-bin:", "word2vec-bin"),
+    ],
+)
 def test_three_formats_load_the_same_vectors(tmp_path, writer, prefix, kind):
     path = writer(tmp_path / "vectors.txt")
     assert sniff(path) == kind
@@ -66,7 +86,8 @@ def test_known_and_unknown_words_are_counted(tmp_path):
     assert coverage.as_dict() == {"tokens": 9, "unknown_tokens": 4, "unknown_types": 4, "texts_without_known_word": 1}
     assert coverage.summary(vectors.spec) == (
         f"4 of 9 tokens (44.4%, 4 distinct) have no vector in {vectors.spec} and were left out; most frequent: "
-        "on (1), mat (1), zebra (1), ! (1)")
+        "on (1), mat (1), zebra (1), ! (1)"
+    )
 
 
 def test_mixed_case_vocabulary_keeps_case_then_falls_back(tmp_path):
@@ -108,7 +129,9 @@ def test_packaged_glove():
     vectors = load()
     assert (len(vectors.words), vectors.dim, vectors.lowercase) == (400000, 50, True)
     assert vectors.words_of("The Prime Minister didn't zzqqx.") == (
-        ["the", "prime", "minister", "did", "n't", "."], ["zzqqx"])
+        ["the", "prime", "minister", "did", "n't", "."],
+        ["zzqqx"],
+    )
 
 
 @pytest.mark.e2e

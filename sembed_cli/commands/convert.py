@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 import typer
 
 from .. import console
 from ..io import RecordSink
-from ..options import (BatchSize, Force, NProcess, Only, Output, Quiet, SkipErrors, SpacyModel, Threads, Verbose,
-                       check_only)
+from ..options import (
+    BatchSize,
+    Force,
+    NProcess,
+    Only,
+    Output,
+    Quiet,
+    SkipErrors,
+    SpacyModel,
+    Threads,
+    Verbose,
+    check_only,
+)
 from ..readers import FORMATS, InputFile, ReadSettings, input_files
 from ..readers.inputs import AUTO
 from ..text import spacy_pipeline
@@ -28,21 +39,46 @@ def _encoding(value: str) -> str:
         raise typer.BadParameter(f"unknown encoding {value!r}") from None
 
 
-From = Annotated[FormatName, typer.Option("--from", "-f", metavar="FORMAT", show_default=False,
-                                          help=f"Input format: {', '.join(FORMATS)}.")]
-Paths = Annotated[Optional[list[str]], typer.Argument(
-    metavar="PATH", show_default=False,
-    help="Files or folders (every data file under a folder, in sorted order); '-' or none reads stdin; .gz works.")]
-Encoding = Annotated[str, typer.Option("--encoding", metavar="NAME", callback=_encoding,
-                                       help="Text encoding: auto (UTF-8; a line that is not UTF-8 is read as "
-                                            "Windows-1252 and counted on stderr), utf-8 (such a line is an error), "
-                                            "latin-1 or any Python codec. JSONL (snli) is always UTF-8.")]
-DocBreak = Annotated[Optional[Literal["blank", "file"]], typer.Option(
-    "--doc-break", metavar="blank|file", show_default=False,
-    help="lines and prose: where a document ends: at a blank line (lines' default) or at the end of the file "
-         "(prose's default).")]
-Wrapped = Annotated[bool, typer.Option("--wrapped", help="prose: lines are hard-wrapped, a paragraph runs to the "
-                                                        "next blank line (default: a paragraph a line).")]
+From = Annotated[
+    FormatName,
+    typer.Option("--from", "-f", metavar="FORMAT", show_default=False, help=f"Input format: {', '.join(FORMATS)}."),
+]
+Paths = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="PATH",
+        show_default=False,
+        help="Files or folders (every data file under a folder, in sorted order); '-' or none reads stdin; .gz works.",
+    ),
+]
+Encoding = Annotated[
+    str,
+    typer.Option(
+        "--encoding",
+        metavar="NAME",
+        callback=_encoding,
+        help="Text encoding: auto (UTF-8; a line that is not UTF-8 is read as "
+        "Windows-1252 and counted on stderr), utf-8 (such a line is an error), "
+        "latin-1 or any Python codec. JSONL (snli) is always UTF-8.",
+    ),
+]
+DocBreak = Annotated[
+    Literal["blank", "file"] | None,
+    typer.Option(
+        "--doc-break",
+        metavar="blank|file",
+        show_default=False,
+        help="lines and prose: where a document ends: at a blank line (lines' default) or at the end of the file "
+        "(prose's default).",
+    ),
+]
+Wrapped = Annotated[
+    bool,
+    typer.Option(
+        "--wrapped",
+        help="prose: lines are hard-wrapped, a paragraph runs to the next blank line (default: a paragraph a line).",
+    ),
+]
 
 
 def convert_records(fmt: str, files: Sequence[InputFile], settings: ReadSettings | None = None) -> Iterator[dict]:
@@ -50,9 +86,12 @@ def convert_records(fmt: str, files: Sequence[InputFile], settings: ReadSettings
     return FORMATS[fmt].read(files, settings or ReadSettings())
 
 
-ONLY = (Only("doc_break", when=lambda values: values["fmt"] in ("lines", "prose"),
-             message="only for --from lines or prose"),
-        Only("wrapped", when=lambda values: values["fmt"] == "prose", message="only for --from prose"))
+ONLY = (
+    Only(
+        "doc_break", when=lambda values: values["fmt"] in ("lines", "prose"), message="only for --from lines or prose"
+    ),
+    Only("wrapped", when=lambda values: values["fmt"] == "prose", message="only for --from prose"),
+)
 
 
 def convert_command(
@@ -138,11 +177,15 @@ def convert_command(
     check_only(ctx, ONLY)
     reader = FORMATS[fmt]
     files = input_files(paths or [], reader.pick, skip_errors)
-    settings = ReadSettings(encoding=encoding, doc_break=doc_break, wrapped=wrapped, model=model,
-                            batch_size=batch_size, n_process=n_process)
-    with console.StreamProgress(f"converting {fmt}") as progress, \
-            RecordSink(output, flush_every=batch_size, force=force, inputs=[file.path for file in files],
-                       progress=progress) as sink:
+    settings = ReadSettings(
+        encoding=encoding, doc_break=doc_break, wrapped=wrapped, model=model, batch_size=batch_size, n_process=n_process
+    )
+    with (
+        console.StreamProgress(f"converting {fmt}") as progress,
+        RecordSink(
+            output, flush_every=batch_size, force=force, inputs=[file.path for file in files], progress=progress
+        ) as sink,
+    ):
         sink.write_all(convert_records(fmt, files, settings))
     for file in files:
         warnings, notes = file.reports()

@@ -2,79 +2,209 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 import typer
 
 from .. import console
 from ..io import StreamOptions, TextFields
 from ..models import sentence_models
-from ..models.embed_stream import (CPU_ENCODE_BATCH, CUDA_ENCODE_BATCH, SentenceVectorSettings, WordRecordSettings,
-                                   WordVectorSettings, embed_sentences, embed_with_word_vectors, embed_words,
-                                   same_encoder)
-from ..options import (Backend, BatchSize, Device, Force, Input, Lines, LongText, Mode, Only, Output, Precision,
-                       Quantize, Quiet, SentenceModel, ShardOption, SkipErrors, TextKeys, Threads, Verbose,
-                       check_backend, check_only, counted_text_keys, finite, flag, given_on_command_line, mode_rules)
+from ..models.embed_stream import (
+    CPU_ENCODE_BATCH,
+    CUDA_ENCODE_BATCH,
+    SentenceVectorSettings,
+    WordRecordSettings,
+    WordVectorSettings,
+    embed_sentences,
+    embed_with_word_vectors,
+    embed_words,
+    same_encoder,
+)
+from ..options import (
+    Backend,
+    BatchSize,
+    Device,
+    Force,
+    Input,
+    Lines,
+    LongText,
+    Mode,
+    Only,
+    Output,
+    Precision,
+    Quantize,
+    Quiet,
+    SentenceModel,
+    ShardOption,
+    SkipErrors,
+    TextKeys,
+    Threads,
+    Verbose,
+    check_backend,
+    check_only,
+    counted_text_keys,
+    finite,
+    flag,
+    given_on_command_line,
+    mode_rules,
+)
 
-CfWeight = Annotated[Optional[float], typer.Option(
-    "--cf-weight", metavar="W", callback=finite, show_default=False,
-    help="CF-BERT eq. 1: embedding = emb(text) + W * emb(s_cf). Default: the W_cf a `sembed train --method cf` "
-         "model saved, else 0 (plain embeddings).")]
-KeepParts = Annotated[bool, typer.Option(
-    "--keep-parts", help="Also write embedding_basic = emb(text) and embedding_cf = emb(s_cf), so `sembed eval sts "
-                         "--cf-grid` can sweep W without embedding again.")]
-Npy = Annotated[Optional[str], typer.Option(
-    "--npy", metavar="FILE", show_default=False,
-    help="Write the vectors as rows of a float32 .npy matrix instead of into the JSONL; each record gets the row "
-         "number in embedding_row (embedding_row_a, embedding_basic_row, ...).")]
-EmbedMethod = Annotated[Literal["model", "avg", "isf", "sif", "nws"], typer.Option(
-    "--method", metavar="model|avg|isf|sif|nws",
-    help="model: the sentence-transformers --model (the default); avg, isf, sif, nws: word-vector sentence "
-         "embeddings (see below).")]
-WordVectorsOption = Annotated[Optional[str], typer.Option(
-    "--vectors", metavar="SPEC", envvar="SEMBED_VECTORS", show_default=False,
-    help="avg, isf, sif, nws: word vectors: glove-6b-50d (packaged), spacy:NAME|PATH, glove:FILE, word2vec:FILE, "
-         "word2vec-bin:FILE or a FILE. Default: those the --salience table was learnt on, else glove-6b-50d.")]
-SalienceDir = Annotated[Optional[str], typer.Option(
-    "--salience", metavar="DIR", show_default=False,
-    help="isf, sif, nws: the salience table `sembed train --method nws` wrote (its scores, and its corpus "
-         "counts for ISF and SIF).")]
-SifComponent = Annotated[Literal["corpus", "batch"], typer.Option(
-    "--sif-component", metavar="corpus|batch",
-    help="sif: remove the first principal component of the training corpus's SIF vectors (stored with the "
-         "table; streams, and the same for every input), or of each --batch-size batch's own vectors (Arora "
-         "et al. on a whole test set: give a batch size above the record count).")]
-Explain = Annotated[bool, typer.Option(
-    "--explain", help="With a TA-SBERT model (`sembed train --method ta`): also write token_weights (token_weights_a, "
-                      "...), each word of the text with its Token Attention weight, [[word, weight], ...].")]
-Plain = Annotated[bool, typer.Option(
-    "--plain", help="With a TA-SBERT model: show each text on stderr with its words shaded by their Token Attention "
-                    "weight (where stderr is not a terminal: word(weight)); implies --explain.")]
-Words = Annotated[bool, typer.Option(
-    "--words", help="One record per word instead, with its parse and contextualised vector (see below).")]
-SyntaxMapDir = Annotated[Optional[str], typer.Option(
-    "--syntax-map", metavar="DIR", show_default=False,
-    help="--words: write f(x), the syntactic transformation `sembed train --method syntax` saved in DIR, on the "
-         "vectors of the word encoder it was trained on (which replaces --model).")]
-EncodeBatchSize = Annotated[Optional[int], typer.Option(
-    "--encode-batch-size", min=1, metavar="N", show_default=False,
-    help=f"Texts per forward pass within a batch of records. Default: {CPU_ENCODE_BATCH} on the CPU, "
-         f"{CUDA_ENCODE_BATCH} on CUDA.")]
+CfWeight = Annotated[
+    float | None,
+    typer.Option(
+        "--cf-weight",
+        metavar="W",
+        callback=finite,
+        show_default=False,
+        help="CF-BERT eq. 1: embedding = emb(text) + W * emb(s_cf). Default: the W_cf a `sembed train --method cf` "
+        "model saved, else 0 (plain embeddings).",
+    ),
+]
+KeepParts = Annotated[
+    bool,
+    typer.Option(
+        "--keep-parts",
+        help="Also write embedding_basic = emb(text) and embedding_cf = emb(s_cf), so `sembed eval sts "
+        "--cf-grid` can sweep W without embedding again.",
+    ),
+]
+Npy = Annotated[
+    str | None,
+    typer.Option(
+        "--npy",
+        metavar="FILE",
+        show_default=False,
+        help="Write the vectors as rows of a float32 .npy matrix instead of into the JSONL; each record gets the row "
+        "number in embedding_row (embedding_row_a, embedding_basic_row, ...).",
+    ),
+]
+EmbedMethod = Annotated[
+    Literal["model", "avg", "isf", "sif", "nws"],
+    typer.Option(
+        "--method",
+        metavar="model|avg|isf|sif|nws",
+        help="model: the sentence-transformers --model (the default); avg, isf, sif, nws: word-vector sentence "
+        "embeddings (see below).",
+    ),
+]
+WordVectorsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--vectors",
+        metavar="SPEC",
+        envvar="SEMBED_VECTORS",
+        show_default=False,
+        help="avg, isf, sif, nws: word vectors: glove-6b-50d (packaged), spacy:NAME|PATH, glove:FILE, word2vec:FILE, "
+        "word2vec-bin:FILE or a FILE. Default: those the --salience table was learnt on, else glove-6b-50d.",
+    ),
+]
+SalienceDir = Annotated[
+    str | None,
+    typer.Option(
+        "--salience",
+        metavar="DIR",
+        show_default=False,
+        help="isf, sif, nws: the salience table `sembed train --method nws` wrote (its scores, and its corpus "
+        "counts for ISF and SIF).",
+    ),
+]
+SifComponent = Annotated[
+    Literal["corpus", "batch"],
+    typer.Option(
+        "--sif-component",
+        metavar="corpus|batch",
+        help="sif: remove the first principal component of the training corpus's SIF vectors (stored with the "
+        "table; streams, and the same for every input), or of each --batch-size batch's own vectors (Arora "
+        "et al. on a whole test set: give a batch size above the record count).",
+    ),
+]
+Explain = Annotated[
+    bool,
+    typer.Option(
+        "--explain",
+        help="With a TA-SBERT model (`sembed train --method ta`): also write token_weights (token_weights_a, "
+        "...), each word of the text with its Token Attention weight, [[word, weight], ...].",
+    ),
+]
+Plain = Annotated[
+    bool,
+    typer.Option(
+        "--plain",
+        help="With a TA-SBERT model: show each text on stderr with its words shaded by their Token Attention "
+        "weight (where stderr is not a terminal: word(weight)); implies --explain.",
+    ),
+]
+Words = Annotated[
+    bool,
+    typer.Option("--words", help="One record per word instead, with its parse and contextualised vector (see below)."),
+]
+SyntaxMapDir = Annotated[
+    str | None,
+    typer.Option(
+        "--syntax-map",
+        metavar="DIR",
+        show_default=False,
+        help="--words: write f(x), the syntactic transformation `sembed train --method syntax` saved in DIR, on the "
+        "vectors of the word encoder it was trained on (which replaces --model).",
+    ),
+]
+EncodeBatchSize = Annotated[
+    int | None,
+    typer.Option(
+        "--encode-batch-size",
+        min=1,
+        metavar="N",
+        show_default=False,
+        help=f"Texts per forward pass within a batch of records. Default: {CPU_ENCODE_BATCH} on the CPU, "
+        f"{CUDA_ENCODE_BATCH} on CUDA.",
+    ),
+]
 
 
 # Each of embed's three ways of making vectors and the options it takes; an option of another mode given on the
 # command line is a usage error. Every mode takes the COMMON ones.
-COMMON = frozenset({"input", "output", "lines", "text_keys", "force", "batch_size", "shard", "skip_errors", "threads",
-                    "quiet", "verbose"})
-MODEL = Mode("for --method model", frozenset({
-    "method", "model", "cf_weight", "keep_parts", "explain", "plain", "npy", "long_text", "encode_batch_size",
-    "device", "precision", "backend", "quantize"}))
-WORD_VECTORS = Mode("for --method avg|isf|sif|nws",
-                    frozenset({"method", "vectors", "salience", "sif_component"}))
-WORDS = Mode("with --words", frozenset({
-    "words", "model", "syntax_map", "npy", "encode_batch_size", "device", "precision"}),
+COMMON = frozenset(
+    {
+        "input",
+        "output",
+        "lines",
+        "text_keys",
+        "force",
+        "batch_size",
+        "shard",
+        "skip_errors",
+        "threads",
+        "quiet",
+        "verbose",
+    }
+)
+MODEL = Mode(
+    "for --method model",
+    frozenset(
+        {
+            "method",
+            "model",
+            "cf_weight",
+            "keep_parts",
+            "explain",
+            "plain",
+            "npy",
+            "long_text",
+            "encode_batch_size",
+            "device",
+            "precision",
+            "backend",
+            "quantize",
+        }
+    ),
+)
+WORD_VECTORS = Mode("for --method avg|isf|sif|nws", frozenset({"method", "vectors", "salience", "sif_component"}))
+WORDS = Mode(
+    "with --words",
+    frozenset({"words", "model", "syntax_map", "npy", "encode_batch_size", "device", "precision"}),
     refusal="not with --words (word vectors come from the encoder, in fp32)",
-    refusals={"long_text": "not with --words (a long text is always encoded in windows there)"})
+    refusals={"long_text": "not with --words (a long text is always encoded in windows there)"},
+)
 MODES = (MODEL, WORD_VECTORS, WORDS)
 
 
@@ -83,9 +213,13 @@ def mode_of(values) -> Mode:
 
 
 ONLY = mode_rules(MODES, mode_of) + (
-    Only("precision", when=lambda values: not values["words"] or values["precision"] in ("auto", "fp32"),
-         message=WORDS.refusal or ""),
-    Only("salience", when=lambda values: values["method"] != "avg", message="avg weighs no word: leave it out"))
+    Only(
+        "precision",
+        when=lambda values: not values["words"] or values["precision"] in ("auto", "fp32"),
+        message=WORDS.refusal or "",
+    ),
+    Only("salience", when=lambda values: values["method"] != "avg", message="avg weighs no word: leave it out"),
+)
 
 
 def embed_command(
@@ -208,8 +342,9 @@ def embed_command(
     fields = TextFields(text_keys)
     stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
     if words:
-        (text_key,) = counted_text_keys(text_keys, ("text",),
-                                        "--words reads one text: give --text-key once, got {given}")
+        (text_key,) = counted_text_keys(
+            text_keys, ("text",), "--words reads one text: give --text-key once, got {given}"
+        )
         transformation = None
         if syntax_map is not None:
             from ..models.syntax_map import SyntaxMap
@@ -217,27 +352,47 @@ def embed_command(
             transformation = SyntaxMap.load(syntax_map)
             trained_on = transformation.encoder
             if "model" in given_on_command_line(ctx) and not same_encoder(model, trained_on):
-                raise typer.BadParameter(f"the syntax map was trained on the word encoder of "
-                                         f"'{trained_on.get('model_name')}'; leave --model out with --syntax-map",
-                                         param_hint=flag(ctx, "model"))
+                raise typer.BadParameter(
+                    f"the syntax map was trained on the word encoder of "
+                    f"'{trained_on.get('model_name')}'; leave --model out with --syntax-map",
+                    param_hint=flag(ctx, "model"),
+                )
         words_settings = WordRecordSettings(model, text_key, syntax_map, npy, batch_size, encode_batch_size, device)
         embed_words(stream, words_settings, transformation)
         return
     if method != "model":
         if method != "avg" and salience is None:
-            raise typer.BadParameter(f"--method {method} needs the salience table `sembed train --method nws` wrote",
-                                     param_hint="'--salience'")
-        embed_with_word_vectors(stream, fields, WordVectorSettings(method, vectors, salience, sif_component,
-                                                                   batch_size))
+            raise typer.BadParameter(
+                f"--method {method} needs the salience table `sembed train --method nws` wrote",
+                param_hint="'--salience'",
+            )
+        embed_with_word_vectors(
+            stream, fields, WordVectorSettings(method, vectors, salience, sif_component, batch_size)
+        )
         return
     explain = explain or plain
     check_backend(backend, quantize, device, precision)  # the other modes leave a SEMBED_BACKEND of this one be
     if backend == "onnx" and explain:
-        raise typer.BadParameter("only for the sentence vectors of --method model (not --words, --explain, --plain)",
-                                 param_hint="'--backend'")
+        raise typer.BadParameter(
+            "only for the sentence vectors of --method model (not --words, --explain, --plain)",
+            param_hint="'--backend'",
+        )
     if explain and long_text == "window":
-        raise typer.BadParameter("not with --explain or --plain (Token Attention is shown on one window)",
-                                 param_hint="'--long-text'")
-    settings = SentenceVectorSettings(model, cf_weight, keep_parts, explain, npy, long_text, batch_size,
-                                      encode_batch_size, device, precision, backend, quantize)
+        raise typer.BadParameter(
+            "not with --explain or --plain (Token Attention is shown on one window)", param_hint="'--long-text'"
+        )
+    settings = SentenceVectorSettings(
+        model,
+        cf_weight,
+        keep_parts,
+        explain,
+        npy,
+        long_text,
+        batch_size,
+        encode_batch_size,
+        device,
+        precision,
+        backend,
+        quantize,
+    )
     embed_sentences(stream, fields, settings, console.weighted_words if plain else None)

@@ -3,32 +3,64 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ..text import spacy_pipeline
 from ..errors import SembedError
 from ..io import StreamOptions
-from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLMPrecision, Output, Quiet, Seed, ShardOption,
-                       SkipErrors, Threads, Verbose)
-from ..text.structural_sets import K, MLM_HINT, TOP, SetGenerator, default_mlm
+from ..options import (
+    BatchSize,
+    Device,
+    Force,
+    Input,
+    Lines,
+    MaskedLMPrecision,
+    Output,
+    Quiet,
+    Seed,
+    ShardOption,
+    SkipErrors,
+    Threads,
+    Verbose,
+)
+from ..text import spacy_pipeline
+from ..text.structural_sets import MLM_HINT, TOP, K, SetGenerator, default_mlm
 
-MaskedLMDir = Annotated[Optional[Path], typer.Option(
-    "--mlm", envvar="SEMBED_MLM", metavar="DIR", show_default=False,
-    help="Hugging Face masked-LM directory (bert-base-uncased, bert-large-uncased-whole-word-masking, one "
-         "`sembed train --method mlm` wrote, ...). Never downloaded. Default: $XDG_DATA_HOME/sembed/minilm-mlm "
-         "(~/.local/share/sembed/minilm-mlm), which examples/build_mlm.sh builds from the packaged "
-         "all-MiniLM-L6-v2.")]
-Variants = Annotated[int, typer.Option("--k", min=1, metavar="K", help="Variants made for each sentence "
-                                                                       "(the paper: 6).")]
-Top = Annotated[int, typer.Option("--top", min=1, metavar="N", help="Whole-word predictions a replacement is drawn "
-                                                                    "from (the paper: 30).")]
-TextKey = Annotated[str, typer.Option("--text-key", metavar="KEY", help="Text field to read; its tokens field "
-                                                                        "(tokens_KEY) likewise.")]
-TaggerModel = Annotated[str, typer.Option(
-    "--spacy-model", envvar="SEMBED_SPACY_MODEL", metavar="NAME",
-    help="spaCy pipeline that tokenises and tags: an installed package name or a path.")]
+MaskedLMDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--mlm",
+        envvar="SEMBED_MLM",
+        metavar="DIR",
+        show_default=False,
+        help="Hugging Face masked-LM directory (bert-base-uncased, bert-large-uncased-whole-word-masking, one "
+        "`sembed train --method mlm` wrote, ...). Never downloaded. Default: $XDG_DATA_HOME/sembed/minilm-mlm "
+        "(~/.local/share/sembed/minilm-mlm), which examples/build_mlm.sh builds from the packaged "
+        "all-MiniLM-L6-v2.",
+    ),
+]
+Variants = Annotated[
+    int, typer.Option("--k", min=1, metavar="K", help="Variants made for each sentence (the paper: 6).")
+]
+Top = Annotated[
+    int,
+    typer.Option(
+        "--top", min=1, metavar="N", help="Whole-word predictions a replacement is drawn from (the paper: 30)."
+    ),
+]
+TextKey = Annotated[
+    str, typer.Option("--text-key", metavar="KEY", help="Text field to read; its tokens field (tokens_KEY) likewise.")
+]
+TaggerModel = Annotated[
+    str,
+    typer.Option(
+        "--spacy-model",
+        envvar="SEMBED_SPACY_MODEL",
+        metavar="NAME",
+        help="spaCy pipeline that tokenises and tags: an installed package name or a path.",
+    ),
+]
 
 
 def resolve_mlm(mlm: Path | None) -> Path:
@@ -38,8 +70,10 @@ def resolve_mlm(mlm: Path | None) -> Path:
         return path
     if mlm is None:
         raise SembedError(f"no masked-LM at {path} (the default --mlm)", MLM_HINT)
-    raise SembedError(f"no masked-LM directory at '{mlm}' (no config.json)",
-                      "pass --mlm with a Hugging Face masked-LM directory such as bert-base-uncased")
+    raise SembedError(
+        f"no masked-LM directory at '{mlm}' (no config.json)",
+        "pass --mlm with a Hugging Face masked-LM directory such as bert-base-uncased",
+    )
 
 
 def gensets_command(
@@ -113,7 +147,16 @@ def gensets_command(
     nlp = spacy_pipeline.load(spacy_model, ("tagger",))
     stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
     source = stream.source()
-    generator = SetGenerator(MaskedLM.load(path, resolved, precision), Tagger(nlp), nlp.tokenizer, k=k, top=top,
-                             seed=seed, batch_size=batch_size, text_key=text_key, shard=shard,
-                             skipped=lambda: len(source.rejects.skipped))
+    generator = SetGenerator(
+        MaskedLM.load(path, resolved, precision),
+        Tagger(nlp),
+        nlp.tokenizer,
+        k=k,
+        top=top,
+        seed=seed,
+        batch_size=batch_size,
+        text_key=text_key,
+        shard=shard,
+        skipped=lambda: len(source.rejects.skipped),
+    )
     stream.run(generator.check, generator.generate, batch_size, "generating sets", source)

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from ..io import StreamOptions, TextFields
+from ..options import (
+    BatchSize,
+    Force,
+    Input,
+    Lines,
+    Output,
+    Quiet,
+    ShardOption,
+    SkipErrors,
+    SpacyModel,
+    TextKeys,
+    Threads,
+    Verbose,
+)
 from ..text import spacy_pipeline
 from ..text.base_form import normalize_records
-from ..io import StreamOptions, TextFields
-from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
-                       Threads, Verbose)
 
 
 def normalize_command(
@@ -57,5 +69,6 @@ def normalize_command(
     fields = TextFields(text_keys, spacy_pipeline.LIMIT)
     nlp = spacy_pipeline.load(model, spacy_pipeline.TAG)
     stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
-    stream.run(fields.of, lambda records: normalize_records(records, nlp, fields, batch_size), batch_size,
-               "normalizing")
+    stream.run(
+        fields.of, lambda records: normalize_records(records, nlp, fields, batch_size), batch_size, "normalizing"
+    )

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from ..io import StreamOptions, TextFields
+from ..options import (
+    BatchSize,
+    Force,
+    Input,
+    Lines,
+    NProcess,
+    Output,
+    Quiet,
+    ShardOption,
+    SkipErrors,
+    SpacyModel,
+    TextKeys,
+    Threads,
+    Verbose,
+)
 from ..text import spacy_pipeline
 from ..text.dependency import parse_records
-from ..io import StreamOptions, TextFields
-from ..options import (BatchSize, Force, Input, Lines, NProcess, Output, Quiet, ShardOption, SkipErrors, SpacyModel,
-                       TextKeys, Threads, Verbose)
 
 
 def parse_command(
@@ -40,5 +53,6 @@ def parse_command(
     fields = TextFields(text_keys, spacy_pipeline.LIMIT)
     nlp = spacy_pipeline.load(model, spacy_pipeline.PARSE)
     stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
-    stream.run(fields.of, lambda records: parse_records(records, nlp, fields, batch_size, n_process), batch_size,
-               "parsing")
+    stream.run(
+        fields.of, lambda records: parse_records(records, nlp, fields, batch_size, n_process), batch_size, "parsing"
+    )

@@ -3,26 +3,60 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ..io import StreamOptions
 from ..models.index_search import DEFAULT_K
-from ..options import (BACKEND_HELP, QUANTIZE_HELP, BackendName, BatchSize, Device, Force, Input, Lines, LongText,
-                       Output, Quantization, Quiet, SkipErrors, Threads, Verbose, check_backend, flag,
-                       given_on_command_line)
+from ..options import (
+    BACKEND_HELP,
+    QUANTIZE_HELP,
+    BackendName,
+    BatchSize,
+    Device,
+    Force,
+    Input,
+    Lines,
+    LongText,
+    Output,
+    Quantization,
+    Quiet,
+    SkipErrors,
+    Threads,
+    Verbose,
+    check_backend,
+    flag,
+    given_on_command_line,
+)
 
-IndexPath = Annotated[Path, typer.Option("--index", "-i", metavar="DIR", show_default=False,
-                                         help="The index directory `sembed index` wrote (required).")]
-QueryModel = Annotated[Optional[str], typer.Option(
-    "--model", "-m", metavar="MODEL", show_default=False,
-    help="The model that embeds the query texts (another path to the index's model). Default: the index's own; "
-         "another model is refused.")]
-QueryTexts = Annotated[Optional[list[str]], typer.Option(
-    "--query", metavar="TEXT", show_default=False,
-    help="A query text (repeatable), searched instead of reading query records: each is the record "
-         "{\"text\": TEXT} (--text-key names the field).")]
+IndexPath = Annotated[
+    Path,
+    typer.Option(
+        "--index", "-i", metavar="DIR", show_default=False, help="The index directory `sembed index` wrote (required)."
+    ),
+]
+QueryModel = Annotated[
+    str | None,
+    typer.Option(
+        "--model",
+        "-m",
+        metavar="MODEL",
+        show_default=False,
+        help="The model that embeds the query texts (another path to the index's model). Default: the index's own; "
+        "another model is refused.",
+    ),
+]
+QueryTexts = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--query",
+        metavar="TEXT",
+        show_default=False,
+        help="A query text (repeatable), searched instead of reading query records: each is the record "
+        '{"text": TEXT} (--text-key names the field).',
+    ),
+]
 
 
 def _neighbour_count(value: str | int) -> int:
@@ -30,35 +64,74 @@ def _neighbour_count(value: str | int) -> int:
     try:
         count = int(value)
     except ValueError:
-        raise typer.BadParameter(f"'{value}' is not a count: in search -k is the number of neighbours; the "
-                                 "query's text field is --text-key") from None
+        raise typer.BadParameter(
+            f"'{value}' is not a count: in search -k is the number of neighbours; the query's text field is --text-key"
+        ) from None
     if count < 1:
         raise typer.BadParameter(f"{count} is not in the range x>=1.")
     return count
 
 
-K = Annotated[int, typer.Option("-k", "--k", "-n", metavar="N", parser=_neighbour_count,
-                                help="Neighbours per query (the POI paper's 10). -k is this count here, as in FAISS; "
-                                     "the text field is --text-key, which has no short form in search.")]
-TextKey = Annotated[str, typer.Option("--text-key", metavar="KEY", help="The query text field (embedded when the "
-                                                                        "record has no --embedding-key).")]
-EmbeddingKey = Annotated[str, typer.Option("--embedding-key", metavar="KEY",
-                                           help="A field with the query's vector, used instead of its text.")]
-QueryBackend = Annotated[Optional[BackendName], typer.Option(
-    "--backend", envvar="SEMBED_BACKEND", metavar="torch|onnx", show_default=False,
-    help=BACKEND_HELP + " Default: the one the index was built with.")]
-QueryQuantize = Annotated[Optional[Quantization], typer.Option(
-    "--quantize", envvar="SEMBED_QUANTIZE", metavar="none|int8", show_default=False,
-    help=QUANTIZE_HELP + " Default: the index's.")]
-Spelling = Annotated[bool, typer.Option(
-    "--spelling", help="Re-rank the 10 K nearest by spelling, with the indexed names that hold the query's "
-                       "words: a name one edit from the query text, or holding its words in any order, however "
-                       "punctuated or abbreviated, moves up, by the share of the query's words it holds, each word "
-                       "weighted by its IDF over the indexed names ('Jackson' finds 'Jackson County', 'Springfield "
-                       "City' and 'st louis' find 'Springfield' and 'St. Louis'; place-name lookup, "
-                       "sembed_cli/models/poi_lookup.py).")]
-Payload = Annotated[bool, typer.Option("--payload", help="Give each neighbour the whole indexed record (payload), "
-                                                         "not only its id, text and score.")]
+K = Annotated[
+    int,
+    typer.Option(
+        "-k",
+        "--k",
+        "-n",
+        metavar="N",
+        parser=_neighbour_count,
+        help="Neighbours per query (the POI paper's 10). -k is this count here, as in FAISS; "
+        "the text field is --text-key, which has no short form in search.",
+    ),
+]
+TextKey = Annotated[
+    str,
+    typer.Option(
+        "--text-key", metavar="KEY", help="The query text field (embedded when the record has no --embedding-key)."
+    ),
+]
+EmbeddingKey = Annotated[
+    str,
+    typer.Option("--embedding-key", metavar="KEY", help="A field with the query's vector, used instead of its text."),
+]
+QueryBackend = Annotated[
+    BackendName | None,
+    typer.Option(
+        "--backend",
+        envvar="SEMBED_BACKEND",
+        metavar="torch|onnx",
+        show_default=False,
+        help=BACKEND_HELP + " Default: the one the index was built with.",
+    ),
+]
+QueryQuantize = Annotated[
+    Quantization | None,
+    typer.Option(
+        "--quantize",
+        envvar="SEMBED_QUANTIZE",
+        metavar="none|int8",
+        show_default=False,
+        help=QUANTIZE_HELP + " Default: the index's.",
+    ),
+]
+Spelling = Annotated[
+    bool,
+    typer.Option(
+        "--spelling",
+        help="Re-rank the 10 K nearest by spelling, with the indexed names that hold the query's "
+        "words: a name one edit from the query text, or holding its words in any order, however "
+        "punctuated or abbreviated, moves up, by the share of the query's words it holds, each word "
+        "weighted by its IDF over the indexed names ('Jackson' finds 'Jackson County', 'Springfield "
+        "City' and 'st louis' find 'Springfield' and 'St. Louis'; place-name lookup, "
+        "sembed_cli/models/poi_lookup.py).",
+    ),
+]
+Payload = Annotated[
+    bool,
+    typer.Option(
+        "--payload", help="Give each neighbour the whole indexed record (payload), not only its id, text and score."
+    ),
+]
 
 
 def search_command(
@@ -125,12 +198,24 @@ def search_command(
     from ..models.query_encoder import index_backend
 
     if query and "input" in given_on_command_line(ctx):
-        raise typer.BadParameter("either query records (INPUT) or --query texts, not both",
-                                 param_hint=flag(ctx, "query"))
+        raise typer.BadParameter(
+            "either query records (INPUT) or --query texts, not both", param_hint=flag(ctx, "query")
+        )
     loaded = ctx.with_resource(VectorIndex.load(index))
     query_backend, query_quantize = index_backend(loaded, backend, quantize)
     check_backend(query_backend, query_quantize, device)
-    settings = SearchSettings(k, text_key, embedding_key, payload, spelling, batch_size, model, device, query_backend,
-                              query_quantize, long_text)
+    settings = SearchSettings(
+        k,
+        text_key,
+        embedding_key,
+        payload,
+        spelling,
+        batch_size,
+        model,
+        device,
+        query_backend,
+        query_quantize,
+        long_text,
+    )
     stream = StreamOptions(input, output, lines=lines, force=force, skip_errors=skip_errors)
     search_stream(stream, loaded, settings, query or ())

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from ..io import StreamOptions, TextFields
+from ..options import (
+    BatchSize,
+    Force,
+    Input,
+    Lines,
+    Output,
+    Quiet,
+    ShardOption,
+    SkipErrors,
+    SpacyModel,
+    TextKeys,
+    Threads,
+    Verbose,
+)
 from ..text import spacy_pipeline
 from ..text.component_focus import spo_records
 from ..text.dependency import check_parse_source
-from ..io import StreamOptions, TextFields
-from ..options import (BatchSize, Force, Input, Lines, Output, Quiet, ShardOption, SkipErrors, SpacyModel, TextKeys,
-                       Threads, Verbose)
 
 
 def check_record(fields: TextFields):
@@ -63,5 +75,9 @@ def spo_command(
     """
     fields = TextFields(text_keys)
     stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
-    stream.run(check_record(fields), lambda records: spo_records(records, None, fields, batch_size, model),
-               batch_size, "building S_cf")
+    stream.run(
+        check_record(fields),
+        lambda records: spo_records(records, None, fields, batch_size, model),
+        batch_size,
+        "building S_cf",
+    )

@@ -3,43 +3,95 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ..io import StreamOptions, TextFields
 from ..models.neighbour_vote import DEFAULT_VOTE_K, DEFAULT_VOTE_POWER, VoteSettings
-from ..options import (BatchSize, Device, Force, Input, Lines, MaskedLM, MaskedLMPrecision, Only, Output, Quiet,
-                       SkipErrors, TextKeys, Threads, Verbose, check_only, finite)
+from ..options import (
+    BatchSize,
+    Device,
+    Force,
+    Input,
+    Lines,
+    MaskedLM,
+    MaskedLMPrecision,
+    Only,
+    Output,
+    Quiet,
+    SkipErrors,
+    TextKeys,
+    Threads,
+    Verbose,
+    check_only,
+    finite,
+)
 
-TopK = Annotated[int, typer.Option("--top-k", min=1, metavar="K", help="A hit: the true token among the top K "
-                                                                      "predictions (the paper: 10).")]
-Threshold = Annotated[float, typer.Option("--threshold", min=0.0, max=1.0, metavar="T", callback=finite,
-                                          help="is_poi = taste_score >= T (the paper: 0.5); with --neighbours, "
-                                               "is_poi = poi_score >= T.")]
-Neighbours = Annotated[Optional[list[Path]], typer.Option(
-    "--neighbours", metavar="DIR", show_default=False,
-    help="An index (sembed index) of labelled names (records with is_poi, e.g. train records of convert --from "
-         "gazetteer), built with the stage-2 model; given again, an index of the same names built with another "
-         "model (e.g. the default all-MiniLM-L6-v2, which knows English words and well-known places, as a model of "
-         "spelling cannot). Adds poi_vote, the share of POI names among the text's --vote-k nearest, each weighted "
-         "by its cosine to the power --vote-power, averaged over the indexes (the paper's route for English "
-         "names, where the taste alone cannot tell a city from a word), poi_ngram, the probability of a logistic "
-         "regression over character n-grams of the first index's names, and poi_score, their mix (--vote-weight); "
-         "is_poi follows poi_score.")]
-VoteK = Annotated[int, typer.Option("--vote-k", min=1, metavar="K", help="Labelled neighbours of a --neighbours "
-                                                                         "vote.")]
-VotePower = Annotated[float, typer.Option("--vote-power", min=0.0, metavar="P", callback=finite,
-                                          help="A neighbour's weight in the vote: its cosine to the power P (1: by "
-                                               "similarity; larger: the closest decide; 0: a plain count).")]
-VoteWeight = Annotated[Optional[float], typer.Option(
-    "--vote-weight", min=0.0, max=1.0, metavar="W", callback=finite, show_default=False,
-    help="poi_score = W poi_vote + (1 - W) poi_ngram (1: the vote alone, 0: the n-gram regression alone). "
-         "[default: 0.3 with one --neighbours index, 0.5 with two or more]")]
+TopK = Annotated[
+    int,
+    typer.Option(
+        "--top-k", min=1, metavar="K", help="A hit: the true token among the top K predictions (the paper: 10)."
+    ),
+]
+Threshold = Annotated[
+    float,
+    typer.Option(
+        "--threshold",
+        min=0.0,
+        max=1.0,
+        metavar="T",
+        callback=finite,
+        help="is_poi = taste_score >= T (the paper: 0.5); with --neighbours, is_poi = poi_score >= T.",
+    ),
+]
+Neighbours = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--neighbours",
+        metavar="DIR",
+        show_default=False,
+        help="An index (sembed index) of labelled names (records with is_poi, e.g. train records of convert --from "
+        "gazetteer), built with the stage-2 model; given again, an index of the same names built with another "
+        "model (e.g. the default all-MiniLM-L6-v2, which knows English words and well-known places, as a model of "
+        "spelling cannot). Adds poi_vote, the share of POI names among the text's --vote-k nearest, each weighted "
+        "by its cosine to the power --vote-power, averaged over the indexes (the paper's route for English "
+        "names, where the taste alone cannot tell a city from a word), poi_ngram, the probability of a logistic "
+        "regression over character n-grams of the first index's names, and poi_score, their mix (--vote-weight); "
+        "is_poi follows poi_score.",
+    ),
+]
+VoteK = Annotated[int, typer.Option("--vote-k", min=1, metavar="K", help="Labelled neighbours of a --neighbours vote.")]
+VotePower = Annotated[
+    float,
+    typer.Option(
+        "--vote-power",
+        min=0.0,
+        metavar="P",
+        callback=finite,
+        help="A neighbour's weight in the vote: its cosine to the power P (1: by "
+        "similarity; larger: the closest decide; 0: a plain count).",
+    ),
+]
+VoteWeight = Annotated[
+    float | None,
+    typer.Option(
+        "--vote-weight",
+        min=0.0,
+        max=1.0,
+        metavar="W",
+        callback=finite,
+        show_default=False,
+        help="poi_score = W poi_vote + (1 - W) poi_ngram (1: the vote alone, 0: the n-gram regression alone). "
+        "[default: 0.3 with one --neighbours index, 0.5 with two or more]",
+    ),
+]
 
 # They shape a --neighbours vote; alone they would change nothing.
-ONLY = tuple(Only(name, with_="neighbours", message="only with --neighbours DIR")
-             for name in ("vote_k", "vote_power", "vote_weight"))
+ONLY = tuple(
+    Only(name, with_="neighbours", message="only with --neighbours DIR")
+    for name in ("vote_k", "vote_power", "vote_weight")
+)
 
 
 def taste_command(
@@ -126,13 +178,24 @@ def taste_command(
     from ..models.taste import TasteSettings, taste_stream
 
     if model is None:
-        raise SembedError("taste needs a masked-LM", "pass --model DIR, e.g. from sembed train --method mlm "
-                                                       "--from-scratch")
+        raise SembedError(
+            "taste needs a masked-LM", "pass --model DIR, e.g. from sembed train --method mlm --from-scratch"
+        )
     if neighbours and len({directory.resolve() for directory in neighbours}) < len(neighbours):
-        raise typer.BadParameter("the same index twice: a second index is of the same names built with another "
-                                 "model", param_hint="'--neighbours'")
+        raise typer.BadParameter(
+            "the same index twice: a second index is of the same names built with another model",
+            param_hint="'--neighbours'",
+        )
     check_only(ctx, ONLY)
-    settings = TasteSettings(model, device, precision, top_k, threshold, batch_size, tuple(neighbours or ()),
-                             VoteSettings(vote_k, vote_power, vote_weight))
+    settings = TasteSettings(
+        model,
+        device,
+        precision,
+        top_k,
+        threshold,
+        batch_size,
+        tuple(neighbours or ()),
+        VoteSettings(vote_k, vote_power, vote_weight),
+    )
     stream = StreamOptions(input, output, lines=lines, force=force, skip_errors=skip_errors)
     taste_stream(stream, TextFields(text_keys), settings)

@@ -7,41 +7,95 @@ The methods, their options, defaults and help come from the registry in
 from __future__ import annotations
 
 import inspect
-from copy import copy
 import textwrap
 import warnings
 from collections.abc import Callable, Mapping
+from copy import copy
 from dataclasses import MISSING, fields, replace
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, get_args, get_type_hints
+from typing import Annotated, Any, Literal, get_args, get_type_hints
 
 import typer
 
 from .. import console, distributed
 from ..artifacts import exclusive
 from ..io import RecordSource
-from ..options import (Device, Force, Input, Only, Quiet, Seed, SkipErrors, StartModel, TextKeys, Threads, Verbose,
-                       check_only, finite, flag, given_on_command_line)
+from ..options import (
+    Device,
+    Force,
+    Input,
+    Only,
+    Quiet,
+    Seed,
+    SkipErrors,
+    StartModel,
+    TextKeys,
+    Threads,
+    Verbose,
+    check_only,
+    finite,
+    flag,
+    given_on_command_line,
+)
 from ..training.methods import METHODS, Job, Method, OptionError
 from ..training.methods.method import option_of
 
-ModelDir = Annotated[Path, typer.Option("-o", "--output", metavar="DIR", show_default=False, resolve_path=False,
-                                        help="The model directory to write (required). Checkpoints go to "
-                                             "DIR.checkpoints until it is written.")]
-Epochs = Annotated[Optional[int], typer.Option("--epochs", min=1, metavar="N", show_default=False,
-                                               help="Passes over the data. Default: the method's (see Defaults).")]
-TrainBatchSize = Annotated[Optional[int], typer.Option(
-    "--batch-size", "-b", min=1, metavar="N", show_default=False,
-    help="Examples per optimiser step, in the method's unit (see Defaults). Default: the method's.")]
-LearningRate = Annotated[Optional[float], typer.Option(
-    "--lr", min=0.0, metavar="LR", callback=finite, show_default=False,
-    help="Peak learning rate of the method's optimiser (ta: the encoder's, Token Attention and the heads take 3e-5; "
-         "mlm adapting an encoder: the encoder's, its new head takes 25 times it). Default: the method's.")]
-Resume = Annotated[bool, typer.Option("--resume", help="Continue an interrupted run from its newest checkpoint "
-                                                       "(repeat its command, with --resume; with --force too, start "
-                                                       "over when the checkpoints are of another run). A DIR already "
-                                                       "complete is left as it is, exit 0.")]
+ModelDir = Annotated[
+    Path,
+    typer.Option(
+        "-o",
+        "--output",
+        metavar="DIR",
+        show_default=False,
+        resolve_path=False,
+        help="The model directory to write (required). Checkpoints go to DIR.checkpoints until it is written.",
+    ),
+]
+Epochs = Annotated[
+    int | None,
+    typer.Option(
+        "--epochs",
+        min=1,
+        metavar="N",
+        show_default=False,
+        help="Passes over the data. Default: the method's (see Defaults).",
+    ),
+]
+TrainBatchSize = Annotated[
+    int | None,
+    typer.Option(
+        "--batch-size",
+        "-b",
+        min=1,
+        metavar="N",
+        show_default=False,
+        help="Examples per optimiser step, in the method's unit (see Defaults). Default: the method's.",
+    ),
+]
+LearningRate = Annotated[
+    float | None,
+    typer.Option(
+        "--lr",
+        min=0.0,
+        metavar="LR",
+        callback=finite,
+        show_default=False,
+        help="Peak learning rate of the method's optimiser (ta: the encoder's, Token Attention and the heads "
+        "take 3e-5; "
+        "mlm adapting an encoder: the encoder's, its new head takes 25 times it). Default: the method's.",
+    ),
+]
+Resume = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="Continue an interrupted run from its newest checkpoint "
+        "(repeat its command, with --resume; with --force too, start "
+        "over when the checkpoints are of another run). A DIR already "
+        "complete is left as it is, exit 0.",
+    ),
+]
 DECLARED = {"model": StartModel}  # settings whose option several commands share (sembed_cli/options.py)
 RECIPE_OPTIONS = ("epochs", "batch_size", "lr", "warmup")  # a recipe's fields, each an option
 
@@ -49,15 +103,19 @@ RECIPE_OPTIONS = ("epochs", "batch_size", "lr", "warmup")  # a recipe's fields, 
 def command_for(methods: dict[str, Method]) -> Callable[..., None]:
     """The `sembed train` command of `methods`: its options, their "only for --method" rules (options.Only), dispatch
     and help."""
-    takers = {name: [m.name for m in methods.values() if name in m.option_names()]
-              for name in {name for m in methods.values() for name in m.option_names()}}
+    takers = {
+        name: [m.name for m in methods.values() if name in m.option_names()]
+        for name in {name for m in methods.values() for name in m.option_names()}
+    }
     settings_options = _settings_options(methods, takers)
 
     def method_in(names: list[str]) -> Callable[[Mapping[str, Any]], bool]:
         return lambda values: values["method"].value in names
 
-    only = tuple(Only(name, when=method_in(names), message=f"only for --method {'|'.join(names)}")
-                 for name, names in takers.items())
+    only = tuple(
+        Only(name, when=method_in(names), message=f"only for --method {'|'.join(names)}")
+        for name, names in takers.items()
+    )
 
     def train_command(ctx: typer.Context, **values: Any) -> None:
         check_only(ctx, only)
@@ -71,32 +129,71 @@ def command_for(methods: dict[str, Method]) -> Callable[..., None]:
             method.check_usage(settings, text_keys, given)
         except OptionError as e:
             raise typer.BadParameter(str(e), param_hint=flag(ctx, e.name)) from None
-        recipe = replace(method.recipe_for(settings),
-                         **{name: values[name] for name in RECIPE_OPTIONS if values[name] is not None})
+        recipe = replace(
+            method.recipe_for(settings), **{name: values[name] for name in RECIPE_OPTIONS if values[name] is not None}
+        )
         _train(ctx, method, settings, recipe, text_keys, values)
 
     warmup = "|".join(m.name for m in methods.values() if m.recipe.warmup is not None)
-    common = [("input", Input, "-"),
-              ("method", Annotated[Enum("MethodName", {name: name for name in methods}, type=str), typer.Option(
-                  "--method", case_sensitive=False, metavar="|".join(methods), show_default=False,
-                  help="; ".join(f"{m.name}: {m.summary}" for m in methods.values()) + ".")], ...),
-              ("output", ModelDir, ...), ("epochs", Epochs, None), ("batch_size", TrainBatchSize, None),
-              ("lr", LearningRate, None),
-              ("warmup", Annotated[Optional[float], typer.Option(
-                  "--warmup", min=0.0, max=1.0, metavar="SHARE", callback=finite, show_default=False,
-                  help=f"{warmup}: share of the steps warming the learning rate up, linearly. Default: the method's.")],
-               None)]
-    rest = [("text_keys", TextKeys, None), ("resume", Resume, False), ("force", Force, False), ("seed", Seed, 42),
-            ("device", Device, "auto"), ("skip_errors", SkipErrors, False), ("threads", Threads, None),
-            ("quiet", Quiet, False), ("verbose", Verbose, False)]
-    parameters = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
-                  for name, annotation, default in common + settings_options + rest]
+    common = [
+        ("input", Input, "-"),
+        (
+            "method",
+            Annotated[
+                Enum("MethodName", {name: name for name in methods}, type=str),
+                typer.Option(
+                    "--method",
+                    case_sensitive=False,
+                    metavar="|".join(methods),
+                    show_default=False,
+                    help="; ".join(f"{m.name}: {m.summary}" for m in methods.values()) + ".",
+                ),
+            ],
+            ...,
+        ),
+        ("output", ModelDir, ...),
+        ("epochs", Epochs, None),
+        ("batch_size", TrainBatchSize, None),
+        ("lr", LearningRate, None),
+        (
+            "warmup",
+            Annotated[
+                float | None,
+                typer.Option(
+                    "--warmup",
+                    min=0.0,
+                    max=1.0,
+                    metavar="SHARE",
+                    callback=finite,
+                    show_default=False,
+                    help=f"{warmup}: share of the steps warming the learning rate up, linearly. Default: the method's.",
+                ),
+            ],
+            None,
+        ),
+    ]
+    rest = [
+        ("text_keys", TextKeys, None),
+        ("resume", Resume, False),
+        ("force", Force, False),
+        ("seed", Seed, 42),
+        ("device", Device, "auto"),
+        ("skip_errors", SkipErrors, False),
+        ("threads", Threads, None),
+        ("quiet", Quiet, False),
+        ("verbose", Verbose, False),
+    ]
+    parameters = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+        for name, annotation, default in common + settings_options + rest
+    ]
     context = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
     train_command.__signature__ = inspect.Signature([context, *parameters], return_annotation=None)  # type: ignore
     train_command.__doc__ = HELP.format(
         methods=_section("Methods", [(m.name, m.description) for m in methods.values()]),
         defaults=_section("Defaults (--epochs, --batch-size, --lr, --warmup)", _defaults(methods)),
-        distributed=", ".join(m.name for m in methods.values() if m.distributed))
+        distributed=", ".join(m.name for m in methods.values() if m.distributed),
+    )
     return train_command
 
 
@@ -119,17 +216,25 @@ def _settings_options(methods: dict[str, Method], takers: dict[str, list[str]]) 
                 options[f.name] = (f.name, Annotated[kind, info], default)
                 continue
             kind = Literal[spec.choices] if spec.choices else hints[f.name]
-            floating = hints[f.name] in (float, Optional[float])
+            floating = hints[f.name] in (float, float | None)
             callback = finite if floating else _parse(spec.parse) if spec.parse else None
-            declaration = typer.Option(*spec.flags, help=prefix + spec.help, metavar=spec.metavar, min=spec.min,
-                                       max=spec.max, callback=callback, envvar=spec.envvar,
-                                       show_default=default is not None and kind is not bool)
+            declaration = typer.Option(
+                *spec.flags,
+                help=prefix + spec.help,
+                metavar=spec.metavar,
+                min=spec.min,
+                max=spec.max,
+                callback=callback,
+                envvar=spec.envvar,
+                show_default=default is not None and kind is not bool,
+            )
             options[f.name] = (f.name, Annotated[kind, declaration], default)
     return list(options.values())
 
 
 def _parse(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """A click callback of a setting's `parse`, whose ValueError is the usage error."""
+
     def callback(value):
         try:
             return parse(value)
@@ -153,16 +258,19 @@ def _train(ctx: typer.Context, method: Method, settings, recipe, text_keys, valu
         console.set_quiet(True)
         warnings.simplefilter("ignore")  # the libraries' notices too: rank 0 shows them once
     source = RecordSource(values["input"], skip_errors=values["skip_errors"])
-    method.run(Job(source, output, recipe, text_keys, values["seed"], values["device"], values["resume"],
-                   values["force"]), settings)
+    method.run(
+        Job(source, output, recipe, text_keys, values["seed"], values["device"], values["resume"], values["force"]),
+        settings,
+    )
 
 
 def _section(title: str, entries: list[tuple[str, str]]) -> str:
     """A help section of NAME and a wrapped paragraph each, kept as it is by click (\\b)."""
     lines, width = ["\b", f"{title}:"], max(len(name) for name, _ in entries) + 1
     for name, text in entries:
-        lines += textwrap.wrap(text, 70, initial_indent=f"  {name:<{width}}", subsequent_indent=" " * (width + 2),
-                               break_on_hyphens=False)
+        lines += textwrap.wrap(
+            text, 70, initial_indent=f"  {name:<{width}}", subsequent_indent=" " * (width + 2), break_on_hyphens=False
+        )
     return "\n".join(lines)
 
 
@@ -170,8 +278,9 @@ def _defaults(methods: dict[str, Method]) -> list[tuple[str, str]]:
     """Each method's recipe (and those of its variants); methods with the same recipe share a line."""
     by_text: dict[str, list[str]] = {}
     for m in methods.values():
-        text = m.recipe.describe() + "".join(f"; --{name.replace('_', '-')}: {recipe.describe()}"
-                                             for name, recipe in m.recipes.items())
+        text = m.recipe.describe() + "".join(
+            f"; --{name.replace('_', '-')}: {recipe.describe()}" for name, recipe in m.recipes.items()
+        )
         by_text.setdefault(text.replace("e-0", "e-"), []).append(m.name)
     return [(", ".join(names), text) for text, names in by_text.items()]
 

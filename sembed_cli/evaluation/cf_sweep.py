@@ -16,8 +16,11 @@ AA, AC, CC, BB, BD, DD, AB, AD, CB, CD = range(10)
 class CfParts:
     """Reads one record's kept CF parts and keeps their ten dot products, not the vectors."""
 
-    def __init__(self, keys_a: tuple[str, str] = ("embedding_basic_a", "embedding_cf_a"),
-                 keys_b: tuple[str, str] = ("embedding_basic_b", "embedding_cf_b")):
+    def __init__(
+        self,
+        keys_a: tuple[str, str] = ("embedding_basic_a", "embedding_cf_a"),
+        keys_b: tuple[str, str] = ("embedding_basic_b", "embedding_cf_b"),
+    ):
         self.keys = (*keys_a, *keys_b)
         self.dimension = io.Dimension()
 

@@ -64,10 +64,15 @@ class CrossValidation:
 
     def as_dict(self, digits: int = 4) -> dict:
         """The JSON form, accuracies x100."""
-        return {"n": sum(self.classes.values()), "classes": self.classes, "folds": len(self.fold_accuracies),
-                "accuracy": round(100 * self.accuracy, digits), "accuracy_std": round(100 * self.accuracy_std, digits),
-                "fold_accuracies": [round(100 * a, digits) for a in self.fold_accuracies],
-                "c": self.chosen_c[0] if len(set(self.chosen_c)) == 1 else self.chosen_c}
+        return {
+            "n": sum(self.classes.values()),
+            "classes": self.classes,
+            "folds": len(self.fold_accuracies),
+            "accuracy": round(100 * self.accuracy, digits),
+            "accuracy_std": round(100 * self.accuracy_std, digits),
+            "fold_accuracies": [round(100 * a, digits) for a in self.fold_accuracies],
+            "c": self.chosen_c[0] if len(set(self.chosen_c)) == 1 else self.chosen_c,
+        }
 
 
 class LabelledVector:
@@ -95,28 +100,40 @@ def check_labels(labels: Sequence[str], folds: int) -> tuple[dict[str, int], lis
     counts = Counter(labels)
     n = len(labels)
     if n < folds:
-        raise SembedError(f"{folds}-fold cross-validation needs at least {folds} records, got {n}",
-                          "give more records, or fewer folds with --folds")
+        raise SembedError(
+            f"{folds}-fold cross-validation needs at least {folds} records, got {n}",
+            "give more records, or fewer folds with --folds",
+        )
     if len(counts) < 2:
         only = next(iter(counts))
-        raise SembedError(f"every one of the {n} records has the label '{only}': nothing to classify",
-                          "give records of at least two labels")
+        raise SembedError(
+            f"every one of the {n} records has the label '{only}': nothing to classify",
+            "give records of at least two labels",
+        )
     largest = max(counts.values())
     notes = []
     if largest < folds:
         if largest < 2:
-            raise SembedError(f"every label has a single record: {folds}-fold cross-validation needs at least 2 of "
-                              "one label", "give more records")
-        notes.append(f"{folds}-fold cross-validation needs a label with {folds} records, the largest has {largest}: "
-                     f"{largest} folds instead")
+            raise SembedError(
+                f"every label has a single record: {folds}-fold cross-validation needs at least 2 of one label",
+                "give more records",
+            )
+        notes.append(
+            f"{folds}-fold cross-validation needs a label with {folds} records, the largest has {largest}: "
+            f"{largest} folds instead"
+        )
         folds = largest
-    notes += [f"label '{label}' has only {count} record(s), fewer than the {folds} folds: some test folds lack it"
-              for label, count in sorted(counts.items()) if count < folds]
+    notes += [
+        f"label '{label}' has only {count} record(s), fewer than the {folds} folds: some test folds lack it"
+        for label, count in sorted(counts.items())
+        if count < folds
+    ]
     return dict(sorted(counts.items())), notes, folds
 
 
-def cross_validate(features: np.ndarray, labels: Sequence[str], folds: int = DEFAULT_FOLDS, seed: int = 0,
-                   c: float | None = DEFAULT_C) -> CrossValidation:
+def cross_validate(
+    features: np.ndarray, labels: Sequence[str], folds: int = DEFAULT_FOLDS, seed: int = 0, c: float | None = DEFAULT_C
+) -> CrossValidation:
     """Stratified k-fold accuracy of a logistic regression on `features` (n x d) for `labels` (n).
 
     `c` is the inverse L2 strength; None picks it per training split from
@@ -131,8 +148,10 @@ def cross_validate(features: np.ndarray, labels: Sequence[str], folds: int = DEF
     y = np.fromiter((index[label] for label in labels), dtype=np.int64, count=len(labels))
     x = np.asarray(features, dtype=np.float64)
     if not np.isfinite(x).all():  # u * v of huge vectors (SentEval's features) overflows float32
-        raise SembedError("the features overflow (a value past float32's range): the vectors are too large",
-                          "scale the embeddings down")
+        raise SembedError(
+            "the features overflow (a value past float32's range): the vectors are too large",
+            "scale the embeddings down",
+        )
     splits = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     accuracies: list[float] = []
     chosen: list[float] = []
@@ -166,15 +185,24 @@ def inner_search(x: np.ndarray, y: np.ndarray, folds: int, seed: int) -> float:
     splits = list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y))
     scores = []
     for c in C_GRID:
-        scores.append(np.mean([np.mean(classifier(c, seed).fit(x[tr], y[tr]).predict(x[te]) == y[te])
-                               for tr, te in splits]))
+        scores.append(
+            np.mean([np.mean(classifier(c, seed).fit(x[tr], y[tr]).predict(x[te]) == y[te]) for tr, te in splits])
+        )
     return C_GRID[int(np.argmax(scores))]  # ties go to the stronger regularisation, listed first
 
 
 # --- eval classify (and eval entailment): the whole task ---------------------------------------------------
 
-def report(task: str, rows: Sequence[tuple[np.ndarray, str]], features: str, label_key: str,
-           folds: int = DEFAULT_FOLDS, seed: int = 0, c: float | None = DEFAULT_C) -> dict:
+
+def report(
+    task: str,
+    rows: Sequence[tuple[np.ndarray, str]],
+    features: str,
+    label_key: str,
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+    c: float | None = DEFAULT_C,
+) -> dict:
     """The report of a classification task from its kept (features, label) rows: `cross_validate`'s accuracy,
     with what it was computed on. Its notes (thin labels) and unconverged fits are warnings on stderr."""
     x = np.stack([row[0] for row in rows])
@@ -186,8 +214,16 @@ def report(task: str, rows: Sequence[tuple[np.ndarray, str]], features: str, lab
     return {"task": task, "features": features, "label": label_key, **result.as_dict(), "seed": seed}
 
 
-def evaluate(input: str, text_key: str = "text", label_key: str = "label", folds: int = DEFAULT_FOLDS,
-             seed: int = 0, c: float | None = DEFAULT_C, npy: Path | None = None, skip_errors: bool = False) -> dict:
+def evaluate(
+    input: str,
+    text_key: str = "text",
+    label_key: str = "label",
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+    c: float | None = DEFAULT_C,
+    npy: Path | None = None,
+    skip_errors: bool = False,
+) -> dict:
     """The report of `sembed eval classify` on the records of `input`: each record's embedding (that of
     `text_key`) and label, classified by `report`."""
     reader = LabelledVector(derived_key(text_key, "embedding"), label_key)
@@ -200,12 +236,19 @@ def print_report(result: dict) -> None:
     from rich.table import Table
 
     classes = ", ".join(f"{label} {count}" for label, count in result["classes"].items())
-    table = Table(title=f"{result['task']}: logistic regression on {result['features']}, "
-                        f"{result['folds']}-fold cross-validation", title_justify="left",
-                  caption=f"classes: {classes}", caption_justify="left")
+    table = Table(
+        title=f"{result['task']}: logistic regression on {result['features']}, {result['folds']}-fold cross-validation",
+        title_justify="left",
+        caption=f"classes: {classes}",
+        caption_justify="left",
+    )
     for column in ("n", "C", "accuracy", "std"):
         table.add_column(column, justify="right")
     c = result["c"]
-    table.add_row(str(result["n"]), f"{c:g}" if not isinstance(c, list) else "/".join(f"{v:g}" for v in c),
-                  tables.number(result["accuracy"]), tables.number(result["accuracy_std"]))
+    table.add_row(
+        str(result["n"]),
+        f"{c:g}" if not isinstance(c, list) else "/".join(f"{v:g}" for v in c),
+        tables.number(result["accuracy"]),
+        tables.number(result["accuracy_std"]),
+    )
     tables.show(table)

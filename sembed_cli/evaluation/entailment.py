@@ -37,8 +37,9 @@ def pair_features(u: np.ndarray, v: np.ndarray, kind: str = "abs-diff") -> np.nd
 class PairFeatures:
     """Reads one record's two embeddings and label; keeps the pair features and the label."""
 
-    def __init__(self, key_a: str = "embedding_a", key_b: str = "embedding_b", label_key: str = "label",
-                 kind: str = "abs-diff"):
+    def __init__(
+        self, key_a: str = "embedding_a", key_b: str = "embedding_b", label_key: str = "label", kind: str = "abs-diff"
+    ):
         if kind not in FEATURES:
             raise ValueError(f"unknown features '{kind}': {', '.join(FEATURES)}")
         self.key_a, self.key_b, self.label_key, self.kind = key_a, key_b, label_key, kind
@@ -54,9 +55,17 @@ class PairFeatures:
         return pair_features(u, v, self.kind), io.label(record, self.label_key)
 
 
-def evaluate(input: str, text_keys: tuple[str, str] = ("text_a", "text_b"), kind: str = "abs-diff",
-             label_key: str = "label", folds: int = classify.DEFAULT_FOLDS, seed: int = 0,
-             c: float | None = classify.DEFAULT_C, npy: Path | None = None, skip_errors: bool = False) -> dict:
+def evaluate(
+    input: str,
+    text_keys: tuple[str, str] = ("text_a", "text_b"),
+    kind: str = "abs-diff",
+    label_key: str = "label",
+    folds: int = classify.DEFAULT_FOLDS,
+    seed: int = 0,
+    c: float | None = classify.DEFAULT_C,
+    npy: Path | None = None,
+    skip_errors: bool = False,
+) -> dict:
     """The report of `sembed eval entailment` on the records of `input`: the `kind` features of each pair's
     embeddings (those of `text_keys`) and its label, classified by `classify.report`."""
     reader = PairFeatures(*pair_keys(text_keys, "embedding"), label_key, kind)

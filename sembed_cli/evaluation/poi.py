@@ -45,9 +45,18 @@ def metrics(scores: np.ndarray, gold: np.ndarray, threshold: float) -> dict:
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f_beta = float(f_beta_of_counts(tp, fp, fn))
-    return {"threshold": round(float(threshold), 6), "n": len(gold), "tp": tp, "fp": fp, "fn": fn, "tn": tn,
-            "precision": round(precision, 4), "recall": round(recall, 4), "f0_5": round(f_beta, 4),
-            "accuracy": round((tp + tn) / len(gold), 4) if len(gold) else 0.0}
+    return {
+        "threshold": round(float(threshold), 6),
+        "n": len(gold),
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "precision": round(precision, 4),
+        "recall": round(recall, 4),
+        "f0_5": round(f_beta, 4),
+        "accuracy": round((tp + tn) / len(gold), 4) if len(gold) else 0.0,
+    }
 
 
 def best_threshold(scores: np.ndarray, gold: np.ndarray) -> float:
@@ -65,8 +74,8 @@ def f_beta_of_counts(tp: ArrayLike, fp: ArrayLike, fn: ArrayLike) -> np.ndarray:
     tp, fp, fn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, fn))
     precision = np.divide(tp, tp + fp, out=np.zeros_like(tp), where=tp + fp > 0)
     recall = np.divide(tp, tp + fn, out=np.zeros_like(tp), where=tp + fn > 0)
-    denominator = BETA ** 2 * precision + recall
-    return np.divide((1 + BETA ** 2) * precision * recall, denominator, out=np.zeros_like(tp), where=denominator > 0)
+    denominator = BETA**2 * precision + recall
+    return np.divide((1 + BETA**2) * precision * recall, denominator, out=np.zeros_like(tp), where=denominator > 0)
 
 
 def f_beta_of(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
@@ -74,27 +83,47 @@ def f_beta_of(predicted: np.ndarray, gold: np.ndarray) -> np.ndarray:
     return f_beta_of_counts((predicted & gold).sum(-1), (predicted & ~gold).sum(-1), (~predicted & gold).sum(-1))
 
 
-def paired_f_difference(predicted_a: np.ndarray, predicted_b: np.ndarray, gold: np.ndarray,
-                        resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
+def paired_f_difference(
+    predicted_a: np.ndarray,
+    predicted_b: np.ndarray,
+    gold: np.ndarray,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> dict:
     """F0.5 of predictions A minus that of predictions B on the same records, with a paired bootstrap 95% interval
     (the percentile interval, as evaluation.statistics.paired_difference: the records drawn with replacement by
     `numpy.random.default_rng(seed)`, the same draw for both)."""
     predicted_a, predicted_b, gold = (np.asarray(x, dtype=bool) for x in (predicted_a, predicted_b, gold))
     draws = np.random.default_rng(seed).integers(0, len(gold), (resamples, len(gold)))
-    spread = np.concatenate([f_beta_of(predicted_a[rows], gold[rows]) - f_beta_of(predicted_b[rows], gold[rows])
-                             for rows in np.array_split(draws, range(BOOTSTRAP_CHUNK, resamples, BOOTSTRAP_CHUNK))])
+    spread = np.concatenate(
+        [
+            f_beta_of(predicted_a[rows], gold[rows]) - f_beta_of(predicted_b[rows], gold[rows])
+            for rows in np.array_split(draws, range(BOOTSTRAP_CHUNK, resamples, BOOTSTRAP_CHUNK))
+        ]
+    )
     point = f_beta_of(predicted_a, gold) - f_beta_of(predicted_b, gold)
     low, high = np.percentile(spread, [2.5, 97.5])
-    return {"n": len(gold), "of": "a - b", "f0_5": round(float(point), 4),
-            "f0_5_ci": [round(float(low), 4), round(float(high), 4)],
-            "interval": "paired bootstrap over the test records, 95% percentile interval", "resamples": resamples,
-            "seed": seed}
+    return {
+        "n": len(gold),
+        "of": "a - b",
+        "f0_5": round(float(point), 4),
+        "f0_5_ci": [round(float(low), 4), round(float(high), 4)],
+        "interval": "paired bootstrap over the test records, 95% percentile interval",
+        "resamples": resamples,
+        "seed": seed,
+    }
 
 
 # --- eval poi: the whole task ------------------------------------------------------------------------------
 
-def report(rows: Sequence[tuple[float, bool, object]], score_key: str = "taste_score", threshold: float = 0.5,
-           tune_split: str | None = None, test_split: str | None = None) -> dict:
+
+def report(
+    rows: Sequence[tuple[float, bool, object]],
+    score_key: str = "taste_score",
+    threshold: float = 0.5,
+    tune_split: str | None = None,
+    test_split: str | None = None,
+) -> dict:
     """The report of `sembed eval poi` from each record's (score, gold label, split): `metrics` at `threshold` over
     the records of `test_split` (all records but `tune_split`'s without one); with `tune_split` also the threshold
     with the best F0.5 on that split's records (`best_threshold`), its metrics there ("tuning") and the reported
@@ -103,8 +132,9 @@ def report(rows: Sequence[tuple[float, bool, object]], score_key: str = "taste_s
     def columns(chosen: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
         return np.array([r[0] for r in chosen], dtype=float), np.array([r[1] for r in chosen], dtype=bool)
 
-    reported = [r for r in rows
-                if (test_split is None or r[2] == test_split) and (tune_split is None or r[2] != tune_split)]
+    reported = [
+        r for r in rows if (test_split is None or r[2] == test_split) and (tune_split is None or r[2] != tune_split)
+    ]
     if not reported:
         raise SembedError(f"no records of split '{test_split}' to report" if test_split else "no records to report")
     scores, gold = columns(reported)
@@ -117,15 +147,27 @@ def report(rows: Sequence[tuple[float, bool, object]], score_key: str = "taste_s
             raise SembedError(f"no records of split '{tune_split}' to tune the threshold on")
         tune_scores, tune_gold = columns(tuning)
         best = best_threshold(tune_scores, tune_gold)
-        result.update({"tune_split": tune_split, "tuned_threshold": round(best, 6),
-                       "tuning": metrics(tune_scores, tune_gold, best),
-                       "at_tuned_threshold": metrics(scores, gold, best)})
+        result.update(
+            {
+                "tune_split": tune_split,
+                "tuned_threshold": round(best, 6),
+                "tuning": metrics(tune_scores, tune_gold, best),
+                "at_tuned_threshold": metrics(scores, gold, best),
+            }
+        )
     return result
 
 
-def evaluate(input: str, score_key: str = "taste_score", gold_key: str | None = None, threshold: float = 0.5,
-             tune_split: str | None = None, test_split: str | None = None, split_key: str = "split",
-             skip_errors: bool = False) -> dict:
+def evaluate(
+    input: str,
+    score_key: str = "taste_score",
+    gold_key: str | None = None,
+    threshold: float = 0.5,
+    tune_split: str | None = None,
+    test_split: str | None = None,
+    split_key: str = "split",
+    skip_errors: bool = False,
+) -> dict:
     """The report of `sembed eval poi` on the records of `input` (`report`). `gold_key`: the gold label's field;
     None: is_poi_gold (where `sembed taste` keeps the input's is_poi) when the record has it, else is_poi."""
 
@@ -147,9 +189,18 @@ def print_report(result: dict) -> None:
         table.add_column(column, justify="right")
     rows = [(result.get("split", "all"), result)]
     if "tuned_threshold" in result:
-        rows += [(f"{result['tune_split']} (tuning)", result["tuning"]),
-                 (result.get("split", "all"), result["at_tuned_threshold"])]
+        rows += [
+            (f"{result['tune_split']} (tuning)", result["tuning"]),
+            (result.get("split", "all"), result["at_tuned_threshold"]),
+        ]
     for name, m in rows:
-        table.add_row(name, f"{m['threshold']:g}", str(m["n"]), tables.number(m["precision"], 3),
-                      tables.number(m["recall"], 3), tables.number(m["f0_5"], 3), tables.number(m["accuracy"], 3))
+        table.add_row(
+            name,
+            f"{m['threshold']:g}",
+            str(m["n"]),
+            tables.number(m["precision"], 3),
+            tables.number(m["recall"], 3),
+            tables.number(m["f0_5"], 3),
+            tables.number(m["accuracy"], 3),
+        )
     tables.show(table)

@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def read_all(source: RecordSource, keep: Callable[[dict], T], models: OneModel | None = None,
-             npy: Path | None = None) -> list[T]:
+def read_all(
+    source: RecordSource, keep: Callable[[dict], T], models: OneModel | None = None, npy: Path | None = None
+) -> list[T]:
     """What `keep` takes from every record; a BadRecord it raises is reported at FILE:LINE (or skipped).
 
     `models` (a model_identity.OneModel) refuses records whose vectors are of another model than the first's;

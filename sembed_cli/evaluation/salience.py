@@ -56,8 +56,9 @@ def delimited_records(path: str, source: RecordSource) -> Iterator[tuple[int, di
         yield number, record
 
 
-def read_norms(path: str, reader: NormReader,
-               skip_errors: bool = False) -> tuple[list[tuple[str, float]], RecordSource]:
+def read_norms(
+    path: str, reader: NormReader, skip_errors: bool = False
+) -> tuple[list[tuple[str, float]], RecordSource]:
     source = RecordSource(path, skip_errors=skip_errors)
     norms: list[tuple[str, float]] = []
     if Path(path).suffix.lower() in DELIMITED:
@@ -71,20 +72,34 @@ def read_norms(path: str, reader: NormReader,
         for _ in source.checked(lambda record: norms.append(reader(record))):
             pass
     if not norms:
-        raise SembedError(f"no rated words in {source.rejects.name}", "give word and rating fields (--word-key, "
-                                                                       "--rating-key)")
+        raise SembedError(
+            f"no rated words in {source.rejects.name}", "give word and rating fields (--word-key, --rating-key)"
+        )
     return norms, source
 
 
 def salience_report(table_path: str, norms: list[tuple[str, float]], extremes: int, min_sentences: int) -> dict:
     table = SalienceTable.load(table_path)
     top, bottom = table.extremes(extremes, min_sentences)
-    return {"task": "salience", "table": str(table_path), "words": len(table.words),
-            **correlation_with_norms(table, norms), "top": top, "bottom": bottom}
+    return {
+        "task": "salience",
+        "table": str(table_path),
+        "words": len(table.words),
+        **correlation_with_norms(table, norms),
+        "top": top,
+        "bottom": bottom,
+    }
 
 
-def evaluate(input: str, table_path: str, word_key: str = "word", rating_key: str = "rating", extremes: int = 10,
-             min_sentences: int = 5, skip_errors: bool = False) -> dict:
+def evaluate(
+    input: str,
+    table_path: str,
+    word_key: str = "word",
+    rating_key: str = "rating",
+    extremes: int = 10,
+    min_sentences: int = 5,
+    skip_errors: bool = False,
+) -> dict:
     """The report of `sembed eval salience`: the rated words of `input` (JSONL, or a delimited file with a header)
     against the salience table at `table_path` (`salience_report`)."""
     norms, source = read_norms(input, NormReader(word_key, rating_key), skip_errors)
@@ -98,8 +113,11 @@ def print_report(result: dict, rating_key: str = "rating") -> None:
     """The correlation as a table on stderr, then the highest and lowest scored words (none with -q)."""
     from rich.table import Table
 
-    table = Table(title=f"salience vs {rating_key} (x100, Fisher 95% CI): {result['n']} of {result['rated']} rated "
-                        f"words in the table", title_justify="left")
+    table = Table(
+        title=f"salience vs {rating_key} (x100, Fisher 95% CI): {result['n']} of {result['rated']} rated "
+        f"words in the table",
+        title_justify="left",
+    )
     for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
         table.add_column(column, justify="right")
     table.add_row(*tables.correlation_cells(result))

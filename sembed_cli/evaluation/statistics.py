@@ -78,12 +78,18 @@ class Correlation:
         def interval(ci: tuple[float, float] | None) -> list[float] | None:
             return None if ci is None else [scaled(ci[0]), scaled(ci[1])]
 
-        return {"n": self.n, "pearson": scaled(self.pearson), "pearson_ci": interval(self.pearson_ci),
-                "spearman": scaled(self.spearman), "spearman_ci": interval(self.spearman_ci)}
+        return {
+            "n": self.n,
+            "pearson": scaled(self.pearson),
+            "pearson_ci": interval(self.pearson_ci),
+            "spearman": scaled(self.spearman),
+            "spearman_ci": interval(self.spearman_ci),
+        }
 
 
-def correlation(similarity: np.ndarray, gold: np.ndarray, similarity_name: str = "similarity",
-                gold_name: str = "gold score") -> Correlation:
+def correlation(
+    similarity: np.ndarray, gold: np.ndarray, similarity_name: str = "similarity", gold_name: str = "gold score"
+) -> Correlation:
     """Pearson and Spearman between two equally long columns; `UndefinedCorrelation` when they cannot be."""
     similarity, gold = np.asarray(similarity, dtype=np.float64), np.asarray(gold, dtype=np.float64)
     n = len(gold)
@@ -91,14 +97,20 @@ def correlation(similarity: np.ndarray, gold: np.ndarray, similarity_name: str =
         raise UndefinedCorrelation(f"correlation undefined: {n} pair(s), at least 2 needed")
     for column, name in ((gold, gold_name), (similarity, similarity_name)):
         if np.ptp(column) == 0:
-            raise UndefinedCorrelation(f"correlation undefined: every {name} is {column[0]:g} "
-                                       f"(a constant column over {n} pairs)")
+            raise UndefinedCorrelation(
+                f"correlation undefined: every {name} is {column[0]:g} (a constant column over {n} pairs)"
+            )
     r, rho = pearson(similarity, gold), spearman(similarity, gold)
     return Correlation(n, r, rho, fisher_interval(r, n), fisher_interval(rho, n))
 
 
-def grouped(similarity: np.ndarray, gold: np.ndarray, groups: Sequence[str] | None,
-            similarity_name: str = "similarity", gold_name: str = "gold score") -> dict:
+def grouped(
+    similarity: np.ndarray,
+    gold: np.ndarray,
+    groups: Sequence[str] | None,
+    similarity_name: str = "similarity",
+    gold_name: str = "gold score",
+) -> dict:
     """Metrics over all pairs, and with `groups` per group (first-seen order) under "groups".
 
     Over all pairs an undefined correlation is an error; in one group it gives
@@ -113,8 +125,14 @@ def grouped(similarity: np.ndarray, gold: np.ndarray, groups: Sequence[str] | No
             try:
                 result["groups"][name] = correlation(similarity[mask], gold[mask], similarity_name, gold_name).as_dict()
             except UndefinedCorrelation as e:
-                result["groups"][name] = {"n": int(mask.sum()), "pearson": None, "pearson_ci": None,
-                                          "spearman": None, "spearman_ci": None, "undefined": e.message}
+                result["groups"][name] = {
+                    "n": int(mask.sum()),
+                    "pearson": None,
+                    "pearson_ci": None,
+                    "spearman": None,
+                    "spearman_ci": None,
+                    "undefined": e.message,
+                }
     return result
 
 
@@ -134,8 +152,13 @@ def rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.clip(r, -1.0, 1.0)
 
 
-def paired_difference(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: np.ndarray,
-                      resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
+def paired_difference(
+    similarity_a: np.ndarray,
+    similarity_b: np.ndarray,
+    gold: np.ndarray,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+) -> dict:
     """Pearson and Spearman of A minus those of B over the same pairs (x100), each with a paired bootstrap 95%
     interval (Efron & Tibshirani 1993, the percentile interval).
 
@@ -148,13 +171,14 @@ def paired_difference(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: 
     """
     from scipy.stats import rankdata
 
-    similarity_a, similarity_b, gold = (np.asarray(column, dtype=np.float64)
-                                        for column in (similarity_a, similarity_b, gold))
+    similarity_a, similarity_b, gold = (
+        np.asarray(column, dtype=np.float64) for column in (similarity_a, similarity_b, gold)
+    )
     a, b = correlation(similarity_a, gold), correlation(similarity_b, gold)
     draws = np.random.default_rng(seed).integers(0, len(gold), (resamples, len(gold)))
     differences: dict[str, list[np.ndarray]] = {"pearson": [], "spearman": []}
     for start in range(0, resamples, BOOTSTRAP_CHUNK):
-        rows = draws[start:start + BOOTSTRAP_CHUNK]
+        rows = draws[start : start + BOOTSTRAP_CHUNK]
         x_a, x_b, y = similarity_a[rows], similarity_b[rows], gold[rows]
         differences["pearson"].append(rowwise_pearson(x_a, y) - rowwise_pearson(x_b, y))
         x_a, x_b, y = (rankdata(column, axis=1) for column in (x_a, x_b, y))

@@ -46,8 +46,7 @@ from .records import read_all
 log = logging.getLogger(__name__)
 
 # Universal POS tags of function words (closed classes, numbers, punctuation, symbols, whitespace, other).
-FUNCTION_POS = frozenset({"DET", "ADP", "PRON", "AUX", "CCONJ", "SCONJ", "PART", "PUNCT", "SYM", "NUM", "SPACE",
-                          "X"})
+FUNCTION_POS = frozenset({"DET", "ADP", "PRON", "AUX", "CCONJ", "SCONJ", "PART", "PUNCT", "SYM", "NUM", "SPACE", "X"})
 CLUSTER_COUNTS = (10, 20, 40, 80)
 QUERY_CHUNK = 512  # queries per similarity matrix: 512 x 20k float32 is 40 MB
 DIGITS = 4
@@ -121,10 +120,10 @@ def nearest_neighbours(vectors: np.ndarray, queries: np.ndarray, sentences: np.n
     another sentence; ties go to the lowest index."""
     out = np.empty(len(queries), dtype=np.int64)
     for start in range(0, len(queries), QUERY_CHUNK):
-        chunk = queries[start:start + QUERY_CHUNK]
+        chunk = queries[start : start + QUERY_CHUNK]
         similarity = vectors[chunk] @ vectors.T
         similarity[sentences[chunk][:, None] == sentences[None, :]] = -np.inf
-        out[start:start + QUERY_CHUNK] = similarity.argmax(axis=1)
+        out[start : start + QUERY_CHUNK] = similarity.argmax(axis=1)
     return out
 
 
@@ -143,12 +142,18 @@ def neighbour_metrics(queries: np.ndarray, neighbours: np.ndarray, labels: dict[
     """Shares of (query, neighbour) pairs agreeing on each property, and the depth correlation (section 4.2)."""
     if not len(queries):
         return {"n": 0, "dep_edge": None, "head_dep_edge": None, "depth_r": None, "lexical_match": None}
-    share = {name: float(np.mean(labels[key][queries] == labels[key][neighbours]))
-             for name, key in (("dep_edge", "dep"), ("head_dep_edge", "head_dep"), ("lexical_match", "word"))}
+    share = {
+        name: float(np.mean(labels[key][queries] == labels[key][neighbours]))
+        for name, key in (("dep_edge", "dep"), ("head_dep_edge", "head_dep"), ("lexical_match", "word"))
+    }
     depth = labels["depth"]
-    return {"n": len(queries), "dep_edge": _round(share["dep_edge"]), "head_dep_edge": _round(share["head_dep_edge"]),
-            "depth_r": _round(pearson(depth[queries].astype(float), depth[neighbours].astype(float))),
-            "lexical_match": _round(share["lexical_match"])}
+    return {
+        "n": len(queries),
+        "dep_edge": _round(share["dep_edge"]),
+        "head_dep_edge": _round(share["head_dep_edge"]),
+        "depth_r": _round(pearson(depth[queries].astype(float), depth[neighbours].astype(float))),
+        "lexical_match": _round(share["lexical_match"]),
+    }
 
 
 def entropy(counts: Counter) -> float:
@@ -195,39 +200,65 @@ def cluster_purity(vectors: np.ndarray, labels: np.ndarray, ks: tuple[int, ...],
     return out
 
 
-def structure_report(kept: StructureWords, queries: int = 2000, seed: int = 0, difficult: int = 5,
-                     min_tag_count: int = 50, ks: tuple[int, ...] = CLUSTER_COUNTS) -> dict:
+def structure_report(
+    kept: StructureWords,
+    queries: int = 2000,
+    seed: int = 0,
+    difficult: int = 5,
+    min_tag_count: int = 50,
+    ks: tuple[int, ...] = CLUSTER_COUNTS,
+) -> dict:
     """The whole evaluation over every kept word record (see the module's docstring)."""
     pos = np.array(kept.pos, dtype=object)
     content = np.flatnonzero(~np.isin(pos, list(FUNCTION_POS)))
     sentences = np.array(kept.sentences, dtype=np.int64)[content]
     if len(content) < 2 or len(np.unique(sentences)) < 2:
-        raise SembedError(f"{len(content)} content word(s) in {len(np.unique(sentences))} sentence(s): the test needs "
-                          "content words of at least two sentences",
-                          "feed `sembed embed --words` output of several sentences")
+        raise SembedError(
+            f"{len(content)} content word(s) in {len(np.unique(sentences))} sentence(s): the test needs "
+            "content words of at least two sentences",
+            "feed `sembed embed --words` output of several sentences",
+        )
     vectors = normalised(np.stack(kept.vectors)[content])
-    labels = {"dep": np.array(kept.deps, dtype=object)[content],
-              "head_dep": np.array(kept.head_deps, dtype=object)[content],
-              "word": np.array(kept.words, dtype=object)[content],
-              "depth": np.array(kept.depths, dtype=np.int64)[content]}
+    labels = {
+        "dep": np.array(kept.deps, dtype=object)[content],
+        "head_dep": np.array(kept.head_deps, dtype=object)[content],
+        "word": np.array(kept.words, dtype=object)[content],
+        "depth": np.array(kept.depths, dtype=np.int64)[content],
+    }
     tags = np.array(kept.tags, dtype=object)[content]
     rng = np.random.default_rng(seed)
     chosen = np.sort(rng.choice(len(content), size=min(queries, len(content)), replace=False))
-    report = {"words": len(kept), "sentences": len(kept._sentence_codes), "content_words": len(content),
-              "dimension": kept.dimension.size, "seed": seed,
-              "all": neighbour_metrics(chosen, nearest_neighbours(vectors, chosen, sentences), labels)}
+    report = {
+        "words": len(kept),
+        "sentences": len(kept._sentence_codes),
+        "content_words": len(content),
+        "dimension": kept.dimension.size,
+        "seed": seed,
+        "all": neighbour_metrics(chosen, nearest_neighbours(vectors, chosen, sentences), labels),
+    }
     hard = difficult_tags(tags, labels["dep"], difficult, min_tag_count)
     pool = np.flatnonzero(np.isin(tags, [t["tag"] for t in hard]))
     hard_chosen = np.sort(rng.choice(pool, size=min(queries, len(pool)), replace=False)) if len(pool) else pool
-    report["difficult"] = {"tags": hard, **neighbour_metrics(hard_chosen, nearest_neighbours(vectors, hard_chosen,
-                                                                                             sentences), labels)}
+    report["difficult"] = {
+        "tags": hard,
+        **neighbour_metrics(hard_chosen, nearest_neighbours(vectors, hard_chosen, sentences), labels),
+    }
     report["purity"] = cluster_purity(vectors[chosen], labels["dep"][chosen], ks, seed)
     return report
 
 
-def evaluate(input: str, queries: int = 2000, seed: int = 0, difficult: int = 5, min_tag_count: int = 50,
-             ks: tuple[int, ...] = CLUSTER_COUNTS, embedding_key: str = "embedding",
-             sentence_key: str = "sentence_index", npy: Path | None = None, skip_errors: bool = False) -> dict:
+def evaluate(
+    input: str,
+    queries: int = 2000,
+    seed: int = 0,
+    difficult: int = 5,
+    min_tag_count: int = 50,
+    ks: tuple[int, ...] = CLUSTER_COUNTS,
+    embedding_key: str = "embedding",
+    sentence_key: str = "sentence_index",
+    npy: Path | None = None,
+    skip_errors: bool = False,
+) -> dict:
     """The report of `sembed eval structure` on the word records of `input` (`structure_report`)."""
     kept = StructureWords(embedding_key, sentence_key)
     read_all(RecordSource(input, skip_errors=skip_errors), kept, OneModel(), npy)
@@ -239,16 +270,22 @@ def print_report(report: dict) -> None:
     without a purity."""
     from rich.table import Table
 
-    table = Table(title=f"nearest neighbour by cosine: {report['words']} words, {report['sentences']} sentences, "
-                        f"{report['dimension']}-d", title_justify="left",
-                  caption="difficult tags: " + (", ".join(t["tag"] for t in report["difficult"]["tags"]) or "none"),
-                  caption_justify="left")
+    table = Table(
+        title=f"nearest neighbour by cosine: {report['words']} words, {report['sentences']} sentences, "
+        f"{report['dimension']}-d",
+        title_justify="left",
+        caption="difficult tags: " + (", ".join(t["tag"] for t in report["difficult"]["tags"]) or "none"),
+        caption_justify="left",
+    )
     for column in ("queries", "n", "dep edge", "head's dep edge", "depth r", "lexical match"):
         table.add_column(column, justify="right")
     for name in ("all", "difficult"):
         m = report[name]
-        table.add_row(name, str(m["n"]), *(tables.number(m[key], 3)
-                                           for key in ("dep_edge", "head_dep_edge", "depth_r", "lexical_match")))
+        table.add_row(
+            name,
+            str(m["n"]),
+            *(tables.number(m[key], 3) for key in ("dep_edge", "head_dep_edge", "depth_r", "lexical_match")),
+        )
     tables.show(table)
     purity_table = Table(title="k-means purity of dep labels (all queries)", title_justify="left")
     for column in ("K", "mean", "weighted"):

@@ -30,8 +30,15 @@ from .statistics import BOOTSTRAP_RESAMPLES, UndefinedCorrelation, correlation, 
 log = logging.getLogger(__name__)
 
 
-def report(kept: np.ndarray, gold: np.ndarray, similarity_name: str, gold_name: str, group_by: str | None = None,
-           groups: Sequence[str] | None = None, grid: Sequence[float] | None = None) -> dict:
+def report(
+    kept: np.ndarray,
+    gold: np.ndarray,
+    similarity_name: str,
+    gold_name: str,
+    group_by: str | None = None,
+    groups: Sequence[str] | None = None,
+    grid: Sequence[float] | None = None,
+) -> dict:
     """The JSON object of `eval sts`: `kept` holds a similarity per pair, or with a W_cf `grid` the pair's
     ten CF dot products (`CfParts`), and the metrics are those of every W, best_cf_weight the one with
     the highest Pearson (as the paper's Table 7 ranks them). `groups`: each pair's `group_by` value."""
@@ -40,15 +47,25 @@ def report(kept: np.ndarray, gold: np.ndarray, similarity_name: str, gold_name: 
         head["group_by"] = group_by
     if grid is None:
         return {**head, **grouped(kept, gold, groups, similarity_name, gold_name)}
-    sweep = [{"cf_weight": w, **grouped(cf_cosines(kept, w), gold, groups, f"cosine at W_cf = {w:g}", gold_name)}
-             for w in grid]
+    sweep = [
+        {"cf_weight": w, **grouped(cf_cosines(kept, w), gold, groups, f"cosine at W_cf = {w:g}", gold_name)}
+        for w in grid
+    ]
     best = max(sweep, key=lambda entry: entry["pearson"])
     return {**head, "n": len(gold), "cf_grid": sweep, "best_cf_weight": best["cf_weight"]}
 
 
-def compare(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: np.ndarray, names: tuple[str, str],
-            gold_name: str, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0, group_by: str | None = None,
-            groups: Sequence[str] | None = None) -> dict:
+def compare(
+    similarity_a: np.ndarray,
+    similarity_b: np.ndarray,
+    gold: np.ndarray,
+    names: tuple[str, str],
+    gold_name: str,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+    group_by: str | None = None,
+    groups: Sequence[str] | None = None,
+) -> dict:
     """The JSON object of `eval sts --versus`: each model's metrics (`a`, `b`, as `report` writes them) and
     their paired difference a - b (`paired_difference`). `names`: what gives each side's similarity. With
     `groups` (each pair's `group_by` value) the same per group, first-seen order, under "groups"; a group where a
@@ -61,18 +78,28 @@ def compare(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: np.ndarray
         for name in dict.fromkeys(groups):
             mask = labels == name
             try:
-                result["groups"][name] = paired_report(similarity_a[mask], similarity_b[mask], gold[mask], names,
-                                                       gold_name, resamples, seed)
+                result["groups"][name] = paired_report(
+                    similarity_a[mask], similarity_b[mask], gold[mask], names, gold_name, resamples, seed
+                )
             except UndefinedCorrelation as e:
                 result["groups"][name] = {"n": int(mask.sum()), "undefined": e.message}
     return result
 
 
-def paired_report(similarity_a: np.ndarray, similarity_b: np.ndarray, gold: np.ndarray, names: tuple[str, str],
-                  gold_name: str, resamples: int, seed: int) -> dict:
-    """"a", "b" and "difference" of `compare` over one set of pairs."""
-    sides = {side: {"similarity": name, **correlation(similarity, gold, name, gold_name).as_dict()}
-             for side, name, similarity in (("a", names[0], similarity_a), ("b", names[1], similarity_b))}
+def paired_report(
+    similarity_a: np.ndarray,
+    similarity_b: np.ndarray,
+    gold: np.ndarray,
+    names: tuple[str, str],
+    gold_name: str,
+    resamples: int,
+    seed: int,
+) -> dict:
+    """ "a", "b" and "difference" of `compare` over one set of pairs."""
+    sides = {
+        side: {"similarity": name, **correlation(similarity, gold, name, gold_name).as_dict()}
+        for side, name, similarity in (("a", names[0], similarity_a), ("b", names[1], similarity_b))
+    }
     return {**sides, "difference": paired_difference(similarity_a, similarity_b, gold, resamples, seed)}
 
 
@@ -81,8 +108,11 @@ def undefined_groups(result: dict) -> list[str]:
     problems = []
     for entry in result.get("cf_grid", [result]):
         where = f" at W_cf = {entry['cf_weight']:g}" if "cf_weight" in entry else ""
-        problems += [f"group '{name}'{where}: {metrics['undefined']}"
-                     for name, metrics in entry.get("groups", {}).items() if "undefined" in metrics]
+        problems += [
+            f"group '{name}'{where}: {metrics['undefined']}"
+            for name, metrics in entry.get("groups", {}).items()
+            if "undefined" in metrics
+        ]
     return problems
 
 
@@ -100,8 +130,10 @@ def parse_grid(spec: str) -> list[float]:
         else:
             values = [float(part) for part in spec.split(",")]
     except ValueError:
-        raise ValueError(f"'{spec}' is not START:STOP:STEP with STEP > 0 and STOP >= START (at most 1000 values), "
-                         "nor a comma-separated list of numbers") from None
+        raise ValueError(
+            f"'{spec}' is not START:STOP:STEP with STEP > 0 and STOP >= START (at most 1000 values), "
+            "nor a comma-separated list of numbers"
+        ) from None
     if not all(math.isfinite(v) for v in values):
         raise ValueError(f"'{spec}' has a value that is not a finite number")
     return values
@@ -125,10 +157,18 @@ def unscored_warning(count: int, gold_key: str) -> str:
     return f"{count} pair(s) have no gold score ('{gold_key}'): left out of the correlation"
 
 
-def evaluate(input: str, text_keys: tuple[str, str] = PAIR_TEXT_KEYS, similarity_key: str | None = None,
-             gold_key: str = "score", group_by: str | None = None, cf_grid: Sequence[float] | None = None,
-             pairs: str | None = None, force: bool = False, npy: Path | None = None,
-             skip_errors: bool = False) -> dict:
+def evaluate(
+    input: str,
+    text_keys: tuple[str, str] = PAIR_TEXT_KEYS,
+    similarity_key: str | None = None,
+    gold_key: str = "score",
+    group_by: str | None = None,
+    cf_grid: Sequence[float] | None = None,
+    pairs: str | None = None,
+    force: bool = False,
+    npy: Path | None = None,
+    skip_errors: bool = False,
+) -> dict:
     """The report of `sembed eval sts` on the records of `input`: see `report` (and `parse_grid` for `cf_grid`).
 
     Each record gives its similarity (`PairSimilarity`, or with `cf_grid` its parts' dot products, `CfParts`),
@@ -149,23 +189,29 @@ def evaluate(input: str, text_keys: tuple[str, str] = PAIR_TEXT_KEYS, similarity
         group = io.group(record, group_by) if group_by else None
         gold = gold_score(record, gold_key)
         if sink is not None:
-            sink.write({**{k: v for k, v in record.items() if not k.startswith("embedding") or k == FIELD},
-                        "similarity": value})
+            sink.write(
+                {
+                    **{k: v for k, v in record.items() if not k.startswith("embedding") or k == FIELD},
+                    "similarity": value,
+                }
+            )
         if gold is None:
             unscored += 1
             return None
         return value, gold, group
 
     with RecordSink(pairs, force=force, inputs=[input]) if pairs is not None else nullcontext() as sink:
-        rows = [row for row in read_all(RecordSource(input, skip_errors=skip_errors), keep, models, npy)
-                if row is not None]
+        rows = [
+            row for row in read_all(RecordSource(input, skip_errors=skip_errors), keep, models, npy) if row is not None
+        ]
     if unscored:
         log.warning(unscored_warning(unscored, gold_key))
     if not rows:
         raise no_gold(gold_key)
     kept, gold = np.array([row[0] for row in rows]), np.array([row[1] for row in rows])
-    result = report(kept, gold, reader.name, gold_key, group_by, [row[2] for row in rows] if group_by else None,
-                    cf_grid)
+    result = report(
+        kept, gold, reader.name, gold_key, group_by, [row[2] for row in rows] if group_by else None, cf_grid
+    )
     if unscored:
         result["unscored"] = unscored
     for problem in undefined_groups(result):
@@ -178,8 +224,16 @@ class VersusSide:
     similarity). With `identity_field` the vectors are another model's in the same records (--versus-key NAME),
     whose identity `models` checks under NAME_model."""
 
-    def __init__(self, text_keys: tuple[str, str], keys: tuple[str, str], similarity_key: str | None, gold_key: str,
-                 identity_field: str | None = None, models: OneModel | None = None, group_by: str | None = None):
+    def __init__(
+        self,
+        text_keys: tuple[str, str],
+        keys: tuple[str, str],
+        similarity_key: str | None,
+        gold_key: str,
+        identity_field: str | None = None,
+        models: OneModel | None = None,
+        group_by: str | None = None,
+    ):
         self.similarity = PairSimilarity(*keys, similarity_key)
         if identity_field is not None:  # the other model's vectors in the same records: never a similarity field
             self.similarity.decided = True
@@ -191,14 +245,26 @@ class VersusSide:
             self.models({FIELD: record.get(self.identity_field)})
         text_a, text_b = self.text_keys
         group = io.group(record, self.group_by) if self.group_by else None
-        return ((record.get(text_a), record.get(text_b)), gold_score(record, self.gold_key), self.similarity(record),
-                group)
+        return (
+            (record.get(text_a), record.get(text_b)),
+            gold_score(record, self.gold_key),
+            self.similarity(record),
+            group,
+        )
 
 
-def evaluate_versus(input: str, versus: str | None = None, versus_key: str | None = None,
-                    text_keys: tuple[str, str] = PAIR_TEXT_KEYS, similarity_key: str | None = None,
-                    gold_key: str = "score", resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
-                    skip_errors: bool = False, group_by: str | None = None) -> dict:
+def evaluate_versus(
+    input: str,
+    versus: str | None = None,
+    versus_key: str | None = None,
+    text_keys: tuple[str, str] = PAIR_TEXT_KEYS,
+    similarity_key: str | None = None,
+    gold_key: str = "score",
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+    skip_errors: bool = False,
+    group_by: str | None = None,
+) -> dict:
     """The report of `sembed eval sts --versus FILE | --versus-key NAME`: both models' similarity of every scored
     pair, compared (`compare`). `versus`: the other model's records of the same pairs in the same order (their
     texts and scores must agree); `versus_key`: its vectors in the same records, NAME_a and NAME_b (one of the two).
@@ -213,19 +279,24 @@ def evaluate_versus(input: str, versus: str | None = None, versus_key: str | Non
         side_b = VersusSide(texts, embeddings, similarity_key, gold_key)
         rows_a = read_all(RecordSource(input, skip_errors=skip_errors), side_a, models["a"])
         rows_b = read_all(RecordSource(versus, skip_errors=skip_errors), side_b, models["b"])
-        names = (f"{display_name(input)}: {side_a.similarity.name}",
-                 f"{display_name(versus)}: {side_b.similarity.name}")
+        names = (
+            f"{display_name(input)}: {side_a.similarity.name}",
+            f"{display_name(versus)}: {side_b.similarity.name}",
+        )
         if len(rows_a) != len(rows_b):
-            raise SembedError(f"{display_name(input)} has {len(rows_a)} pairs, {display_name(versus)} "
-                              f"{len(rows_b)}: --versus needs the same pairs in the same order")
+            raise SembedError(
+                f"{display_name(input)} has {len(rows_a)} pairs, {display_name(versus)} "
+                f"{len(rows_b)}: --versus needs the same pairs in the same order"
+            )
         for number, (row_a, row_b) in enumerate(zip(rows_a, rows_b), 1):
             if row_a[:2] != row_b[:2]:
-                raise SembedError(f"pair {number} differs between the two files ({row_a[0]}, score {row_a[1]} "
-                                  f"against {row_b[0]}, score {row_b[1]}): --versus needs the same pairs in the "
-                                  "same order")
+                raise SembedError(
+                    f"pair {number} differs between the two files ({row_a[0]}, score {row_a[1]} "
+                    f"against {row_b[0]}, score {row_b[1]}): --versus needs the same pairs in the "
+                    "same order"
+                )
     else:
-        side_b = VersusSide(texts, pair_keys(text_keys, versus_key), None, gold_key, f"{versus_key}_model",
-                            models["b"])
+        side_b = VersusSide(texts, pair_keys(text_keys, versus_key), None, gold_key, f"{versus_key}_model", models["b"])
         rows = read_all(RecordSource(input, skip_errors=skip_errors), lambda r: (side_a(r), side_b(r)), models["a"])
         rows_a, rows_b = [row[0] for row in rows], [row[1] for row in rows]
         names = (side_a.similarity.name, side_b.similarity.name)
@@ -246,8 +317,10 @@ def evaluate_versus(input: str, versus: str | None = None, versus_key: str | Non
         result["unscored"] = len(rows_a) - len(scored)
     undefined = result["difference"].get("undefined_resamples")
     if undefined:
-        log.warning(f"{undefined} of {resamples} bootstrap resamples left out: a correlation was undefined in them "
-                     "(a column that did not vary)")
+        log.warning(
+            f"{undefined} of {resamples} bootstrap resamples left out: a correlation was undefined in them "
+            "(a column that did not vary)"
+        )
     for name, entry in result.get("groups", {}).items():
         if "undefined" in entry:
             log.warning(f"group '{name}': {entry['undefined']}")

@@ -23,8 +23,12 @@ def correlation_table(result: dict):
         rows = [*entry.get("groups", {}).items(), ("all", entry)] if "groups" in entry else [(None, entry)]
         for position, (name, m) in enumerate(rows):
             # a rule above each 'all' row, and below it when several W_cf blocks follow
-            table.add_row(*lead, *([name] if name is not None else []), *tables.correlation_cells(m),
-                          end_section=len(rows) > 1 and (position == len(rows) - 2 or (grid is not None and name == "all")))
+            table.add_row(
+                *lead,
+                *([name] if name is not None else []),
+                *tables.correlation_cells(m),
+                end_section=len(rows) > 1 and (position == len(rows) - 2 or (grid is not None and name == "all")),
+            )
     return table
 
 
@@ -34,8 +38,11 @@ def versus_table(result: dict):
 
     difference = result["difference"]
     grouped_rows = "groups" in result
-    table = Table(title=f"STS: two models vs {result['gold']} (x100; a, b: Fisher 95% CI; a - b: "
-                        f"{difference['interval']}, {difference['resamples']} resamples)", title_justify="left")
+    table = Table(
+        title=f"STS: two models vs {result['gold']} (x100; a, b: Fisher 95% CI; a - b: "
+        f"{difference['interval']}, {difference['resamples']} resamples)",
+        title_justify="left",
+    )
     table.add_column("", no_wrap=True)
     if grouped_rows:
         tables.add_name_column(table, "group")
@@ -46,15 +53,26 @@ def versus_table(result: dict):
     for name, entry in blocks:
         group = [name] if grouped_rows else []
         if "undefined" in entry:
-            table.add_row("", *group, entry["undefined"], str(entry["n"]), "-", "-", "-", "-",
-                          end_section=True)
+            table.add_row("", *group, entry["undefined"], str(entry["n"]), "-", "-", "-", "-", end_section=True)
             continue
         for position, side in enumerate(("a", "b")):
             m = entry[side]
-            table.add_row(side, *(group if position == 0 else [""] * len(group)),
-                          m.get("embedding_model") or m["similarity"], *tables.correlation_cells(m))
+            table.add_row(
+                side,
+                *(group if position == 0 else [""] * len(group)),
+                m.get("embedding_model") or m["similarity"],
+                *tables.correlation_cells(m),
+            )
         change = entry["difference"]
-        table.add_row("a - b", *[""] * len(group), "", str(change["n"]), f"{change['pearson']:+.2f}",
-                      tables.interval(change["pearson_ci"]), f"{change['spearman']:+.2f}",
-                      tables.interval(change["spearman_ci"]), end_section=grouped_rows)
+        table.add_row(
+            "a - b",
+            *[""] * len(group),
+            "",
+            str(change["n"]),
+            f"{change['pearson']:+.2f}",
+            tables.interval(change["pearson_ci"]),
+            f"{change['spearman']:+.2f}",
+            tables.interval(change["spearman_ci"]),
+            end_section=grouped_rows,
+        )
     return table

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from .. import console
 
-
 WIDEST = 10_000  # columns a table may take off a terminal: its cells' own width decides
 
 
@@ -60,5 +59,10 @@ def interval(ci: list[float] | None) -> str:
 
 def correlation_cells(metrics: dict) -> list[str]:
     """A correlation's row: n, Pearson, its interval, Spearman, its interval."""
-    return [str(metrics["n"]), number(metrics["pearson"]), interval(metrics["pearson_ci"]), number(metrics["spearman"]),
-            interval(metrics["spearman_ci"])]
+    return [
+        str(metrics["n"]),
+        number(metrics["pearson"]),
+        interval(metrics["pearson_ci"]),
+        number(metrics["spearman"]),
+        interval(metrics["spearman_ci"]),
+    ]

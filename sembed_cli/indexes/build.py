@@ -20,7 +20,7 @@ from ..io import RecordSource, Rejects, loads
 from . import kinds
 from .directory import METADATA_FILE, VectorIndex
 from .entries import Entry, EntryReader
-from .writer import (Built, IndexSettings, Updated, build_into, entries_of, merge_into, update_in_place)
+from .writer import Built, IndexSettings, Updated, build_into, entries_of, merge_into, update_in_place
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,8 @@ class TextEmbedder:
 
         if self.encoder is None:
             self.encoder, self.device = sentence_models.load_encoder(
-                self.choice.name, self.choice.device, backend=self.choice.backend, quantize=self.choice.quantize)
+                self.choice.name, self.choice.device, backend=self.choice.backend, quantize=self.choice.quantize
+            )
             self.long_texts = LongTexts(self.encoder, self.choice.long_text)
             log.info(f"embedding texts with {self.check.identity} on {self.device}")
         if self.choice.long_text == "error":
@@ -90,25 +91,37 @@ class ModelCheck:
         refuse = model_identity.refuse_another_model
         labelled = self.reader.models.identity if self.reader.uses_vectors else None
         held, where = (old.identity, old.path) if old is not None else (None, None)
-        refuse(labelled, held, f"the records' vectors are of '{labelled}', but the index at "
-                               f"'{where}' holds vectors of '{held}'",
-               "embed them with the index's model, or build a new index")
+        refuse(
+            labelled,
+            held,
+            f"the records' vectors are of '{labelled}', but the index at '{where}' holds vectors of '{held}'",
+            "embed them with the index's model, or build a new index",
+        )
         if labelled is not None:
             if choice.given:
-                refuse(labelled, model_identity.of_sentence_model(choice.name),
-                       f"the records' vectors are of '{labelled}', not of --model '{choice.name}'",
-                       "leave out --model: the index takes the records' model")
+                refuse(
+                    labelled,
+                    model_identity.of_sentence_model(choice.name),
+                    f"the records' vectors are of '{labelled}', not of --model '{choice.name}'",
+                    "leave out --model: the index takes the records' model",
+                )
             self.identity = labelled
             return
         identity = model_identity.of_sentence_model(choice.name)
-        refuse(identity, held, f"the index at '{where}' holds vectors of '{held}', but '{choice.name}' is "
-                               f"'{identity}', another model", "update with the index's model (leave out --model)")
+        refuse(
+            identity,
+            held,
+            f"the index at '{where}' holds vectors of '{held}', but '{choice.name}' is '{identity}', another model",
+            "update with the index's model (leave out --model)",
+        )
         if self.reader.uses_vectors:
             log.warning(f"the records' vectors carry no embedding_model: taken to be of --model '{identity}'")
             dimension = old.dimension if old is not None else model_dimension(choice)
             if self.reader.dimension != dimension:
-                raise SembedError(f"'{self.reader.embedding_key}' has {self.reader.dimension} dimensions, but the "
-                                  f"model '{choice.name}' makes {dimension}: it was embedded with another model")
+                raise SembedError(
+                    f"'{self.reader.embedding_key}' has {self.reader.dimension} dimensions, but the "
+                    f"model '{choice.name}' makes {dimension}: it was embedded with another model"
+                )
         self.identity = identity
 
 
@@ -155,8 +168,16 @@ def query_backend(embedder: TextEmbedder, reader: EntryReader, choice: ModelChoi
 
 # --- build -------------------------------------------------------------------------------------------------------
 
-def build_index(source: RecordSource, output: Path, settings: IndexSettings, choice: ModelChoice,
-                npy: Path | None = None, force: bool = False, trained_from: Path | None = None) -> dict:
+
+def build_index(
+    source: RecordSource,
+    output: Path,
+    settings: IndexSettings,
+    choice: ModelChoice,
+    npy: Path | None = None,
+    force: bool = False,
+    trained_from: Path | None = None,
+) -> dict:
     """A new index at `output` from the records of `source`; returns its metadata."""
     trained = VectorIndex.load(trained_from, writable=True) if trained_from is not None else None
     reader = EntryReader(settings.text_key, settings.embedding_key, settings.id_key, npy)
@@ -169,8 +190,15 @@ def build_index(source: RecordSource, output: Path, settings: IndexSettings, cho
             embedder.report()
             if source.summary():
                 log.warning(source.summary())
-            metadata = index_metadata(built, check.identity, settings, reader,
-                                      query_backend(embedder, reader, choice), source.rejects, choice.name)
+            metadata = index_metadata(
+                built,
+                check.identity,
+                settings,
+                reader,
+                query_backend(embedder, reader, choice),
+                source.rejects,
+                choice.name,
+            )
             regression = labelled_regression(work, settings.text_key, built.data_sha256)
             if regression is not None:
                 regression.save(work)
@@ -178,33 +206,58 @@ def build_index(source: RecordSource, output: Path, settings: IndexSettings, cho
     finally:
         if trained is not None:
             trained.close()
-    log.info(f"wrote {output}: {built.count} vectors of {built.dimension} dimensions, {built.kind.name} index "
-                f"({built.kind.factory})" + (f"; {built.changes.repeated} repeated record(s) indexed once"
-                                             if built.changes.repeated else ""))
+    log.info(
+        f"wrote {output}: {built.count} vectors of {built.dimension} dimensions, {built.kind.name} index "
+        f"({built.kind.factory})"
+        + (f"; {built.changes.repeated} repeated record(s) indexed once" if built.changes.repeated else "")
+    )
     return metadata
 
 
-def index_metadata(built: Built, identity, settings: IndexSettings, reader: EntryReader, backend: dict,
-                   rejects: Rejects, model: str) -> dict:
+def index_metadata(
+    built: Built, identity, settings: IndexSettings, reader: EntryReader, backend: dict, rejects: Rejects, model: str
+) -> dict:
     from ..models import model_identity
 
     kind = built.kind
     rerank = settings.rerank if kind.lossy else "none"
-    described = {**kind.describe(), **settings.describe(), "rerank": rerank,
-                 "metric": "inner product of unit vectors (cosine)", "source": reader.source,
-                 "ids": "given" if reader.given_ids else "content hash", **backend,
-                 "trained_sha256": built.trained_sha256,
-                 "bytes_per_vector": kinds.bytes_per_vector(kind, built.dimension, 2 * built.dimension
-                                                            if rerank == "float16" else 4 * built.dimension)}
+    described = {
+        **kind.describe(),
+        **settings.describe(),
+        "rerank": rerank,
+        "metric": "inner product of unit vectors (cosine)",
+        "source": reader.source,
+        "ids": "given" if reader.given_ids else "content hash",
+        **backend,
+        "trained_sha256": built.trained_sha256,
+        "bytes_per_vector": kinds.bytes_per_vector(
+            kind, built.dimension, 2 * built.dimension if rerank == "float16" else 4 * built.dimension
+        ),
+    }
     if kind.name == "hnsw" or "HNSW" in kind.factory.split(",")[-1]:
-        described.update({"m": kinds.HNSW_M, "ef_construction": kinds.HNSW_EF_CONSTRUCTION,
-                          "ef_search": kinds.HNSW_EF_SEARCH})
-    data = {"input": rejects.name, "records": built.count + built.changes.repeated,
-            "skipped": len(rejects.skipped), "repeated": built.changes.repeated, "sha256": built.data_sha256}
+        described.update(
+            {"m": kinds.HNSW_M, "ef_construction": kinds.HNSW_EF_CONSTRUCTION, "ef_search": kinds.HNSW_EF_SEARCH}
+        )
+    data = {
+        "input": rejects.name,
+        "records": built.count + built.changes.repeated,
+        "skipped": len(rejects.skipped),
+        "repeated": built.changes.repeated,
+        "sha256": built.data_sha256,
+    }
     name = identity.name if identity is not None else model
-    return describe("sembed index", data, described, **{model_identity.FIELD: str(identity)}, model=name,
-                    model_path=model_path(name), dimension=built.dimension, type=kind.name, count=built.count,
-                    seed=settings.seed)
+    return describe(
+        "sembed index",
+        data,
+        described,
+        **{model_identity.FIELD: str(identity)},
+        model=name,
+        model_path=model_path(name),
+        dimension=built.dimension,
+        type=kind.name,
+        count=built.count,
+        seed=settings.seed,
+    )
 
 
 def labelled_regression(work: Path, text_key: str, digest: str):
@@ -232,6 +285,7 @@ def labelled_regression(work: Path, text_key: str, digest: str):
 
 # --- update ------------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class UpdateChoices:
     """What an update may change: the keys and model (else the index's own), mirroring, retraining."""
@@ -241,8 +295,14 @@ class UpdateChoices:
     retrain: bool = False
 
 
-def update_index(source: RecordSource, directory: Path, settings: IndexSettings, choice: ModelChoice,
-                 choices: UpdateChoices, npy: Path | None = None) -> dict:
+def update_index(
+    source: RecordSource,
+    directory: Path,
+    settings: IndexSettings,
+    choice: ModelChoice,
+    choices: UpdateChoices,
+    npy: Path | None = None,
+) -> dict:
     """Apply the records of `source` to the index at `directory` (see writer.update_in_place); returns its new
     metadata. An index of sembed 0.1 is converted first."""
     with exclusive(directory):
@@ -255,12 +315,20 @@ def update_index(source: RecordSource, directory: Path, settings: IndexSettings,
             loaded.close()
 
 
-def _update(loaded: VectorIndex, source: RecordSource, settings: IndexSettings, choice: ModelChoice,
-            choices: UpdateChoices, npy: Path | None) -> dict:
+def _update(
+    loaded: VectorIndex,
+    source: RecordSource,
+    settings: IndexSettings,
+    choice: ModelChoice,
+    choices: UpdateChoices,
+    npy: Path | None,
+) -> dict:
     built = loaded.settings
     given = choices.given
-    settings = replace(settings, **{key: built[key] for key in ("text_key", "embedding_key", "id_key")
-                                    if key in built and key not in given})
+    settings = replace(
+        settings,
+        **{key: built[key] for key in ("text_key", "embedding_key", "id_key") if key in built and key not in given},
+    )
     if "model" not in given:
         identity = loaded.identity
         name = loaded.metadata.get("model_path") or loaded.metadata["model"]
@@ -268,10 +336,19 @@ def _update(loaded: VectorIndex, source: RecordSource, settings: IndexSettings, 
             name = identity.name
         choice = replace(choice, name=name)
     if "backend" not in given and "quantize" not in given:  # embedded as the index was
-        choice = replace(choice, backend=built.get("backend", choice.backend),
-                         quantize="int8" if built.get("quantization") else choice.quantize)
-    reader = EntryReader(settings.text_key, settings.embedding_key, settings.id_key, npy, loaded.dimension,
-                         given_ids=built.get("ids", "given") == "given")
+        choice = replace(
+            choice,
+            backend=built.get("backend", choice.backend),
+            quantize="int8" if built.get("quantization") else choice.quantize,
+        )
+    reader = EntryReader(
+        settings.text_key,
+        settings.embedding_key,
+        settings.id_key,
+        npy,
+        loaded.dimension,
+        given_ids=built.get("ids", "given") == "given",
+    )
     check = ModelCheck(reader, choice, loaded)
     embedder = TextEmbedder(choice, check)
     entries = read_entries(source, reader, check)
@@ -281,11 +358,22 @@ def _update(loaded: VectorIndex, source: RecordSource, settings: IndexSettings, 
         meta = dict(loaded.metadata)
         previous = meta.get("data", {})
         fresh = describe("sembed index", {}, {})
-        meta.update(count=updated.count, command_line=fresh["command_line"], created=fresh["created"],
-                    versions=fresh["versions"])
-        meta["data"] = {**previous, "input": source.rejects.name, "sha256": updated.data_sha256,
-                        "update": {"previous_count": previous_count, **updated.changes.describe(),
-                                   "previous_sha256": previous.get("sha256")}}
+        meta.update(
+            count=updated.count,
+            command_line=fresh["command_line"],
+            created=fresh["created"],
+            versions=fresh["versions"],
+        )
+        meta["data"] = {
+            **previous,
+            "input": source.rejects.name,
+            "sha256": updated.data_sha256,
+            "update": {
+                "previous_count": previous_count,
+                **updated.changes.describe(),
+                "previous_sha256": previous.get("sha256"),
+            },
+        }
         return meta
 
     updated = update_in_place(loaded, entries, embedder, source.rejects, choices.sync, settings.batch_size, metadata)
@@ -293,10 +381,12 @@ def _update(loaded: VectorIndex, source: RecordSource, settings: IndexSettings, 
     if source.summary():
         log.warning(source.summary())
     changes = updated.changes
-    log.info(f"{changes.added} new, {changes.replaced} changed, {changes.unchanged} unchanged record(s)"
-                + (f", {changes.synced} removed (not in the input)" if choices.sync else "")
-                + (f", {changes.repeated} repeated (indexed once)" if changes.repeated else "")
-                + f"; {updated.count} in all")
+    log.info(
+        f"{changes.added} new, {changes.replaced} changed, {changes.unchanged} unchanged record(s)"
+        + (f", {changes.synced} removed (not in the input)" if choices.sync else "")
+        + (f", {changes.repeated} repeated (indexed once)" if changes.repeated else "")
+        + f"; {updated.count} in all"
+    )
     if embedder.count:
         log.info(f"embedded {embedder.count} texts")
     if choices.retrain:
@@ -312,9 +402,12 @@ def rebuild(directory: Path, settings: IndexSettings) -> dict:
             built = build_into(work, entries_of(old), settings, None, Rejects(str(directory)))
             meta = dict(old.metadata)
             fresh = {**meta, "count": built.count, "type": built.kind.name}
-            fresh["settings"] = {**meta.get("settings", {}), **built.kind.describe(),
-                                 "trained_sha256": built.trained_sha256,
-                                 "rerank": settings.rerank if built.kind.lossy else "none"}
+            fresh["settings"] = {
+                **meta.get("settings", {}),
+                **built.kind.describe(),
+                "trained_sha256": built.trained_sha256,
+                "rerank": settings.rerank if built.kind.lossy else "none",
+            }
             fresh["data"] = {**meta.get("data", {}), "sha256": built.data_sha256, "rebuilt": True}
             copy_regression(old.path, work)
             write_metadata(work, fresh, METADATA_FILE)
@@ -338,15 +431,22 @@ def convert_legacy(old: VectorIndex) -> VectorIndex:
     """A sembed 0.1 index (records.jsonl) rewritten in today's format, in place (same rows, type and settings)."""
     directory = old.path
     log.info(f"converting {directory}, written by sembed 0.1, to the SQLite records store")
-    settings = IndexSettings(requested_type=old.settings.get("requested_type", old.metadata.get("type", "auto")),
-                             text_key=old.settings.get("text_key", "text"),
-                             embedding_key=old.settings.get("embedding_key", "embedding"),
-                             id_key=old.settings.get("id_key", "id"), seed=int(old.metadata.get("seed", 42)))
+    settings = IndexSettings(
+        requested_type=old.settings.get("requested_type", old.metadata.get("type", "auto")),
+        text_key=old.settings.get("text_key", "text"),
+        embedding_key=old.settings.get("embedding_key", "embedding"),
+        id_key=old.settings.get("id_key", "id"),
+        seed=int(old.metadata.get("seed", 42)),
+    )
     with building(directory, force=True) as work:
         built = build_into(work, entries_of(old), settings, None, Rejects(str(directory)))
         meta = dict(old.metadata)
-        meta["settings"] = {**meta.get("settings", {}), **built.kind.describe(), "rerank": "none",
-                            "trained_sha256": built.trained_sha256}
+        meta["settings"] = {
+            **meta.get("settings", {}),
+            **built.kind.describe(),
+            "rerank": "none",
+            "trained_sha256": built.trained_sha256,
+        }
         meta.update(count=built.count, type=built.kind.name)
         meta["data"] = {**meta.get("data", {}), "converted_from": "sembed 0.1"}
         copy_regression(directory, work)
@@ -356,6 +456,7 @@ def convert_legacy(old: VectorIndex) -> VectorIndex:
 
 
 # --- merge -------------------------------------------------------------------------------------------------------
+
 
 def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict:
     """One index at `output` holding every piece's rows, piece after piece (writer.merge_into)."""
@@ -367,10 +468,23 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
             count, kind = merge_into(work, loaded)
             meta = dict(loaded[0].metadata)
             fresh = describe("sembed index merge", {}, {})
-            meta.update(count=count, command=fresh["command"], command_line=fresh["command_line"],
-                        created=fresh["created"], versions=fresh["versions"])
-            meta["data"] = {"pieces": [{"path": str(piece.path), "count": piece.count,
-                                        "sha256": piece.metadata.get("data", {}).get("sha256")} for piece in loaded]}
+            meta.update(
+                count=count,
+                command=fresh["command"],
+                command_line=fresh["command_line"],
+                created=fresh["created"],
+                versions=fresh["versions"],
+            )
+            meta["data"] = {
+                "pieces": [
+                    {
+                        "path": str(piece.path),
+                        "count": piece.count,
+                        "sha256": piece.metadata.get("data", {}).get("sha256"),
+                    }
+                    for piece in loaded
+                ]
+            }
             write_metadata(work, meta, METADATA_FILE)
     finally:
         for piece in loaded:

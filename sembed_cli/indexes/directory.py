@@ -72,8 +72,11 @@ class LegacyRecords:
     def records(self, rows) -> dict[int, tuple[str, bytes]]:
         from ..io import dumps
 
-        return {int(row): (dumps(self.ids[row]).rstrip(b"\n").decode(), dumps(self.payloads[row]).rstrip(b"\n"))
-                for row in {int(r) for r in rows} if 0 <= row < len(self.ids)}
+        return {
+            int(row): (dumps(self.ids[row]).rstrip(b"\n").decode(), dumps(self.payloads[row]).rstrip(b"\n"))
+            for row in {int(r) for r in rows}
+            if 0 <= row < len(self.ids)
+        }
 
     def rows(self, below: int | None = None) -> Iterator[tuple[int, str, str, bytes]]:
         from ..io import dumps
@@ -192,17 +195,22 @@ class VectorIndex:
                 raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", REBUILD)
             expected = store.next_row if kinds.positional(index) else store.count
             if index.ntotal != expected:
-                raise SembedError(f"damaged index at '{path}': {index.ntotal} vectors in {faiss_file} but "
-                                  f"{expected} rows in {STORE_FILE}", REBUILD)
+                raise SembedError(
+                    f"damaged index at '{path}': {index.ntotal} vectors in {faiss_file} but "
+                    f"{expected} rows in {STORE_FILE}",
+                    REBUILD,
+                )
             settings = metadata.get("settings", {})
             kinds.set_search_breadth(index, settings.get("nprobe"), settings.get("ef_search"))
             vectors = None
             if settings.get("rerank") in ("float16", "float32"):
                 vectors = VectorFile.named(path, index.d, settings["rerank"])
                 if vectors.rows_on_disk() < store.number("vector_rows"):
-                    raise SembedError(f"damaged index at '{path}': {vectors.path.name} holds "
-                                      f"{vectors.rows_on_disk()} rows, the store {store.number('vector_rows')}",
-                                      REBUILD)
+                    raise SembedError(
+                        f"damaged index at '{path}': {vectors.path.name} holds "
+                        f"{vectors.rows_on_disk()} rows, the store {store.number('vector_rows')}",
+                        REBUILD,
+                    )
             removed = np.asarray(store.removed(), dtype=np.int64)
         except BaseException:
             store.close()
@@ -232,8 +240,11 @@ class VectorIndex:
             raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", REBUILD)
         rows = [row for row in lines if isinstance(row, dict) and "id" in row and isinstance(row.get("record"), dict)]
         if len(rows) != len(lines):
-            raise SembedError(f"damaged index at '{path}': {LEGACY_RECORDS_FILE} has a line that is not "
-                              '{"id": ..., "record": {...}}', REBUILD)
+            raise SembedError(
+                f"damaged index at '{path}': {LEGACY_RECORDS_FILE} has a line that is not "
+                '{"id": ..., "record": {...}}',
+                REBUILD,
+            )
         if len(rows) != index.ntotal:
             raise SembedError(f"damaged index at '{path}': {index.ntotal} vectors but {len(rows)} records", REBUILD)
         settings = metadata.get("settings", {})
@@ -262,8 +273,11 @@ class VectorIndex:
                 params = faiss.SearchParametersHNSW(efSearch=breadth)  # type: ignore[attr-defined]  # not in the stubs
                 if selector is not None:
                     params.sel = selector
-        scores, rows = self.index.search(queries, asked, params=params) if params is not None else \
-            self.index.search(queries, asked)
+        scores, rows = (
+            self.index.search(queries, asked, params=params)
+            if params is not None
+            else self.index.search(queries, asked)
+        )
         if self.vectors is not None:
             scores, rows = self.rerank(queries, rows, k)
         return scores, rows
@@ -290,15 +304,21 @@ class VectorIndex:
             from ..models.model_identity import of_sentence_model, refuse_another_model
 
             theirs = of_sentence_model(name)
-            refuse_another_model(theirs, self.identity, f"the index at '{self.path}' holds vectors of the model "
-                                 f"'{self.identity}', but the queries are embedded with '{theirs}', another model",
-                                 "search with the index's model (leave out --model), or rebuild the index",
-                                 weights_only=True)
+            refuse_another_model(
+                theirs,
+                self.identity,
+                f"the index at '{self.path}' holds vectors of the model "
+                f"'{self.identity}', but the queries are embedded with '{theirs}', another model",
+                "search with the index's model (leave out --model), or rebuild the index",
+                weights_only=True,
+            )
             return
         if fingerprint != self.metadata.get("model_fingerprint"):
-            raise SembedError(f"the index at '{self.path}' holds vectors of the model '{self.metadata.get('model')}', "
-                              f"but the queries are embedded with '{name}', another model",
-                              "search with the index's model (leave out --model), or rebuild the index")
+            raise SembedError(
+                f"the index at '{self.path}' holds vectors of the model '{self.metadata.get('model')}', "
+                f"but the queries are embedded with '{name}', another model",
+                "search with the index's model (leave out --model), or rebuild the index",
+            )
 
 
 def read_faiss(path: Path, mapped: bool):
@@ -314,5 +334,6 @@ def read_faiss(path: Path, mapped: bool):
                 return faiss.read_index(str(path), flags)
         return faiss.read_index(str(path))
     except RuntimeError as e:
-        raise SembedError(f"unreadable index at '{path.parent}': {path.name}: {str(e).strip().splitlines()[-1]}",
-                          REBUILD) from None
+        raise SembedError(
+            f"unreadable index at '{path.parent}': {path.name}: {str(e).strip().splitlines()[-1]}", REBUILD
+        ) from None

@@ -62,8 +62,15 @@ class EntryReader:
     The first record decides: vectors (its --embedding-key, or an --npy row) or texts. Vectors go through the one
     vector check (io.float32_vector); texts through check_text."""
 
-    def __init__(self, text_key: str, embedding_key: str, id_key_name: str, npy: Path | None = None,
-                 dimension: int | None = None, given_ids: bool | None = None):
+    def __init__(
+        self,
+        text_key: str,
+        embedding_key: str,
+        id_key_name: str,
+        npy: Path | None = None,
+        dimension: int | None = None,
+        given_ids: bool | None = None,
+    ):
         from ..models.model_identity import OneModel
         from ..vector_rows import RowVectors
 
@@ -107,11 +114,15 @@ class EntryReader:
         if self.given_ids and self.id_key not in record:
             raise BadRecord(f"missing key '{self.id_key}' (the index finds its records by the id they bring)")
         if not self.given_ids and self.id_key in record:
-            raise BadRecord(f"'{self.id_key}' given, but the index's records have none (their id is a hash of "
-                            "their text)", "index all records with ids or none; --id-key names the id field")
+            raise BadRecord(
+                f"'{self.id_key}' given, but the index's records have none (their id is a hash of their text)",
+                "index all records with ids or none; --id-key names the id field",
+            )
         record_id = record.get(self.id_key, digest)
         if isinstance(record_id, (dict, list)) or record_id is None:
-            raise BadRecord(f"'{self.id_key}' must be a string or a number, got "
-                            f"{'null' if record_id is None else type(record_id).__name__}")
+            raise BadRecord(
+                f"'{self.id_key}' must be a string or a number, got "
+                f"{'null' if record_id is None else type(record_id).__name__}"
+            )
         payload = {k: v for k, v in record.items() if not k.startswith("embedding")}
         return Entry(id_key(record_id), digest, dumps(payload).rstrip(b"\n"), vector, text)

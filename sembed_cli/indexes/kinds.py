@@ -104,9 +104,10 @@ def check_factory(factory: str, dim: int) -> None:
         faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as e:
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else "not understood"
-        raise SembedError(f"--type '{factory}' is not an index FAISS can build for {dim}-d vectors: {reason}",
-                          f"use one of {', '.join(NAMES)}, or a FAISS factory string such as "
-                          f"'IVF4096,PQ{pq_bytes(dim)}'") from None
+        raise SembedError(
+            f"--type '{factory}' is not an index FAISS can build for {dim}-d vectors: {reason}",
+            f"use one of {', '.join(NAMES)}, or a FAISS factory string such as 'IVF4096,PQ{pq_bytes(dim)}'",
+        ) from None
 
 
 def parses(factory: str) -> bool:
@@ -230,11 +231,18 @@ def two_level_kmeans(sample, k: int, seed: int):
         if share == 0:
             continue
         if len(members) <= share:  # too few to cluster: each member is a centroid, the rest near the coarse one
-            extra = np.repeat(coarse_centroids[cell:cell + 1], share - len(members), axis=0)
+            extra = np.repeat(coarse_centroids[cell : cell + 1], share - len(members), axis=0)
             centroids.append(np.concatenate([members, extra]) if len(members) else extra)
             continue
-        second = faiss.Kmeans(dim, share, niter=20, seed=seed + cell, spherical=True, max_points_per_centroid=256,
-                              min_points_per_centroid=1)  # shares follow sizes: ~39 a cell, some a little under
+        second = faiss.Kmeans(
+            dim,
+            share,
+            niter=20,
+            seed=seed + cell,
+            spherical=True,
+            max_points_per_centroid=256,
+            min_points_per_centroid=1,
+        )  # shares follow sizes: ~39 a cell, some a little under
         second.train(members)
         assert second.centroids is not None  # set by train()
         centroids.append(second.centroids)

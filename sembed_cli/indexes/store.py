@@ -46,15 +46,18 @@ class RecordStore:
                 self.set_state(format=FORMAT, next_row=0, count=0)
             self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
         except sqlite3.DatabaseError as e:
-            raise SembedError(f"unreadable index at '{self.path.parent}': {FILE}: {e}",
-                              "rebuild it with sembed index -o DIR --force") from None
+            raise SembedError(
+                f"unreadable index at '{self.path.parent}': {FILE}: {e}", "rebuild it with sembed index -o DIR --force"
+            ) from None
         self.writing = False
 
     # --- state -------------------------------------------------------------------------------------------
 
     def set_state(self, **values: object) -> None:
-        self.db.executemany("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)",
-                            [(key, str(value)) for key, value in values.items()])
+        self.db.executemany(
+            "INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)",
+            [(key, str(value)) for key, value in values.items()],
+        )
         self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
 
     def number(self, key: str, default: int = 0) -> int:
@@ -118,10 +121,11 @@ class RecordStore:
         """id -> (row, hash, payload) of those `ids` (compact JSON) that are stored."""
         found: dict[str, tuple[int, str, bytes]] = {}
         for start in range(0, len(ids), CHUNK):
-            chunk = ids[start:start + CHUNK]
+            chunk = ids[start : start + CHUNK]
             marks = ",".join("?" * len(chunk))
             for row, key, digest, payload in self.db.execute(
-                    f"SELECT row, id, hash, payload FROM rows WHERE id IN ({marks})", chunk):
+                f"SELECT row, id, hash, payload FROM rows WHERE id IN ({marks})", chunk
+            ):
                 found[key] = (row, digest, payload)
         return found
 
@@ -130,17 +134,21 @@ class RecordStore:
         wanted = sorted({int(row) for row in rows if row >= 0})
         found: dict[int, tuple[str, bytes]] = {}
         for start in range(0, len(wanted), CHUNK):
-            chunk = wanted[start:start + CHUNK]
+            chunk = wanted[start : start + CHUNK]
             marks = ",".join("?" * len(chunk))
-            for row, key, payload in self.db.execute(f"SELECT row, id, payload FROM rows WHERE row IN ({marks})",
-                                                     chunk):
+            for row, key, payload in self.db.execute(
+                f"SELECT row, id, payload FROM rows WHERE row IN ({marks})", chunk
+            ):
                 found[row] = (key, payload)
         return found
 
     def rows(self, below: int | None = None) -> Iterator[tuple[int, str, str, bytes]]:
         """Every stored (row, id, hash, payload) in row order (below a row number, if given)."""
-        query = "SELECT row, id, hash, payload FROM rows" + (" WHERE row < ?" if below is not None else "") + \
-            " ORDER BY row"
+        query = (
+            "SELECT row, id, hash, payload FROM rows"
+            + (" WHERE row < ?" if below is not None else "")
+            + " ORDER BY row"
+        )
         yield from self.db.execute(query, (below,) if below is not None else ())
 
     def row_numbers(self, below: int | None = None) -> Iterator[int]:

@@ -55,8 +55,11 @@ class VectorFile:
     def matrix(self, rows: int) -> np.ndarray:
         """Rows base .. `rows` - 1, memory-mapped read-only (indexed from 0)."""
         if self._map is None or self._mapped_rows != rows:
-            self._map = np.memmap(self.path, dtype=self.dtype, mode="r", shape=(rows - self.base, self.dim)) \
-                if rows > self.base else np.zeros((0, self.dim), dtype=self.dtype)
+            self._map = (
+                np.memmap(self.path, dtype=self.dtype, mode="r", shape=(rows - self.base, self.dim))
+                if rows > self.base
+                else np.zeros((0, self.dim), dtype=self.dtype)
+            )
             self._mapped_rows = rows
         return self._map
 
@@ -76,8 +79,9 @@ class VectorFile:
         with open(self.path, "rb", buffering=0) as f:
             descriptor = f.fileno()
             for n, row in enumerate(rows.tolist()):
-                out[n] = np.frombuffer(os.pread(descriptor, self.row_bytes, (row - self.base) * self.row_bytes),
-                                       dtype=self.dtype)
+                out[n] = np.frombuffer(
+                    os.pread(descriptor, self.row_bytes, (row - self.base) * self.row_bytes), dtype=self.dtype
+                )
         return out.astype(np.float32, copy=False)
 
     def chunks(self, rows: int, start: int | None = None, size: int = 100_000):

@@ -52,8 +52,14 @@ class IndexSettings:
     batch_size: int = 2_000  # records looked up, inserted and embedded together
 
     def describe(self) -> dict:
-        return {"requested_type": self.requested_type, "rerank": self.rerank, "text_key": self.text_key,
-                "embedding_key": self.embedding_key, "id_key": self.id_key, "seed": self.seed}
+        return {
+            "requested_type": self.requested_type,
+            "rerank": self.rerank,
+            "text_key": self.text_key,
+            "embedding_key": self.embedding_key,
+            "id_key": self.id_key,
+            "seed": self.seed,
+        }
 
 
 @dataclass
@@ -68,8 +74,13 @@ class Changes:
     removed: list[int] = field(default_factory=list)  # rows taken out (replaced or synced)
 
     def describe(self) -> dict:
-        return {"added": self.added, "replaced": self.replaced, "unchanged": self.unchanged,
-                "repeated": self.repeated, "removed_missing": self.synced}
+        return {
+            "added": self.added,
+            "replaced": self.replaced,
+            "unchanged": self.unchanged,
+            "repeated": self.repeated,
+            "removed_missing": self.synced,
+        }
 
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -78,8 +89,7 @@ Embed = Callable[[list[str]], np.ndarray]
 class Staging:
     """Entries applied to a store inside its open transaction, their vectors appended to a VectorFile."""
 
-    def __init__(self, store: RecordStore, vectors: Callable[[int], VectorFile], embed: Embed | None,
-                 rejects: Rejects):
+    def __init__(self, store: RecordStore, vectors: Callable[[int], VectorFile], embed: Embed | None, rejects: Rejects):
         self.store, self.make_vectors, self.embed, self.rejects = store, vectors, embed, rejects
         self.first_new = self.next_row = store.next_row
         self.seen = np.zeros(self.first_new, dtype=bool)  # indexed rows this input has named
@@ -99,9 +109,11 @@ class Staging:
                     if digest == entry.digest:
                         self.changes.repeated += 1
                     else:
-                        self.rejects.reject(entry.line, f"id {entry.key} again, with other content than an earlier "
-                                                        "record of that id", "give each record its own id, or none "
-                                                                             "(the id is then a hash of the text)")
+                        self.rejects.reject(
+                            entry.line,
+                            f"id {entry.key} again, with other content than an earlier record of that id",
+                            "give each record its own id, or none (the id is then a hash of the text)",
+                        )
                     continue
                 self.seen[row] = True
                 if digest == entry.digest:
@@ -124,8 +136,7 @@ class Staging:
             return
         texts = [entry.text for entry in kept if entry.vector is None and entry.text is not None]  # one or other
         embedded = iter(self.embed(texts)) if texts and self.embed is not None else iter(())
-        matrix = unit_rows(np.stack([entry.vector if entry.vector is not None else next(embedded)
-                                     for entry in kept]))
+        matrix = unit_rows(np.stack([entry.vector if entry.vector is not None else next(embedded) for entry in kept]))
         if self.vectors is None:
             self.vectors = self.make_vectors(matrix.shape[1])
         self.store.delete(deletes)
@@ -142,8 +153,15 @@ class Staging:
             self.digest.update(f"-{row}\n".encode())
 
 
-def stage(store: RecordStore, entries: Iterable[Entry], vectors: Callable[[int], VectorFile], embed: Embed | None,
-          rejects: Rejects, batch_size: int, sync: bool = False) -> Staging:
+def stage(
+    store: RecordStore,
+    entries: Iterable[Entry],
+    vectors: Callable[[int], VectorFile],
+    embed: Embed | None,
+    rejects: Rejects,
+    batch_size: int,
+    sync: bool = False,
+) -> Staging:
     staging = Staging(store, vectors, embed, rejects)
     batch: list[Entry] = []
     for entry in entries:
@@ -160,6 +178,7 @@ def stage(store: RecordStore, entries: Iterable[Entry], vectors: Callable[[int],
 
 # --- a new index ---------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Built:
     """What `build_into` made: the rows' changes, the FAISS recipe and the counts, for the metadata."""
@@ -172,15 +191,27 @@ class Built:
     data_sha256: str
 
 
-def build_into(work: Path, entries: Iterable[Entry], settings: IndexSettings, embed: Embed | None,
-               rejects: Rejects, trained: VectorIndex | None = None) -> Built:
+def build_into(
+    work: Path,
+    entries: Iterable[Entry],
+    settings: IndexSettings,
+    embed: Embed | None,
+    rejects: Rejects,
+    trained: VectorIndex | None = None,
+) -> Built:
     """Stream `entries` into a new index in the empty directory `work` (the store, the kept vectors and the FAISS
     file; the caller writes sembed.json)."""
     store = RecordStore(work / STORE_FILE, create=True)
     try:
         store.begin()
-        staging = stage(store, entries, lambda dim: VectorFile(work / BUILD_VECTORS, dim, "float32"), embed,
-                        rejects, settings.batch_size)
+        staging = stage(
+            store,
+            entries,
+            lambda dim: VectorFile(work / BUILD_VECTORS, dim, "float32"),
+            embed,
+            rejects,
+            settings.batch_size,
+        )
         count = staging.next_row
         if count == 0 or staging.vectors is None:
             raise SembedError(f"no records to index in {rejects.name}")
@@ -199,8 +230,14 @@ def build_into(work: Path, entries: Iterable[Entry], settings: IndexSettings, em
             kept.sync()
         raw.remove()
         write_faiss(index, work / INDEX_FILE)
-        store.set_state(faiss_file=INDEX_FILE, next_row=count, count=count, vector_rows=count if keep else 0,
-                        generation=0, data_sha256=staging.digest.hexdigest())
+        store.set_state(
+            faiss_file=INDEX_FILE,
+            next_row=count,
+            count=count,
+            vector_rows=count if keep else 0,
+            generation=0,
+            data_sha256=staging.digest.hexdigest(),
+        )
         store.commit()
     finally:
         store.close()
@@ -215,8 +252,10 @@ def fresh_index(trained: VectorIndex | None, settings: IndexSettings, count: int
         kind = kinds.choose(settings.requested_type, count, dim, settings.nprobe)
         return kind, kinds.create(kind, dim)
     if trained.dimension != dim:
-        raise SembedError(f"the vectors have {dim} dimensions, but the trained index at '{trained.path}' "
-                          f"{trained.dimension}", "train one on vectors of this model")
+        raise SembedError(
+            f"the vectors have {dim} dimensions, but the trained index at '{trained.path}' {trained.dimension}",
+            "train one on vectors of this model",
+        )
     meta = trained.settings
     kind = kinds.Kind(meta.get("type", "factory"), meta["factory"], settings.nprobe or meta.get("nprobe"))
     index = faiss.clone_index(trained.index)
@@ -263,6 +302,7 @@ def write_faiss(index, path: Path) -> None:
 
 # --- an update -----------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Updated:
     changes: Changes
@@ -271,8 +311,15 @@ class Updated:
     faiss_file: str
 
 
-def update_in_place(loaded: VectorIndex, entries: Iterable[Entry], embed: Embed | None, rejects: Rejects,
-                    sync: bool, batch_size: int, write_metadata: Callable[[Updated], dict]) -> Updated:
+def update_in_place(
+    loaded: VectorIndex,
+    entries: Iterable[Entry],
+    embed: Embed | None,
+    rejects: Rejects,
+    sync: bool,
+    batch_size: int,
+    write_metadata: Callable[[Updated], dict],
+) -> Updated:
     """Apply `entries` to the index `loaded` (opened writable, its lock held): one transaction, committed with
     the new FAISS file; on any failure the index stays as it was. `write_metadata(updated)` gives sembed.json."""
     from ..io import write_json_atomic
@@ -310,9 +357,14 @@ def update_in_place(loaded: VectorIndex, entries: Iterable[Entry], embed: Embed 
             new_files.append(path / faiss_file)
             write_faiss(index, path / faiss_file)
             count = store.count + changes.added + changes.replaced - len(changes.removed)
-            store.set_state(faiss_file=faiss_file, generation=generation, next_row=staging.next_row, count=count,
-                            vector_rows=staging.next_row if kept is not None else 0,
-                            data_sha256=staging.digest.hexdigest())
+            store.set_state(
+                faiss_file=faiss_file,
+                generation=generation,
+                next_row=staging.next_row,
+                count=count,
+                vector_rows=staging.next_row if kept is not None else 0,
+                data_sha256=staging.digest.hexdigest(),
+            )
         if kept is not None:
             kept.sync()
         updated = Updated(changes, store.count, store.state.get("data_sha256", ""), faiss_file)
@@ -335,11 +387,12 @@ def update_in_place(loaded: VectorIndex, entries: Iterable[Entry], embed: Embed 
 
 # --- rows of an existing index, as entries (converting, rebuilding) ------------------------------------------
 
+
 def entries_of(index: VectorIndex, chunk: int = 10_000) -> Iterable[Entry]:
     """Every live row of `index` as an Entry carrying its vector (read back from the kept vectors or FAISS)."""
     rows = list(index.store.rows())
     for start in range(0, len(rows), chunk):
-        part = rows[start:start + chunk]
+        part = rows[start : start + chunk]
         vectors = index.vectors_of(np.asarray([row for row, *_ in part], dtype=np.int64))
         for (_row, key, digest, payload), vector in zip(part, vectors):
             yield Entry(key, digest or legacy_digest(payload_record(payload), vector, index), payload, vector, None)
@@ -355,6 +408,7 @@ def legacy_digest(payload: dict, vector: np.ndarray, index: VectorIndex) -> str:
 
 
 # --- merging -------------------------------------------------------------------------------------------------
+
 
 def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
     """Join `pieces` (same model, dimension and trained quantiser; disjoint ids) into a new index in `work`:
@@ -396,8 +450,14 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
             kept.sync()
         count = sum(piece.count for piece in pieces)
         digest = hashlib.sha256("".join(s.state.get("data_sha256", "") for s in stores).encode()).hexdigest()
-        store.set_state(faiss_file=INDEX_FILE, next_row=offset, count=count, vector_rows=offset if keep else 0,
-                        generation=0, data_sha256=digest)
+        store.set_state(
+            faiss_file=INDEX_FILE,
+            next_row=offset,
+            count=count,
+            vector_rows=offset if keep else 0,
+            generation=0,
+            data_sha256=digest,
+        )
     finally:
         store.close()
     return count, kind
@@ -408,25 +468,34 @@ def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:
     first = pieces[0]
     for piece in pieces[1:]:
         for what, mine, theirs in (
-                ("holds vectors of", first.metadata.get("embedding_model"), piece.metadata.get("embedding_model")),
-                ("has dimension", first.dimension, piece.dimension),
-                ("was trained as", first.settings.get("trained_sha256"), piece.settings.get("trained_sha256"))):
+            ("holds vectors of", first.metadata.get("embedding_model"), piece.metadata.get("embedding_model")),
+            ("has dimension", first.dimension, piece.dimension),
+            ("was trained as", first.settings.get("trained_sha256"), piece.settings.get("trained_sha256")),
+        ):
             if mine != theirs:
-                shown = (mine, theirs) if what != "was trained as" else \
-                    (f"quantiser {str(mine)[:12]}", f"quantiser {str(theirs)[:12]}")
-                raise SembedError(f"cannot merge: '{first.path}' {what} {shown[0]}, but '{piece.path}' {shown[1]}",
-                                  "merge pieces built with one model and one trained quantiser "
-                                  "(sembed index --trained DIR)")
+                shown = (
+                    (mine, theirs)
+                    if what != "was trained as"
+                    else (f"quantiser {str(mine)[:12]}", f"quantiser {str(theirs)[:12]}")
+                )
+                raise SembedError(
+                    f"cannot merge: '{first.path}' {what} {shown[0]}, but '{piece.path}' {shown[1]}",
+                    "merge pieces built with one model and one trained quantiser (sembed index --trained DIR)",
+                )
     stores = []
     for piece in pieces:
         if not isinstance(piece.store, RecordStore):
-            raise SembedError(f"cannot merge '{piece.path}': written by sembed 0.1",
-                              "convert it first: sembed index --update DIR < /dev/null")
+            raise SembedError(
+                f"cannot merge '{piece.path}': written by sembed 0.1",
+                "convert it first: sembed index --update DIR < /dev/null",
+            )
         stores.append(piece.store)
     for piece in pieces[1:]:
         if first.vectors is not None and piece.vectors is None:  # the merged index keeps the first's vectors
-            raise SembedError(f"cannot merge: '{first.path}' keeps vectors to re-rank with, but '{piece.path}' has "
-                              "none", "build every piece with the same --rerank")
+            raise SembedError(
+                f"cannot merge: '{first.path}' keeps vectors to re-rank with, but '{piece.path}' has none",
+                "build every piece with the same --rerank",
+            )
     return stores
 
 
@@ -438,14 +507,19 @@ def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[
     assert isinstance(source, RecordStore)  # check_mergeable refused sembed 0.1 pieces
     db.execute("ATTACH DATABASE ? AS piece", (str(source.path),))
     try:
-        shared = db.execute("SELECT id, (SELECT row FROM main.rows WHERE main.rows.id = piece.rows.id) FROM piece.rows "
-                            "WHERE id IN (SELECT id FROM main.rows) ORDER BY row LIMIT 1").fetchone()
+        shared = db.execute(
+            "SELECT id, (SELECT row FROM main.rows WHERE main.rows.id = piece.rows.id) FROM piece.rows "
+            "WHERE id IN (SELECT id FROM main.rows) ORDER BY row LIMIT 1"
+        ).fetchone()
         if shared is not None:
             earlier = next(path for path, start in reversed(starts) if shared[1] >= start)
-            raise SembedError(f"cannot merge: '{piece.path}' holds the id {shared[0]}, which '{earlier}' holds too",
-                              "merge indexes of disjoint parts of the corpus")
-        db.execute("INSERT INTO rows (row, id, hash, payload) SELECT row + ?, id, hash, payload FROM piece.rows",
-                   (offset,))
+            raise SembedError(
+                f"cannot merge: '{piece.path}' holds the id {shared[0]}, which '{earlier}' holds too",
+                "merge indexes of disjoint parts of the corpus",
+            )
+        db.execute(
+            "INSERT INTO rows (row, id, hash, payload) SELECT row + ?, id, hash, payload FROM piece.rows", (offset,)
+        )
         db.execute("INSERT INTO removed (row) SELECT row + ? FROM piece.removed", (offset,))
     finally:
         db.execute("DETACH DATABASE piece")

@@ -33,8 +33,13 @@ def text_jobs(batch: list[dict], fields: TextFields) -> list[tuple[dict, str]]:
     return [(record, key) for record in batch for key in fields.of(record)]
 
 
-def map_texts(records: Iterable[dict], fields: TextFields, batch_size: int,
-              process: Callable[[list[str]], Iterable[T]], store: Callable[[dict, str, T], None]) -> Iterator[dict]:
+def map_texts(
+    records: Iterable[dict],
+    fields: TextFields,
+    batch_size: int,
+    process: Callable[[list[str]], Iterable[T]],
+    store: Callable[[dict, str, T], None],
+) -> Iterator[dict]:
     """Run `process` over all texts of each batch at once, `store` each result in its record, pass records on."""
     for batch in batched(records, batch_size):
         jobs = text_jobs(batch, fields)

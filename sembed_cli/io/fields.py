@@ -59,8 +59,10 @@ def check_text(record: dict, key: str, limit: tuple[int, str] | None = None) -> 
     if not value.strip():
         raise BadRecord(f"empty text in '{key}'")
     if limit is not None and len(value) > limit[0]:
-        raise BadRecord(f"'{key}' is {len(value):,} characters, over {limit[1]} of {limit[0]:,}",
-                        "split long texts first, e.g. with sembed convert --from prose")
+        raise BadRecord(
+            f"'{key}' is {len(value):,} characters, over {limit[1]} of {limit[0]:,}",
+            "split long texts first, e.g. with sembed convert --from prose",
+        )
     return value
 
 

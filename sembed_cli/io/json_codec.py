@@ -7,7 +7,6 @@ import json
 
 import orjson
 
-
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_NUMBER = b"0" * 20  # orjson reads an integer past 64 bits as a float: 20 digits or more in a row may be one
 
@@ -51,11 +50,18 @@ def _big_ints_as_text(value: object) -> object:
 def json_problem(error: orjson.JSONDecodeError) -> str:
     """orjson's reason with the column, without its 'line 1' (our lines are physical ones)."""
     reason = str(error).split(": line ")[0]
-    if error.doc[error.pos:].lstrip("-").startswith(("NaN", "Infinity")):
+    if error.doc[error.pos :].lstrip("-").startswith(("NaN", "Infinity")):
         reason = "NaN and Infinity are not JSON numbers"
     return f"{reason} at column {error.colno}"
 
 
 def json_type(value: object) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
-            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)

@@ -55,7 +55,7 @@ def open_binary(path: str, position: ReadPosition | None = None) -> Iterator[IO[
         owned = False
     else:
         try:
-            raw = open(path, "rb")
+            raw = open(path, "rb")  # noqa: SIM115 (closed after the last line, when owned)
         except OSError as e:
             raise SembedError(f"cannot open {path}: {e.strerror}", "check the path") from None
         owned = True
@@ -106,8 +106,9 @@ class LineDecoder:
                 return raw.decode("latin-1")
 
 
-def text_lines(path: str, rejects: Rejects, decode: LineDecoder | None = None,
-               position: ReadPosition | None = None) -> Iterator[tuple[int, str]]:
+def text_lines(
+    path: str, rejects: Rejects, decode: LineDecoder | None = None, position: ReadPosition | None = None
+) -> Iterator[tuple[int, str]]:
     """Physical lines as (line number, text without newline, CR or LF); a line that does not decode is rejected.
 
     A byte-order mark opening a line (Windows tools write one at the start of a file) is not text and goes. A
@@ -122,14 +123,18 @@ def text_lines(path: str, rejects: Rejects, decode: LineDecoder | None = None,
                 try:
                     text = decode(raw, number)
                 except UnicodeDecodeError as e:
-                    rejects.reject(number, f"not valid {decode.name} (byte 0x{raw[e.start]:02x} at column {e.start + 1})")
+                    rejects.reject(
+                        number, f"not valid {decode.name} (byte 0x{raw[e.start]:02x} at column {e.start + 1})"
+                    )
                     continue
                 if text.startswith(BOM):  # also where `cat` joined files that each had one
                     text = text[1:]
                 yield number, text.rstrip("\r\n")
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
             problem = "cut short" if isinstance(e, EOFError) else "damaged"
-            raise SembedError(f"{rejects.name}: gzip data {problem} after line {number}",
-                              "the lines before it were read; recompress or re-download the file") from None
+            raise SembedError(
+                f"{rejects.name}: gzip data {problem} after line {number}",
+                "the lines before it were read; recompress or re-download the file",
+            ) from None
         except OSError as e:
             raise SembedError(f"{rejects.name}: cannot read: {e.strerror or e}") from None

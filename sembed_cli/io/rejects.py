@@ -24,4 +24,6 @@ class Rejects:
             return None
         shown = ", ".join(str(line) for line, _ in self.skipped[:10])
         more = f" and {len(self.skipped) - 10} more" if len(self.skipped) > 10 else ""
-        return f"skipped {len(self.skipped)} bad record(s) in {self.name}: line {shown}{more}; first: {self.skipped[0][1]}"
+        return (
+            f"skipped {len(self.skipped)} bad record(s) in {self.name}: line {shown}{more}; first: {self.skipped[0][1]}"
+        )

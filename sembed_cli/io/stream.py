@@ -94,8 +94,9 @@ class RecordSource:
     nor `[` is plain text read by mistake: its error says to pass --lines.
     """
 
-    def __init__(self, path: str = STDIN, *, skip_errors: bool = False, shard: Shard | None = None,
-                 lines: bool | None = None):
+    def __init__(
+        self, path: str = STDIN, *, skip_errors: bool = False, shard: Shard | None = None, lines: bool | None = None
+    ):
         self.path = path
         self.rejects = Rejects(display_name(path), skip_errors)
         self.shard = shard
@@ -170,14 +171,28 @@ class StreamOptions:
 
     def sink(self, flush_every: int = 1, progress=None) -> RecordSink:
         """-o FILE (or stdout), refused when it exists without --force or when it is INPUT."""
-        return RecordSink(self.output, flush_every=flush_every, force=self.force, inputs=[self.input],
-                          progress=progress)
+        return RecordSink(
+            self.output, flush_every=flush_every, force=self.force, inputs=[self.input], progress=progress
+        )
 
-    def run(self, check: Callable[[dict], object] | None, transform: Callable[[Iterable[dict]], Iterable[dict]],
-            flush_every: int, description: str, source: RecordReader | None = None) -> int:
+    def run(
+        self,
+        check: Callable[[dict], object] | None,
+        transform: Callable[[Iterable[dict]], Iterable[dict]],
+        flush_every: int,
+        description: str,
+        source: RecordReader | None = None,
+    ) -> int:
         """`run_stream` from `source` (by default, a new `source()`) to -o; returns the count written."""
-        return run_stream(source if source is not None else self.source(), check, transform, self.output,
-                          flush_every, description, force=self.force)
+        return run_stream(
+            source if source is not None else self.source(),
+            check,
+            transform,
+            self.output,
+            flush_every,
+            description,
+            force=self.force,
+        )
 
 
 class RecordSink:
@@ -193,8 +208,9 @@ class RecordSink:
     each flush.
     """
 
-    def __init__(self, path: str = STDIN, *, flush_every: int = 1, force: bool = False,
-                 inputs: Sequence[str] = (), progress=None):
+    def __init__(
+        self, path: str = STDIN, *, flush_every: int = 1, force: bool = False, inputs: Sequence[str] = (), progress=None
+    ):
         self.path = path
         self.flush_every = max(1, flush_every)
         self.force = force
@@ -228,8 +244,11 @@ class RecordSink:
             for source in self.inputs:
                 same = _input_stat(source)
                 if same is not None and os.path.samestat(existing, same):
-                    raise SembedError(f"-o {self.path} is the input {display_name(source)}: writing it would "
-                                      "destroy what is being read", "write to another file, then rename it")
+                    raise SembedError(
+                        f"-o {self.path} is the input {display_name(source)}: writing it would "
+                        "destroy what is being read",
+                        "write to another file, then rename it",
+                    )
             if stat.S_ISREG(existing.st_mode) and not self.force:
                 raise SembedError(f"{self.path} already exists", "pass --force to replace it, or choose another -o")
         blocking = next((parent for parent in target.parents if parent.exists() and not parent.is_dir()), None)
@@ -238,10 +257,10 @@ class RecordSink:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             if existing is not None and not stat.S_ISREG(existing.st_mode):
-                self._file = open(target, "wb")  # a device or a named pipe: nothing to rename
+                self._file = open(target, "wb")  # noqa: SIM115 (closed by close()) a device or a named pipe: nothing to rename
             else:
                 self._tmp = temporary_sibling(target)
-                self._file = open(self._tmp, "wb")
+                self._file = open(self._tmp, "wb")  # noqa: SIM115 (the sink closes it, then renames)
         except OSError as e:
             raise SembedError(f"cannot write {self.path}: {e.strerror}") from None
         self._out = self._file
@@ -278,8 +297,10 @@ class RecordSink:
             raise
         except OSError as e:
             kept = self._tmp is not None and self._out is self._file  # see _close_file
-            raise SembedError(f"cannot write {self.name}: {e.strerror or e}",
-                              "the records written before it are kept" if kept else None) from None
+            raise SembedError(
+                f"cannot write {self.name}: {e.strerror or e}",
+                "the records written before it are kept" if kept else None,
+            ) from None
         if self.progress is not None:
             self.progress.written(self.count)
 
@@ -349,16 +370,25 @@ def _stdout() -> IO[bytes] | None:
     return stdout.buffer if hasattr(stdout, "buffer") else None
 
 
-def run_stream(source: RecordReader, check: Callable[[dict], object] | None,
-               transform: Callable[[Iterable[dict]], Iterable[dict]], output: str, flush_every: int,
-               description: str, force: bool = False) -> int:
+def run_stream(
+    source: RecordReader,
+    check: Callable[[dict], object] | None,
+    transform: Callable[[Iterable[dict]], Iterable[dict]],
+    output: str,
+    flush_every: int,
+    description: str,
+    force: bool = False,
+) -> int:
     """Read checked records, transform them lazily, write them (progress: the records written, and how far into
     the input), report skips; returns the count written."""
     from .. import console
 
-    with console.StreamProgress(description, source.position) as progress, \
-            RecordSink(output, flush_every=flush_every, force=force, inputs=[source.path] if source.path else [],
-                       progress=progress) as sink:
+    with (
+        console.StreamProgress(description, source.position) as progress,
+        RecordSink(
+            output, flush_every=flush_every, force=force, inputs=[source.path] if source.path else [], progress=progress
+        ) as sink,
+    ):
         sink.write_all(transform(source.checked(check)))
     summary = source.summary()
     if summary:

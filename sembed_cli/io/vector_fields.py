@@ -73,8 +73,9 @@ def _finite(key: str, array: np.ndarray) -> np.ndarray:
     return array
 
 
-def float32_vector(record: dict, key: str, size: int | None = None, cosine: bool = True,
-                   hint: str = "run sembed embed first") -> np.ndarray:
+def float32_vector(
+    record: dict, key: str, size: int | None = None, cosine: bool = True, hint: str = "run sembed embed first"
+) -> np.ndarray:
     """`vector` as float32, of `size` dimensions when given, and not all zeros when a cosine is taken of it.
     A list of plain numbers is converted by numpy in C; anything else gets `vector`'s exact message."""
     import numpy as np

@@ -58,16 +58,19 @@ def transformer_path(model: str) -> Path:
         except (OSError, ValueError, AttributeError, TypeError):
             pass
     if not (root / "config.json").exists():
-        raise SembedError(f"no transformer in '{model}' (no config.json, and no Transformer module in modules.json)",
-                          sentence_models.MODEL_HINT)
+        raise SembedError(
+            f"no transformer in '{model}' (no config.json, and no Transformer module in modules.json)",
+            sentence_models.MODEL_HINT,
+        )
     return root
 
 
 class WordEncoder:
     """One vector per word of pre-tokenised sentences: see the module's docstring for the recipe."""
 
-    def __init__(self, model, tokenizer, *, name: str, path: Path, layer: int, random_init: bool, seed: int,
-                 device: str):
+    def __init__(
+        self, model, tokenizer, *, name: str, path: Path, layer: int, random_init: bool, seed: int, device: str
+    ):
         self.model = model
         self.tokenizer = tokenizer
         self.name = name
@@ -80,11 +83,19 @@ class WordEncoder:
         self.dimension = 2 * model.config.hidden_size
         self.max_length = loaded_window(model, tokenizer)
         self.special = len(tokenizer(["x"], is_split_into_words=True)["input_ids"]) - len(
-            tokenizer(["x"], is_split_into_words=True, add_special_tokens=False)["input_ids"])  # [CLS] + [SEP]: 2
+            tokenizer(["x"], is_split_into_words=True, add_special_tokens=False)["input_ids"]
+        )  # [CLS] + [SEP]: 2
 
     @classmethod
-    def open(cls, model: str = sentence_models.DEFAULT_MODEL, *, random_init: bool = False, seed: int = 0,
-             device: str = "auto", layer: int | None = None) -> WordEncoder:
+    def open(
+        cls,
+        model: str = sentence_models.DEFAULT_MODEL,
+        *,
+        random_init: bool = False,
+        seed: int = 0,
+        device: str = "auto",
+        layer: int | None = None,
+    ) -> WordEncoder:
         """The encoder of `model` (packaged name or path); `random_init`: its architecture with weights from `seed`.
         `layer` overrides round(2/3 * L) (from_description uses it to repeat a recorded recipe)."""
         path = transformer_path(model)
@@ -108,21 +119,32 @@ class WordEncoder:
         except (OSError, ValueError) as e:
             raise SembedError(f"cannot load the word encoder at '{path}': {e}", sentence_models.MODEL_HINT) from None
         if not getattr(tokenizer, "is_fast", False):
-            raise SembedError(f"the tokenizer at '{path}' is not a fast tokenizer; word alignment needs one",
-                              "save the model with a tokenizer.json")
+            raise SembedError(
+                f"the tokenizer at '{path}' is not a fast tokenizer; word alignment needs one",
+                "save the model with a tokenizer.json",
+            )
         encoder.to(device=resolved, dtype=torch.float32).eval()
         num_layers = encoder.config.num_hidden_layers
         chosen = syntax_layer(num_layers) if layer is None else int(layer)
         if not 1 <= chosen <= num_layers:
             raise SembedError(f"layer {chosen} asked for, but the encoder at '{path}' has {num_layers} layers")
-        return cls(encoder, tokenizer, name=model, path=path, layer=chosen, random_init=random_init, seed=seed,
-                   device=resolved)
+        return cls(
+            encoder, tokenizer, name=model, path=path, layer=chosen, random_init=random_init, seed=seed, device=resolved
+        )
 
     def describe(self) -> dict:
         """JSON-able: enough to open the same encoder again (`from_description`)."""
-        return {"model": str(self.path), "model_name": self.name, "recipe": RECIPE,
-                "num_layers": self.num_layers, "mean_layers": [1, self.num_layers], "layer": self.layer,
-                "dimension": self.dimension, "random_init": self.random_init, "seed": self.seed}
+        return {
+            "model": str(self.path),
+            "model_name": self.name,
+            "recipe": RECIPE,
+            "num_layers": self.num_layers,
+            "mean_layers": [1, self.num_layers],
+            "layer": self.layer,
+            "dimension": self.dimension,
+            "random_init": self.random_init,
+            "seed": self.seed,
+        }
 
     @classmethod
     def from_description(cls, description: dict, device: str = "auto") -> WordEncoder:
@@ -143,16 +165,18 @@ class WordEncoder:
         encoder = cls.open(model, random_init=random_init, seed=seed, device=device, layer=layer)
         expected = description.get("dimension")
         if expected is not None and expected != encoder.dimension:
-            raise SembedError(f"the word encoder at '{model}' gives {encoder.dimension}-d vectors, the description "
-                              f"says {expected}-d")
+            raise SembedError(
+                f"the word encoder at '{model}' gives {encoder.dimension}-d vectors, the description says {expected}-d"
+            )
         return encoder
 
     # -- encoding -------------------------------------------------------------------------------------------------
 
     def _pieces(self, words: list[str]) -> tuple[list[int], list[int]]:
         """input ids (with special tokens) and, per position, the word index (-1 for special tokens)."""
-        encoding = self.tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False,
-                                  verbose=False)
+        encoding = self.tokenizer(
+            words, is_split_into_words=True, add_special_tokens=True, truncation=False, verbose=False
+        )
         ids = encoding["input_ids"]
         word_ids = [-1 if w is None else w for w in encoding.word_ids()]
         return ids, word_ids
@@ -175,8 +199,10 @@ class WordEncoder:
         units, start, used = [], 0, 0
         for i, n in enumerate(counts):
             if n > room:
-                raise SembedError(f"word {i} ({words[i][:40]!r}) has {n} word-pieces, more than the encoder's limit "
-                                  f"of {self.max_length} positions")
+                raise SembedError(
+                    f"word {i} ({words[i][:40]!r}) has {n} word-pieces, more than the encoder's limit "
+                    f"of {self.max_length} positions"
+                )
             if used + n > room:
                 units.append(start)
                 start, used = i, 0
@@ -204,27 +230,30 @@ class WordEncoder:
         pad = self.tokenizer.pad_token_id or 0
         with torch.inference_mode():
             for b in range(0, len(order), batch_size):
-                batch = [units[u] for u in order[b:b + batch_size]]
+                batch = [units[u] for u in order[b : b + batch_size]]
                 width = max(len(ids) for _, ids, _, _ in batch)
                 input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
                 attention = torch.zeros((len(batch), width), dtype=torch.long)
                 word_index = torch.full((len(batch), width), -1, dtype=torch.long)
                 for row, (_, ids, word_ids, _) in enumerate(batch):
-                    input_ids[row, :len(ids)] = torch.tensor(ids)
-                    attention[row, :len(ids)] = 1
-                    word_index[row, :len(ids)] = torch.tensor(word_ids)
-                outputs = self.model(input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device),
-                                     output_hidden_states=True)
+                    input_ids[row, : len(ids)] = torch.tensor(ids)
+                    attention[row, : len(ids)] = 1
+                    word_index[row, : len(ids)] = torch.tensor(word_ids)
+                outputs = self.model(
+                    input_ids=input_ids.to(self.device),
+                    attention_mask=attention.to(self.device),
+                    output_hidden_states=True,
+                )
                 hidden = outputs.hidden_states  # L + 1: the embedding layer, then each transformer layer
                 mixed = torch.cat([torch.stack(hidden[1:]).mean(0), hidden[self.layer]], dim=-1).float().cpu()
                 for row, (s, ids, _word_ids, first) in enumerate(batch):
                     # word = mean of its pieces, as a (words x pieces) averaging matrix: a small matrix product
                     # (index_add_ is far slower on the CPU)
-                    index = word_index[row, :len(ids)]
+                    index = word_index[row, : len(ids)]
                     positions = torch.nonzero(index >= 0).squeeze(1)
                     n = int(index[positions].max()) + 1
                     average = torch.zeros(n, len(ids))
                     average[index[positions], positions] = 1.0
                     average /= average.sum(1, keepdim=True).clamp(min=1.0)
-                    out[s][first:first + n] = average @ mixed[row, :len(ids)]
+                    out[s][first : first + n] = average @ mixed[row, : len(ids)]
         return out

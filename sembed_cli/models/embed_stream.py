@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from ..errors import SembedError
 from ..io import StreamOptions, TextFields, check_text, derived_key
@@ -28,7 +27,7 @@ CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
 CUDA_ENCODE_BATCH = 128  # a GPU wants more texts per pass
 
 
-def encode_batch_for(device: str, given: Optional[int]) -> int:
+def encode_batch_for(device: str, given: int | None) -> int:
     """Texts per forward pass: the one given, else the default of the (resolved) device."""
     return given or (CUDA_ENCODE_BATCH if device.startswith("cuda") else CPU_ENCODE_BATCH)
 
@@ -39,21 +38,22 @@ class SentenceVectorSettings:
     else is written (the parts, Token Attention weights, a .npy matrix) and how long texts are met."""
 
     model: str = sentence_models.DEFAULT_MODEL
-    cf_weight: Optional[float] = None
+    cf_weight: float | None = None
     keep_parts: bool = False
     explain: bool = False
-    npy: Optional[str] = None
+    npy: str | None = None
     long_text: str = "truncate"
     batch_size: int = 1000
-    encode_batch_size: Optional[int] = None
+    encode_batch_size: int | None = None
     device: str = "auto"
     precision: str = "auto"
     backend: str = "torch"
     quantize: str = "none"
 
 
-def check_record(fields: TextFields, component_focus: bool, stamp: model_identity.Stamp | None = None,
-                 long_texts=None) -> Callable[[dict], None]:
+def check_record(
+    fields: TextFields, component_focus: bool, stamp: model_identity.Stamp | None = None, long_texts=None
+) -> Callable[[dict], None]:
     """The per-record check: usable text fields (not too long for the model under --long-text error); with
     component focusing, a usable s_cf (or tokens to build it); with a `stamp`, no vectors of another model left
     in the record."""
@@ -93,8 +93,12 @@ def stamp_for(identity: model_identity.Identity, names: tuple[str, ...], matrix_
     return model_identity.Stamp(identity, tuple(name + ROW for name in names))
 
 
-def embed_sentences(stream: StreamOptions, fields: TextFields, settings: SentenceVectorSettings,
-                    show: Callable[[list], None] | None = None) -> int:
+def embed_sentences(
+    stream: StreamOptions,
+    fields: TextFields,
+    settings: SentenceVectorSettings,
+    show: Callable[[list], None] | None = None,
+) -> int:
     """--method model: each record with its text fields' sentence vectors; `show` is given each text's Token
     Attention weights, [[word, weight], ...], as its record goes out (the command's --plain display; needs
     settings.explain). Returns the count written."""
@@ -104,11 +108,14 @@ def embed_sentences(stream: StreamOptions, fields: TextFields, settings: Sentenc
     weight = settings.cf_weight if settings.cf_weight is not None else sentence_models.saved_cf_weight(settings.model)
     if settings.cf_weight is None and weight is not None:
         log.info(f"using the W_cf = {weight:g} saved with the model (--cf-weight overrides it)")
-    encoder, resolved = sentence_models.load_encoder(settings.model, settings.device, settings.precision,
-                                                     settings.backend, settings.quantize)
+    encoder, resolved = sentence_models.load_encoder(
+        settings.model, settings.device, settings.precision, settings.backend, settings.quantize
+    )
     if settings.explain and not has_token_attention(encoder):
-        raise SembedError(f"the model at '{sentence_models.resolve_path(settings.model)}' has no Token Attention "
-                          "pooling", "--explain and --plain need a model that `sembed train --method ta` wrote")
+        raise SembedError(
+            f"the model at '{sentence_models.resolve_path(settings.model)}' has no Token Attention pooling",
+            "--explain and --plain need a model that `sembed train --method ta` wrote",
+        )
     encode_batch = encode_batch_for(resolved, settings.encode_batch_size)
     identity = model_identity.of_sentence_model(settings.model)  # like precision, the backend is not part of it
     names = ("embedding", "embedding_basic", "embedding_cf") if settings.keep_parts else ("embedding",)
@@ -116,15 +123,30 @@ def embed_sentences(stream: StreamOptions, fields: TextFields, settings: Sentenc
     long_texts = LongTexts(encoder, settings.long_text)
 
     def transform(records: Iterable[dict]) -> Iterable[dict]:
-        embedded = stamp.label(embed_records(records, encoder, fields, settings.batch_size, weight,
-                                             settings.keep_parts, encode_batch, matrix_file, settings.explain,
-                                             long_texts))
+        embedded = stamp.label(
+            embed_records(
+                records,
+                encoder,
+                fields,
+                settings.batch_size,
+                weight,
+                settings.keep_parts,
+                encode_batch,
+                matrix_file,
+                settings.explain,
+                long_texts,
+            )
+        )
         return embedded if show is None else _shown(embedded, fields, TOKEN_WEIGHTS, show)
 
     try:
         with matrix_file if matrix_file is not None else nullcontext():
-            count = stream.run(check_record(fields, settings.keep_parts or bool(weight), stamp, long_texts),
-                               transform, settings.batch_size, "embedding")
+            count = stream.run(
+                check_record(fields, settings.keep_parts or bool(weight), stamp, long_texts),
+                transform,
+                settings.batch_size,
+                "embedding",
+            )
     finally:
         long_texts.report()
     _report_matrix(matrix_file)
@@ -144,8 +166,8 @@ class WordVectorSettings:
     salience table `sembed train --method nws` wrote (avg takes none, the others need one) and SIF's component."""
 
     method: str
-    vectors: Optional[str] = None
-    salience: Optional[str] = None
+    vectors: str | None = None
+    salience: str | None = None
     sif_component: str = "corpus"
     batch_size: int = 1000
 
@@ -158,11 +180,17 @@ def embed_with_word_vectors(stream: StreamOptions, fields: TextFields, settings:
     table = SalienceTable.load(settings.salience) if settings.salience is not None else None
     spec = settings.vectors or (table.vectors if table is not None else word_vectors.DEFAULT_VECTORS)
     embedder = SentenceEmbedder(settings.method, word_vectors.load(spec), table, settings.sif_component)
-    stamp = model_identity.Stamp(model_identity.of_word_vector_method(
-        word_vectors.identity(embedder.vectors), settings.method, settings.salience, settings.sif_component))
-    count = stream.run(lambda record: stamp.check(record, fields.of(record)),
-                       lambda records: stamp.label(embed_records(records, embedder, fields, settings.batch_size)),
-                       settings.batch_size, "embedding")
+    stamp = model_identity.Stamp(
+        model_identity.of_word_vector_method(
+            word_vectors.identity(embedder.vectors), settings.method, settings.salience, settings.sif_component
+        )
+    )
+    count = stream.run(
+        lambda record: stamp.check(record, fields.of(record)),
+        lambda records: stamp.label(embed_records(records, embedder, fields, settings.batch_size)),
+        settings.batch_size,
+        "embedding",
+    )
     embedder.report()
     return count
 
@@ -173,10 +201,10 @@ class WordRecordSettings:
 
     model: str = sentence_models.DEFAULT_MODEL
     text_key: str = "text"
-    syntax_map: Optional[str] = None  # the directory `sembed train --method syntax` wrote
-    npy: Optional[str] = None
+    syntax_map: str | None = None  # the directory `sembed train --method syntax` wrote
+    npy: str | None = None
     batch_size: int = 1000
-    encode_batch_size: Optional[int] = None
+    encode_batch_size: int | None = None
     device: str = "auto"
 
 
@@ -199,7 +227,8 @@ def embed_words(stream: StreamOptions, settings: WordRecordSettings, transformat
     from .. import console
     from .contextual_words import WordEncoder
     from .sentence_embedding import VectorFile
-    from .word_records import check_record as check_words, word_batches
+    from .word_records import check_record as check_words
+    from .word_records import word_batches
 
     matrix_file = VectorFile(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
     if transformation is not None:
@@ -221,12 +250,21 @@ def embed_words(stream: StreamOptions, settings: WordRecordSettings, transformat
 
     source = stream.source()
     records: Iterator[dict] = source.checked(check)
-    with matrix_file if matrix_file is not None else nullcontext(), \
-            console.StreamProgress("embedding words", source.position) as progress, \
-            stream.sink(1 << 30, progress) as sink:
-        for batch in word_batches(records, encoder, text_key=settings.text_key, batch_size=settings.batch_size,
-                                  encode_batch_size=encode_batch, syntax_map=transformation, matrix_file=matrix_file,
-                                  shard=stream.shard):
+    with (
+        matrix_file if matrix_file is not None else nullcontext(),
+        console.StreamProgress("embedding words", source.position) as progress,
+        stream.sink(1 << 30, progress) as sink,
+    ):
+        for batch in word_batches(
+            records,
+            encoder,
+            text_key=settings.text_key,
+            batch_size=settings.batch_size,
+            encode_batch_size=encode_batch,
+            syntax_map=transformation,
+            matrix_file=matrix_file,
+            shard=stream.shard,
+        ):
             sink.write_all(stamp.label(batch))
             sink.flush()
     summary = source.summary()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Optional
 
 from ..errors import BadRecord, SembedError
 from ..io import ReadPosition, RecordReader, Rejects, StreamOptions, batched, check_text
@@ -31,7 +30,7 @@ class SearchSettings:
     payload: bool = False
     spelling: bool = False
     batch_size: int = 1000
-    model: Optional[str] = None  # another path to the index's model
+    model: str | None = None  # another path to the index's model
     device: str = "auto"
     backend: str = "torch"
     quantize: str = "none"
@@ -61,14 +60,16 @@ class QueryVectors:
             return
         if label is None:
             if not self.unlabelled and self.identity is not None:
-                log.warning(f"query vectors without embedding_model: taken to be of the index's model "
-                            f"'{self.identity}'")
+                log.warning(
+                    f"query vectors without embedding_model: taken to be of the index's model '{self.identity}'"
+                )
             self.unlabelled = True
             return
         identity, expected = read(record), self.identity
         if identity is not None and expected is not None and not identity.same(expected):
-            raise BadRecord(f"the query's '{self.key}' is of '{identity}', but the index holds vectors of "
-                            f"'{self.identity}'")
+            raise BadRecord(
+                f"the query's '{self.key}' is of '{identity}', but the index holds vectors of '{self.identity}'"
+            )
         self._same.add(label)
 
     def check(self, record: dict) -> None:
@@ -77,8 +78,10 @@ class QueryVectors:
         self.check_model(record)
         array = float32_vector(record, self.key)  # the one vector check: numbers, finite in float32, not all zero
         if len(array) != self.dimension:
-            raise BadRecord(f"'{self.key}' has {len(array)} dimensions, the index {self.dimension}: "
-                            f"the query was embedded with another model than '{self.model}'")
+            raise BadRecord(
+                f"'{self.key}' has {len(array)} dimensions, the index {self.dimension}: "
+                f"the query was embedded with another model than '{self.model}'"
+            )
         self._arrays[id(record)] = array
 
     def take(self, record: dict):
@@ -88,8 +91,18 @@ class QueryVectors:
         return array if array is not None else np.asarray(record[self.key], dtype=np.float32)
 
 
-def search_records(records, index, encoder, k: int, text_key: str, embedding_key: str, batch_size: int,
-                   payload: bool = False, query_vectors: QueryVectors | None = None, spelling: bool = False):
+def search_records(
+    records,
+    index,
+    encoder,
+    k: int,
+    text_key: str,
+    embedding_key: str,
+    batch_size: int,
+    payload: bool = False,
+    query_vectors: QueryVectors | None = None,
+    spelling: bool = False,
+):
     """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator).
 
     FAISS releases the GIL, so batch n is searched in a worker thread while this one writes out batch n - 1
@@ -102,8 +115,11 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
 
     from .poi_lookup import SPELLING_CANDIDATES, SpellingReranker
 
-    take = query_vectors.take if query_vectors is not None else \
-        (lambda record: np.asarray(record[embedding_key], dtype=np.float32))
+    take = (
+        query_vectors.take
+        if query_vectors is not None
+        else (lambda record: np.asarray(record[embedding_key], dtype=np.float32))
+    )
 
     def query_matrix(batch: list[dict]) -> np.ndarray:
         given = [i for i, r in enumerate(batch) if embedding_key in r]
@@ -112,8 +128,9 @@ def search_records(records, index, encoder, k: int, text_key: str, embedding_key
         if given:
             vectors[given] = np.stack([take(batch[i]) for i in given])
         if texts:
-            vectors[texts] = encoder.encode([batch[i][text_key] for i in texts], batch_size=256,
-                                            show_progress_bar=False, convert_to_numpy=True)
+            vectors[texts] = encoder.encode(
+                [batch[i][text_key] for i in texts], batch_size=256, show_progress_bar=False, convert_to_numpy=True
+            )
         return vectors
 
     def finish(batch: list[dict], searched) -> list[dict]:
@@ -199,19 +216,42 @@ def search_stream(stream: StreamOptions, index, settings: SearchSettings, querie
     the `queries` texts when given, each written with its neighbours; returns the count written."""
     from .query_encoder import QueryEncoder
 
-    encoder = QueryEncoder(index, settings.model, settings.device, settings.text_key, settings.long_text,
-                           settings.backend, settings.quantize)
+    encoder = QueryEncoder(
+        index,
+        settings.model,
+        settings.device,
+        settings.text_key,
+        settings.long_text,
+        settings.backend,
+        settings.quantize,
+    )
     if settings.model is not None or queries:
         encoder.check()  # a wrong --model is refused before any query is read
     name = str(index.identity or index.metadata["model"])
     log.info(f"searching {index.count} vectors ({index.metadata.get('type')}) of {name}")
     query_vectors = QueryVectors(settings.embedding_key, index.dimension, name, index.identity)
     check = query_check(query_vectors, encoder, settings.text_key, settings.embedding_key)
-    source: RecordReader = (CommandLineQueries(queries, settings.text_key, stream.skip_errors) if queries
-                            else stream.source())
+    source: RecordReader = (
+        CommandLineQueries(queries, settings.text_key, stream.skip_errors) if queries else stream.source()
+    )
     try:
-        return stream.run(check, lambda records: search_records(
-            records, index, encoder, settings.k, settings.text_key, settings.embedding_key, settings.batch_size,
-            settings.payload, query_vectors, settings.spelling), settings.batch_size, "searching", source)
+        return stream.run(
+            check,
+            lambda records: search_records(
+                records,
+                index,
+                encoder,
+                settings.k,
+                settings.text_key,
+                settings.embedding_key,
+                settings.batch_size,
+                settings.payload,
+                query_vectors,
+                settings.spelling,
+            ),
+            settings.batch_size,
+            "searching",
+            source,
+        )
     finally:
         encoder.report()

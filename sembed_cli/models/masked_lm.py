@@ -21,14 +21,14 @@ def load_masked_lm(model: str, device: str = "cpu", precision: str = "fp32"):
     sembed_cli.models.precision); never downloaded."""
     path = Path(model).expanduser()
     if not (path / "config.json").exists():
-        raise SembedError(f"no masked-LM directory at '{model}'",
-                          "pass --model with a directory `sembed train --method mlm` wrote (or any Hugging Face "
-                          "masked-LM directory)")
+        raise SembedError(
+            f"no masked-LM directory at '{model}'",
+            "pass --model with a directory `sembed train --method mlm` wrote (or any Hugging Face masked-LM directory)",
+        )
     sentence_models.offline()
+    from safetensors import SafetensorError
     from transformers import AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as transformers_logging
-
-    from safetensors import SafetensorError
 
     transformers_logging.disable_progress_bar()
     try:
@@ -39,9 +39,11 @@ def load_masked_lm(model: str, device: str = "cpu", precision: str = "fp32"):
         raise SembedError(f"cannot load the masked-LM at '{path}': {e}") from None
     missing = sorted(loading["missing_keys"])
     if missing:  # transformers fills them with random weights: the guesses would be noise
-        raise SembedError(f"the model at '{path}' has no masked-LM head (missing {', '.join(missing[:3])}"
-                          f"{', ...' if len(missing) > 3 else ''})",
-                          "pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote")
+        raise SembedError(
+            f"the model at '{path}' has no masked-LM head (missing {', '.join(missing[:3])}"
+            f"{', ...' if len(missing) > 3 else ''})",
+            "pass a masked-LM directory, e.g. one `sembed train --method mlm` wrote",
+        )
     if tokenizer.mask_token_id is None:
         raise SembedError(f"the tokenizer at '{path}' has no mask token")
     return cast(lm.to(device), precision).eval(), tokenizer

@@ -113,8 +113,11 @@ def _files(path: Path) -> list[Path]:
     found = []
     for root, directories, names in os.walk(path):
         directories[:] = sorted(d for d in directories if not d.startswith(".") and d not in SKIPPED_DIRECTORIES)
-        found += [Path(root) / n for n in sorted(names)
-                  if not n.startswith(".") and not n.endswith(".md") and n not in SKIPPED_FILES]
+        found += [
+            Path(root) / n
+            for n in sorted(names)
+            if not n.startswith(".") and not n.endswith(".md") and n not in SKIPPED_FILES
+        ]
     return found
 
 
@@ -209,8 +212,15 @@ def of_another_model(found: Identity | None, expected: Identity | None, *, weigh
     return found.digest != expected.digest if weights_only else not found.same(expected)
 
 
-def refuse_another_model(found: Identity | None, expected: Identity | None, message: str, hint: str | None = None, *,
-                         weights_only: bool = False, error: type[SembedError] = SembedError) -> None:
+def refuse_another_model(
+    found: Identity | None,
+    expected: Identity | None,
+    message: str,
+    hint: str | None = None,
+    *,
+    weights_only: bool = False,
+    error: type[SembedError] = SembedError,
+) -> None:
     """Raise `error(message, hint)` when vectors of `found` are another model's than `expected`'s
     (`of_another_model`): the one check behind every "vectors of another model" refusal."""
     if of_another_model(found, expected, weights_only=weights_only):
@@ -241,15 +251,21 @@ class OneModel:
         if identity is None and self.identity is None:
             return
         if identity is None or self.identity is None or not identity.same(self.identity):
-            raise BadRecord(f"{describe(identity)}, but earlier records {describe(self.identity, plural=True)}: "
-                            "vectors of two models cannot be compared")
+            raise BadRecord(
+                f"{describe(identity)}, but earlier records {describe(self.identity, plural=True)}: "
+                "vectors of two models cannot be compared"
+            )
 
     def agree(self, other: Identity | None, what: str, hint: str | None = None) -> None:
         """The records' identity against another source's (an .npy sidecar); a SembedError naming both. Where
         either says nothing, the other is taken at its word."""
         if self.decided:
-            refuse_another_model(self.identity, other, f"the records' vectors are of {name(self.identity)}, but {what} "
-                                                       f"of {name(other)}", hint)
+            refuse_another_model(
+                self.identity,
+                other,
+                f"the records' vectors are of {name(self.identity)}, but {what} of {name(other)}",
+                hint,
+            )
 
 
 def name(identity: Identity | None) -> str:
@@ -286,9 +302,11 @@ class Stamp:
         if kept:
             old = read(record)
             if old is None or not old.same(self.identity):
-                raise BadRecord(f"'{kept[0]}' is of {name(old)}, and this run embeds with '{self.identity}': one "
-                                "record cannot hold vectors of two models (embed every text field in one run, or "
-                                f"drop '{kept[0]}')")
+                raise BadRecord(
+                    f"'{kept[0]}' is of {name(old)}, and this run embeds with '{self.identity}': one "
+                    "record cannot hold vectors of two models (embed every text field in one run, or "
+                    f"drop '{kept[0]}')"
+                )
 
     def label(self, records):
         """The records, each with `embedding_model` (a lazy iterator)."""

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 DEFAULT_VOTE_K = 20  # labelled neighbours a vote counts
 DEFAULT_VOTE_POWER = 4.0  # a neighbour weighs its cosine to this power: the closest names decide
@@ -33,7 +32,7 @@ class VoteSettings:
 
     k: int = DEFAULT_VOTE_K
     power: float = DEFAULT_VOTE_POWER
-    weight: Optional[float] = None
+    weight: float | None = None
 
 
 # The vote's HNSW search breadth, wider than `search`'s (vector_index.HNSW_EF_SEARCH, 64): on the POI run's
@@ -61,12 +60,16 @@ class NeighbourVote:
         for row, _, payload in index.rows():
             label = payload.get(label_key)
             if not isinstance(label, bool):
-                raise SembedError(f"the index at '{index.path}' is not of labelled names: every record needs "
-                                  f"{label_key} true or false", "index records of sembed convert --from gazetteer")
+                raise SembedError(
+                    f"the index at '{index.path}' is not of labelled names: every record needs "
+                    f"{label_key} true or false",
+                    "index records of sembed convert --from gazetteer",
+                )
             labels[row] = label
         if not index.count:
-            raise SembedError(f"the index at '{index.path}' is empty", "index records of sembed convert --from "
-                                                                         "gazetteer")
+            raise SembedError(
+                f"the index at '{index.path}' is empty", "index records of sembed convert --from gazetteer"
+            )
         self.index, self.encoder, self.k, self.power = index, encoder, min(k, index.count), power
         self.labels = labels
 
@@ -94,9 +97,14 @@ class Identification:
 
         votes = np.mean([voter.vote(texts) for voter in self.voters], axis=0)
         ngrams = self.regression.probability(texts)
-        return [(round(float(vote), 6), round(float(ngram), 6),
-                 round(self.weight * float(vote) + (1 - self.weight) * float(ngram), 6))
-                for vote, ngram in zip(votes, ngrams)]
+        return [
+            (
+                round(float(vote), 6),
+                round(float(ngram), 6),
+                round(self.weight * float(vote) + (1 - self.weight) * float(ngram), 6),
+            )
+            for vote, ngram in zip(votes, ngrams)
+        ]
 
 
 def weighted_share(scores, rows, labels, power: float):
@@ -109,8 +117,9 @@ def weighted_share(scores, rows, labels, power: float):
 
 
 @contextmanager
-def opened_identification(directories: Sequence[Path], device: str,
-                          settings: VoteSettings = VoteSettings()) -> Iterator[Identification]:
+def opened_identification(
+    directories: Sequence[Path], device: str, settings: VoteSettings = VoteSettings()
+) -> Iterator[Identification]:
     """The `Identification` over the labelled-name indexes at `directories` (open until the block ends), each
     index's names embedded as its own were: its model, backend and quantization. The n-gram regression is the
     first index's (saved with it, else fitted now)."""
@@ -128,8 +137,10 @@ def opened_identification(directories: Sequence[Path], device: str,
             voters.append(NeighbourVote(labelled, encoder, settings.k, settings.power))
         regression = ngram_classifier.for_index(voters[0].index)
         if regression is None:
-            raise SembedError(f"the index at '{directories[0]}' holds names of one kind only: telling POI names from "
-                              f"others needs both", "index train records of sembed convert --from gazetteer, POI "
-                              "and non-POI")
+            raise SembedError(
+                f"the index at '{directories[0]}' holds names of one kind only: telling POI names from "
+                f"others needs both",
+                "index train records of sembed convert --from gazetteer, POI and non-POI",
+            )
         weight = default_vote_weight(len(voters)) if settings.weight is None else settings.weight
         yield Identification(voters, regression, weight)

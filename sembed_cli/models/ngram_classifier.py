@@ -33,8 +33,9 @@ log = logging.getLogger(__name__)
 def labelled(payloads: list[dict], text_key: str) -> tuple[list[str], np.ndarray] | None:
     """The texts and 0/1 labels of index payloads that all carry a text and a boolean LABEL_KEY of both values;
     None otherwise (an index of unlabelled records, or of one class: nothing to tell apart)."""
-    if not payloads or not all(isinstance(p.get(LABEL_KEY), bool) and isinstance(p.get(text_key), str)
-                               for p in payloads):
+    if not payloads or not all(
+        isinstance(p.get(LABEL_KEY), bool) and isinstance(p.get(text_key), str) for p in payloads
+    ):
         return None
     labels = np.array([p[LABEL_KEY] for p in payloads], dtype=np.int8)
     if labels.min() == labels.max():
@@ -49,8 +50,9 @@ class NgramClassifier:
         from sklearn.feature_extraction.text import CountVectorizer
 
         self.ngrams, self.idf, self.weights, self.bias, self.digest = ngrams, idf, weights, bias, digest
-        self.counter = CountVectorizer(**NGRAMS, vocabulary={g: i for i, g in enumerate(ngrams.tolist())},
-                                       dtype=np.float32)
+        self.counter = CountVectorizer(
+            **NGRAMS, vocabulary={g: i for i, g in enumerate(ngrams.tolist())}, dtype=np.float32
+        )
 
     @classmethod
     def fit(cls, texts: list[str], labels: np.ndarray, digest: str) -> NgramClassifier:
@@ -63,8 +65,9 @@ class NgramClassifier:
         # (weakly regularised, C = 10: some probabilities differ by 0.4; test F0.5 0.9035 against 0.9051)
         model = LogisticRegression(C=C, max_iter=2000).fit(tfidf.transform(texts), labels)
         ngrams = np.array(sorted(tfidf.vocabulary_, key=tfidf.vocabulary_.get))
-        return cls(ngrams, tfidf.idf_.astype(np.float32), model.coef_[0].astype(np.float32),
-                   float(model.intercept_[0]), digest)
+        return cls(
+            ngrams, tfidf.idf_.astype(np.float32), model.coef_[0].astype(np.float32), float(model.intercept_[0]), digest
+        )
 
     def features(self, texts: list[str]):
         """TfidfVectorizer(sublinear_tf=True)'s rows from the saved vocabulary and IDF: (1 + log tf) idf, unit
@@ -81,8 +84,14 @@ class NgramClassifier:
         return 1.0 / (1.0 + np.exp(-(self.features(texts) @ self.weights + self.bias)))
 
     def save(self, directory: Path) -> None:
-        np.savez(Path(directory) / FILE, ngrams=self.ngrams, idf=self.idf, weights=self.weights,
-                 bias=np.float64(self.bias), digest=np.array(self.digest))
+        np.savez(
+            Path(directory) / FILE,
+            ngrams=self.ngrams,
+            idf=self.idf,
+            weights=self.weights,
+            bias=np.float64(self.bias),
+            digest=np.array(self.digest),
+        )
 
     @classmethod
     def load(cls, directory: Path, digest: str) -> NgramClassifier | None:
@@ -100,8 +109,10 @@ class NgramClassifier:
                     return None
                 return cls(saved["ngrams"], saved["idf"], saved["weights"], float(saved["bias"]), digest)
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-            raise SembedError(f"cannot read the n-gram regression '{path}': {e}",
-                              "delete it (taste then fits it again) or rebuild the index") from None
+            raise SembedError(
+                f"cannot read the n-gram regression '{path}': {e}",
+                "delete it (taste then fits it again) or rebuild the index",
+            ) from None
 
 
 def for_index(index) -> NgramClassifier | None:
@@ -114,6 +125,8 @@ def for_index(index) -> NgramClassifier | None:
     found = labelled([payload for _, _, payload in index.rows()], index.settings.get("text_key", "text"))
     if found is None:
         return None
-    log.info(f"fitting the n-gram regression on the {len(found[0])} labelled names of '{index.path}' (the index "
-                f"was built without it; rebuild it to save this step)")
+    log.info(
+        f"fitting the n-gram regression on the {len(found[0])} labelled names of '{index.path}' (the index "
+        f"was built without it; rebuild it to save this step)"
+    )
     return NgramClassifier.fit(*found, digest)

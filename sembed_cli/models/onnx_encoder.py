@@ -75,12 +75,20 @@ LOCK_FILE = ".sembed-export.lock"
 CACHE_ENV = "SEMBED_CACHE"
 MISSING, FOREIGN = "missing", "not written by sembed"
 # sentence-transformers' legacy Pooling config keys, in the order it concatenates the modes.
-LEGACY_POOLING = {"pooling_mode_cls_token": "cls", "pooling_mode_max_tokens": "max", "pooling_mode_mean_tokens": "mean",
-                  "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
-                  "pooling_mode_weightedmean_tokens": "weightedmean", "pooling_mode_lasttoken": "lasttoken"}
+LEGACY_POOLING = {
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+    "pooling_mode_lasttoken": "lasttoken",
+}
 POOLING_MODES = tuple(LEGACY_POOLING.values())
-MODULE_PREFIXES = ("sentence_transformers.models.", "sentence_transformers.sentence_transformer.modules.",
-                   "sentence_transformers.base.modules.")
+MODULE_PREFIXES = (
+    "sentence_transformers.models.",
+    "sentence_transformers.sentence_transformer.modules.",
+    "sentence_transformers.base.modules.",
+)
 NOT_IN_WEIGHT_KEY = {"README.md", ".gitattributes"}
 
 log = logging.getLogger(__name__)
@@ -125,11 +133,14 @@ def read_pipeline(model: Path) -> Pipeline:
             normalize = True
         else:
             what = "Token Attention pooling (TA-SBERT)" if kind.endswith("TokenAttention") else f"the module {kind}"
-            raise SembedError(f"--backend onnx cannot run {what} of the model at '{model}' outside torch",
-                              TORCH_ONLY_HINT)
+            raise SembedError(
+                f"--backend onnx cannot run {what} of the model at '{model}' outside torch", TORCH_ONLY_HINT
+            )
     if transformer is None or pooling is None:
-        raise SembedError(f"--backend onnx needs a Transformer and a Pooling module; the model at '{model}' lacks one",
-                          TORCH_ONLY_HINT)
+        raise SembedError(
+            f"--backend onnx needs a Transformer and a Pooling module; the model at '{model}' lacks one",
+            TORCH_ONLY_HINT,
+        )
     return Pipeline(model, transformer, transformer_max_length(transformer, max_length), lower, pooling, normalize)
 
 
@@ -148,8 +159,11 @@ def pooling_modes(config: dict) -> tuple[str, ...]:
 
 def transformer_max_length(folder: Path, max_seq_length: int | None) -> int:
     """The longest input in tokens of the Transformer at `folder` (`token_window` of its settings files)."""
-    return token_window(max_seq_length, read_json(folder / "tokenizer_config.json", {}).get("model_max_length"),
-                        read_json(folder / "config.json", {}).get("max_position_embeddings"))
+    return token_window(
+        max_seq_length,
+        read_json(folder / "tokenizer_config.json", {}).get("model_max_length"),
+        read_json(folder / "config.json", {}).get("max_position_embeddings"),
+    )
 
 
 def read_json(path: Path, default=None):
@@ -310,8 +324,11 @@ def session_for(pipeline: Pipeline, quantize: str = "none", threads: int | None 
             return session, folder / name
     problems = [f"{folder / name} is {why}" for folder, why in found.items() if why != MISSING]
     for folder, why in found.items():
-        if why == FOREIGN or not writable(folder) or \
-                name != FP32_FILE and open_session(folder / FP32_FILE, key, threads)[1] == FOREIGN:
+        if (
+            why == FOREIGN
+            or not writable(folder)
+            or (name != FP32_FILE and open_session(folder / FP32_FILE, key, threads)[1] == FOREIGN)
+        ):
             continue  # a file sembed did not write is never replaced
         try:
             with export_lock(folder):
@@ -327,8 +344,10 @@ def session_for(pipeline: Pipeline, quantize: str = "none", threads: int | None 
         except OSError as e:
             problems.append(f"cannot write {folder}: {e.strerror}")
     detail = "; ".join(problems) or "no writable place for it"
-    raise SembedError(f"cannot export the model at '{pipeline.model}' to ONNX: {detail}",
-                      f"make the model directory or {cache_root()} writable (or set {CACHE_ENV})")
+    raise SembedError(
+        f"cannot export the model at '{pipeline.model}' to ONNX: {detail}",
+        f"make the model directory or {cache_root()} writable (or set {CACHE_ENV})",
+    )
 
 
 def build(pipeline: Pipeline, folder: Path, key: str, quantize: str, isa: str, threads: int | None) -> None:
@@ -369,9 +388,16 @@ def export_fp32(pipeline: Pipeline, path: Path, key: str) -> None:
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's warnings are about shapes the dynamic axes cover
-            torch.onnx.export(LastHidden(model), tuple(sample[name] for name in names), str(tmp), input_names=names,
-                              output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=OPSET,
-                              dynamo=False)
+            torch.onnx.export(
+                LastHidden(model),
+                tuple(sample[name] for name in names),
+                str(tmp),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                dynamic_axes=axes,
+                opset_version=OPSET,
+                dynamo=False,
+            )
         stamp(tmp, key)
         os.replace(tmp, path)
     finally:
@@ -389,9 +415,14 @@ def quantize_int8(fp32: Path, path: Path, key: str, isa: str) -> None:
     config = int8_config(isa)
     tmp = atomic_output(path)
     try:
-        quantize_dynamic(str(fp32), str(tmp), weight_type=getattr(QuantType, config.weight_type),
-                         per_channel=config.per_channel, reduce_range=config.reduce_range,
-                         op_types_to_quantize=["MatMul", "Attention"])
+        quantize_dynamic(
+            str(fp32),
+            str(tmp),
+            weight_type=getattr(QuantType, config.weight_type),
+            per_channel=config.per_channel,
+            reduce_range=config.reduce_range,
+            op_types_to_quantize=["MatMul", "Attention"],
+        )
         stamp(tmp, key)
         os.replace(tmp, path)
     finally:
@@ -403,8 +434,9 @@ def stamp(path: Path, key: str) -> None:
     try:
         import onnx
     except ImportError:
-        raise SembedError("exporting a model to ONNX needs the onnx package, which is not installed",
-                          EXTRA_HINT) from None
+        raise SembedError(
+            "exporting a model to ONNX needs the onnx package, which is not installed", EXTRA_HINT
+        ) from None
     model = onnx.load(str(path))
     del model.metadata_props[:]
     model.metadata_props.add(key=KEY_PROPERTY, value=key)
@@ -471,12 +503,18 @@ class OnnxEncoder:
     def get_embedding_dimension(self) -> int:
         return len(self.encode(["a"])[0])
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False,
-               convert_to_numpy: bool = True, **_) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 32,
+        show_progress_bar: bool = False,
+        convert_to_numpy: bool = True,
+        **_,
+    ) -> np.ndarray:
         order = np.argsort([-len(text) for text in texts], kind="stable")
         vectors: np.ndarray | None = None
         for start in range(0, len(texts), batch_size):
-            chosen = order[start:start + batch_size]
+            chosen = order[start : start + batch_size]
             batch = self.encode_batch([texts[i] for i in chosen])
             if vectors is None:
                 vectors = np.empty((len(texts), batch.shape[1]), dtype=np.float32)
@@ -487,9 +525,11 @@ class OnnxEncoder:
         if self.pipeline.do_lower_case:
             texts = [text.lower() for text in texts]
         encodings = self.fast_tokenizer.encode_batch(texts)
-        features = {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                    "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                    "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}
+        features = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
         (token_vectors,) = self.session.run(None, {name: features[name] for name in self.inputs})[:1]
         vectors = pool(token_vectors, features["attention_mask"], self.pipeline.pooling)
         return unit_length(vectors) if self.pipeline.normalize else vectors
@@ -501,8 +541,10 @@ def fast_tokenizer(pipeline: Pipeline):
 
     path = pipeline.transformer / "tokenizer.json"
     if not path.exists():
-        raise SembedError(f"--backend onnx needs the model's tokenizer.json (a fast tokenizer), missing in "
-                          f"'{pipeline.transformer}'", TORCH_ONLY_HINT)
+        raise SembedError(
+            f"--backend onnx needs the model's tokenizer.json (a fast tokenizer), missing in '{pipeline.transformer}'",
+            TORCH_ONLY_HINT,
+        )
     tokenizer = Tokenizer.from_file(str(path))
     settings = read_json(pipeline.transformer / "tokenizer_config.json", {})
     pad_token = settings.get("pad_token") or "[PAD]"

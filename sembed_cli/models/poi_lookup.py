@@ -45,17 +45,25 @@ class CharNgrams:
 
         self.idf = np.asarray(idf, dtype=np.float32)
         self.ngram_range = tuple(ngram_range)
-        self.hasher = HashingVectorizer(analyzer="char_wb", ngram_range=self.ngram_range, n_features=len(self.idf),
-                                        alternate_sign=True, norm=None, lowercase=True, strip_accents="unicode",
-                                        dtype=np.float32)
+        self.hasher = HashingVectorizer(
+            analyzer="char_wb",
+            ngram_range=self.ngram_range,
+            n_features=len(self.idf),
+            alternate_sign=True,
+            norm=None,
+            lowercase=True,
+            strip_accents="unicode",
+            dtype=np.float32,
+        )
 
     @property
     def dimension(self) -> int:
         return len(self.idf)
 
     @classmethod
-    def fit(cls, names: Sequence[str], dimension: int = NGRAM_DIMENSION,
-            ngram_range: tuple[int, int] = NGRAM_RANGE) -> CharNgrams:
+    def fit(
+        cls, names: Sequence[str], dimension: int = NGRAM_DIMENSION, ngram_range: tuple[int, int] = NGRAM_RANGE
+    ) -> CharNgrams:
         """IDF of each bucket over `names`: log((1 + n) / (1 + df)) + 1, as scikit-learn's smooth IDF."""
         counts = cls(np.ones(dimension), ngram_range).hasher.transform(names)
         document_frequency = np.bincount(counts.indices, minlength=dimension)
@@ -71,8 +79,15 @@ class CharNgrams:
     def save(self, directory: Path, weight: float) -> None:
         from ..io import write_json_atomic
 
-        write_json_atomic(directory / NGRAM_FILE, {"weight": weight, "ngram_range": list(self.ngram_range),
-                                                   "analyzer": "char_wb, hashed, signed", "idf": self.idf.tolist()})
+        write_json_atomic(
+            directory / NGRAM_FILE,
+            {
+                "weight": weight,
+                "ngram_range": list(self.ngram_range),
+                "analyzer": "char_wb, hashed, signed",
+                "idf": self.idf.tolist(),
+            },
+        )
 
 
 class LookupEncoder:
@@ -143,8 +158,10 @@ class NameWords:
         from ..text.place_words import place_words
 
         self.vocabulary: dict[str, int] = {}
-        words = [[self.vocabulary.setdefault(w, len(self.vocabulary)) for w in dict.fromkeys(place_words(key))]
-                 for key in keys]
+        words = [
+            [self.vocabulary.setdefault(w, len(self.vocabulary)) for w in dict.fromkeys(place_words(key))]
+            for key in keys
+        ]
         counts = np.fromiter(map(len, words), np.int64, len(words))
         flat = np.fromiter(itertools.chain.from_iterable(words), np.int64, int(counts.sum()))
         owners = np.repeat(np.arange(len(words)), counts)
@@ -156,7 +173,7 @@ class NameWords:
         self.information = np.bincount(owners, weights=self.idf[flat], minlength=len(words))
 
     def holders(self, word: int) -> np.ndarray:
-        return self.names[self.starts[word]:self.starts[word + 1]]
+        return self.names[self.starts[word] : self.starts[word + 1]]
 
     def matching(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The names that hold any of a query's `words`, in row order: their rows, the share of the words' IDF each
@@ -169,8 +186,9 @@ class NameWords:
         if not known:
             return np.empty(0, np.int64), np.empty(0), np.empty(0)
         total = self.idf[known].sum() + self.unknown_idf * (len(ids) - len(known))
-        rare = [i for i in known if len(self.holders(i)) <= COMMON_WORD_NAMES] or \
-            [min(known, key=lambda i: len(self.holders(i)))]
+        rare = [i for i in known if len(self.holders(i)) <= COMMON_WORD_NAMES] or [
+            min(known, key=lambda i: len(self.holders(i)))
+        ]
         rows = self.holders(rare[0]) if len(rare) == 1 else np.unique(np.concatenate([self.holders(i) for i in rare]))
         held = np.zeros(len(rows))
         for i in known:  # each word's names are in row order
@@ -232,7 +250,7 @@ class SpellingReranker:
         holders, share, left_out = words.matching(place_words(query_key))
         holder_bonus = share * np.maximum(WORDS_BONUS - LEFT_OUT_WEIGHT * left_out, 0)
         if len(holders):  # those with the largest bonus join FAISS's candidates, at the lowest cosine it found
-            best = holders[np.argsort(-holder_bonus, kind="stable")[:len(rows)]]
+            best = holders[np.argsort(-holder_bonus, kind="stable")[: len(rows)]]
             found = set(rows.tolist())
             joining = np.array([row for row in best.tolist() if row not in found], dtype=rows.dtype)
             rows = np.concatenate([rows, joining])
@@ -243,15 +261,22 @@ class SpellingReranker:
             holds = holders[held] == rows
             bonus[holds] = holder_bonus[held[holds]]
         near = np.flatnonzero(np.abs(lengths[rows] - len(query_key)) <= 1)  # the others are 2 edits away
-        distances = process.cdist([query_key], [keys[row] for row in rows[near].tolist()], scorer=OSA.distance,
-                                  score_cutoff=1, dtype=np.int32, workers=1)[0]
+        distances = process.cdist(
+            [query_key],
+            [keys[row] for row in rows[near].tolist()],
+            scorer=OSA.distance,
+            score_cutoff=1,
+            dtype=np.int32,
+            workers=1,
+        )[0]
         bonus[near] += ONE_EDIT_BONUS * (distances <= 1)
         scores = (similarities + bonus).astype(np.float32)
         order = np.argsort(-scores, kind="stable")
         return scores[order], rows[order]
 
-    def rerank(self, queries: Sequence[str | None], scores: np.ndarray, rows: np.ndarray,
-               k: int) -> tuple[np.ndarray, np.ndarray]:
+    def rerank(
+        self, queries: Sequence[str | None], scores: np.ndarray, rows: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The k best of each query's FAISS candidates (`scores`, `rows`; row -1: none) and names holding its
         words; a query without text (given as a vector) keeps the FAISS order."""
         out_scores = np.full((len(rows), k), -np.inf, dtype=np.float32)

@@ -46,8 +46,9 @@ def resolve(precision: str, device: str, *, cpu_bf16: bool) -> str:
     if cuda or precision == "fp32" or (precision == "bf16" and cpu_bf16):
         return precision
     on_cpu, allowed = ("fp32 or bf16", "auto, fp32 or bf16") if cpu_bf16 else ("fp32", "auto or fp32")
-    raise SembedError(f"--precision {precision} needs CUDA; on the CPU this command runs in {on_cpu}",
-                      f"use --precision {allowed}")
+    raise SembedError(
+        f"--precision {precision} needs CUDA; on the CPU this command runs in {on_cpu}", f"use --precision {allowed}"
+    )
 
 
 def cast(model, precision: str):

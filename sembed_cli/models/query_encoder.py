@@ -25,8 +25,16 @@ class QueryEncoder:
 
     TEXT_SETTINGS = ("cf",)  # settings of a sentence-transformers identity that a text query is embedded with here
 
-    def __init__(self, loaded, model: str | None, device: str, text_key: str, long_text: str = "truncate",
-                 backend: str = "torch", quantize: str = "none"):
+    def __init__(
+        self,
+        loaded,
+        model: str | None,
+        device: str,
+        text_key: str,
+        long_text: str = "truncate",
+        backend: str = "torch",
+        quantize: str = "none",
+    ):
         self.loaded, self.model, self.device, self.text_key = loaded, model, device, text_key
         self.long_text, self.backend, self.quantize = long_text, backend, quantize
         self._encoder = None
@@ -71,19 +79,26 @@ class QueryEncoder:
             return self._encoder
         other = [key for key in settings if key not in self.TEXT_SETTINGS]
         if other:
-            raise SembedError(f"the index holds vectors of '{identity}', which search cannot make from a text "
-                              f"({', '.join(other)})", "give query records with embeddings made the same way "
-                                                       "(sembed embed ... | sembed search)")
+            raise SembedError(
+                f"the index holds vectors of '{identity}', which search cannot make from a text ({', '.join(other)})",
+                "give query records with embeddings made the same way (sembed embed ... | sembed search)",
+            )
         name = self.model or identity.name
         try:
             theirs = model_identity.of_sentence_model(name)
         except SembedError as e:
-            raise SembedError(f"the index's model '{identity}' is not at hand: {e.message}",
-                              "pass the same model with --model, or query with embeddings") from None
+            raise SembedError(
+                f"the index's model '{identity}' is not at hand: {e.message}",
+                "pass the same model with --model, or query with embeddings",
+            ) from None
         model_identity.refuse_another_model(
-            theirs, identity, f"the index at '{self.loaded.path}' holds vectors of the model '{identity}', but the "
-                              f"queries are embedded with '{theirs}', another model",
-            "search with the index's model (leave out --model), or rebuild the index", weights_only=True)
+            theirs,
+            identity,
+            f"the index at '{self.loaded.path}' holds vectors of the model '{identity}', but the "
+            f"queries are embedded with '{theirs}', another model",
+            "search with the index's model (leave out --model), or rebuild the index",
+            weights_only=True,
+        )
         cf = dict(identity.settings).get("cf")
         self.cf_weight = float(cf) if cf is not None else None
         self._encoder = self.load(name)
@@ -106,8 +121,9 @@ class QueryEncoder:
         if not self.cf_weight:
             return self.long_texts().encode(texts, batch_size=256)
         records = [{self.text_key: text} for text in texts]  # CF-BERT eq. 1 needs each text's S_cf: as embed does
-        embedded = embed_records(records, encoder, TextFields([self.text_key]), len(records), self.cf_weight,
-                                 long_texts=self.long_texts())
+        embedded = embed_records(
+            records, encoder, TextFields([self.text_key]), len(records), self.cf_weight, long_texts=self.long_texts()
+        )
         return np.stack([record[derived_key(self.text_key, "embedding")] for record in embedded])
 
 
@@ -123,11 +139,16 @@ class WordVectorQueries:
         salience = model_identity.Identity.parse(settings["salience"]).name if "salience" in settings else None
         vectors = word_vectors.load(identity.name)
         sif_component = settings.get("sif_component", "corpus")
-        found = model_identity.of_word_vector_method(word_vectors.identity(vectors), settings["method"], salience,
-                                                     sif_component)
+        found = model_identity.of_word_vector_method(
+            word_vectors.identity(vectors), settings["method"], salience, sif_component
+        )
         model_identity.refuse_another_model(
-            found, identity, f"the index at '{index_path}' holds vectors of '{identity}', but its word vectors and "
-                             f"salience table are now '{found}'", "query with embeddings, or rebuild the index")
+            found,
+            identity,
+            f"the index at '{index_path}' holds vectors of '{identity}', but its word vectors and "
+            f"salience table are now '{found}'",
+            "query with embeddings, or rebuild the index",
+        )
         table = SalienceTable.load(salience) if salience is not None else None
         self.embedder = SentenceEmbedder(settings["method"], vectors, table, sif_component)
 

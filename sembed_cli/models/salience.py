@@ -108,8 +108,9 @@ class SalienceTable:
         with open(directory / TABLE_FILE, "w", encoding="utf-8") as f:
             f.write(TABLE_HEADER + "\n")
             for i in order:
-                f.write(f"{self.words[i]}\t{float(self.scores[i]):.6g}\t{self.sentence_counts[i]}\t"
-                        f"{self.token_counts[i]}\n")
+                f.write(
+                    f"{self.words[i]}\t{float(self.scores[i]):.6g}\t{self.sentence_counts[i]}\t{self.token_counts[i]}\n"
+                )
         if self.sif_component is not None:
             np.save(directory / SIF_COMPONENT_FILE, self.sif_component)
         write_metadata(directory, self.metadata, METADATA_FILE)
@@ -138,12 +139,18 @@ class SalienceTable:
                     tokens.append(int(token_count))
                     words.append(word)
                 except ValueError:
-                    raise SembedError(f"{directory / TABLE_FILE}:{number}: expected word, score, sentences, "
-                                      f"tokens", hint) from None
+                    raise SembedError(
+                        f"{directory / TABLE_FILE}:{number}: expected word, score, sentences, tokens", hint
+                    ) from None
         component = directory / SIF_COMPONENT_FILE
-        return cls(words, np.array(scores, dtype=np.float32), np.array(sentences, dtype=np.int64),
-                   np.array(tokens, dtype=np.int64), metadata,
-                   np.load(component) if component.is_file() else None)
+        return cls(
+            words,
+            np.array(scores, dtype=np.float32),
+            np.array(sentences, dtype=np.int64),
+            np.array(tokens, dtype=np.int64),
+            metadata,
+            np.load(component) if component.is_file() else None,
+        )
 
     def extremes(self, count: int = 10, min_sentences: int = 1) -> tuple[list, list]:
         """The `count` highest and lowest scored words among those in at least `min_sentences` sentences."""
@@ -157,17 +164,22 @@ class SalienceTable:
 class SentenceEmbedder:
     """AVG, ISF, SIF or NWS sentence vectors from word vectors (and a salience table for all but avg)."""
 
-    def __init__(self, method: str, vectors: WordVectors, table: SalienceTable | None = None,
-                 sif_component: str = "corpus"):
+    def __init__(
+        self, method: str, vectors: WordVectors, table: SalienceTable | None = None, sif_component: str = "corpus"
+    ):
         if method not in METHODS:
             raise ValueError(method)
         if method != "avg" and table is None:
-            raise SembedError(f"--method {method} needs a salience table", "pass --salience DIR of a table that "
-                                                                           "`sembed train --method nws` wrote")
+            raise SembedError(
+                f"--method {method} needs a salience table",
+                "pass --salience DIR of a table that `sembed train --method nws` wrote",
+            )
         if table is not None and table.metadata["vectors"]["dim"] != vectors.dim:
-            raise SembedError(f"the salience table was learnt on {table.metadata['vectors']['dim']}-d vectors "
-                              f"({table.vectors}), --vectors has {vectors.dim}-d", "leave --vectors out to use the "
-                                                                                    "table's")
+            raise SembedError(
+                f"the salience table was learnt on {table.metadata['vectors']['dim']}-d vectors "
+                f"({table.vectors}), --vectors has {vectors.dim}-d",
+                "leave --vectors out to use the table's",
+            )
         self.method, self.vectors = method, vectors
         self.coverage = Coverage()
         self.unseen: dict[str, int] = {}  # words with a vector that the table lacks
@@ -228,16 +240,18 @@ class SentenceEmbedder:
             log.info(summary)
         if self.unseen:
             common = sorted(self.unseen.items(), key=lambda item: -item[1])[:8]
-            log.info(f"{sum(self.unseen.values())} tokens ({len(self.unseen)} distinct words) have a vector but "
-                     f"are not in the salience table and got the score of a word seen once: "
-                     + ", ".join(f"{w} ({n})" for w, n in common))
+            log.info(
+                f"{sum(self.unseen.values())} tokens ({len(self.unseen)} distinct words) have a vector but "
+                f"are not in the salience table and got the score of a word seen once: "
+                + ", ".join(f"{w} ({n})" for w, n in common)
+            )
         if self.coverage.empty:
-            log.warning(f"{self.coverage.empty} text(s) have no word with a vector: their embedding is the zero "
-                        "vector")
+            log.warning(f"{self.coverage.empty} text(s) have no word with a vector: their embedding is the zero vector")
 
 
-def embed_records(records: Iterable[dict], embedder: SentenceEmbedder, fields: TextFields,
-                  batch_size: int) -> Iterator[dict]:
+def embed_records(
+    records: Iterable[dict], embedder: SentenceEmbedder, fields: TextFields, batch_size: int
+) -> Iterator[dict]:
     """Add embedding (embedding_a, ...) to each record, a batch at a time."""
     for batch in batched(records, batch_size):
         jobs = text_jobs(batch, fields)
@@ -264,10 +278,11 @@ def correlation_with_norms(table: SalienceTable, norms: list[tuple[str, float]])
         scores.append(table.scores[i])
         ratings.append(rating)
     if len(scores) < 3:
-        raise SembedError(f"only {len(scores)} of the {len(norms)} rated words are in the salience table",
-                          "the correlation needs at least 3")
-    result = correlation(np.array(scores, dtype=np.float64), np.array(ratings, dtype=np.float64), "salience",
-                         "rating")
+        raise SembedError(
+            f"only {len(scores)} of the {len(norms)} rated words are in the salience table",
+            "the correlation needs at least 3",
+        )
+    result = correlation(np.array(scores, dtype=np.float64), np.array(ratings, dtype=np.float64), "salience", "rating")
     return {"rated": len(norms), "missing": len(missing), "missing_examples": missing[:10], **result.as_dict()}
 
 

@@ -40,8 +40,9 @@ TOKEN_WEIGHTS = "token_weights"
 def encode(model, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
     """float32 vectors (len(texts) x dim) for `texts` in their order; a text repeated is encoded once."""
     unique = list(dict.fromkeys(texts))
-    vectors = np.asarray(model.encode(unique, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True),
-                         dtype=np.float32)  # fp16/bf16 models give half floats: JSON and .npy carry float32
+    vectors = np.asarray(
+        model.encode(unique, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True), dtype=np.float32
+    )  # fp16/bf16 models give half floats: JSON and .npy carry float32
     if len(unique) == len(texts):
         return vectors
     position = {text: n for n, text in enumerate(unique)}
@@ -66,8 +67,11 @@ class FastTokenizerCalls:
         if isinstance(texts, str):
             encoding = self.tokenizer.encode(texts, add_special_tokens=add_special_tokens)
             return _Encoded(encoding)
-        return {"input_ids": [e.ids for e in self.tokenizer.encode_batch(list(texts),
-                                                                          add_special_tokens=add_special_tokens)]}
+        return {
+            "input_ids": [
+                e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=add_special_tokens)
+            ]
+        }
 
 
 class _Encoded(dict):
@@ -105,16 +109,19 @@ class LongTexts:
         maybe = [n for n, text in enumerate(texts) if len(text.encode("utf-8")) > self.room]
         if not maybe:
             return {}
-        ids = self.tokenizer([texts[n] for n in maybe], add_special_tokens=True, truncation=False,
-                             verbose=False)["input_ids"]
+        ids = self.tokenizer([texts[n] for n in maybe], add_special_tokens=True, truncation=False, verbose=False)[
+            "input_ids"
+        ]
         return {n: len(pieces) for n, pieces in zip(maybe, ids) if len(pieces) > self.window}
 
     def check(self, record: dict, key: str) -> None:
         """--long-text error: a text past the window is bad input."""
         if self.policy == "error":
             for length in self.lengths([record[key]]).values():
-                raise BadRecord(f"'{key}' is {length} tokens, longer than the model's {self.window}-token window",
-                                "--long-text truncate or window embeds it")
+                raise BadRecord(
+                    f"'{key}' is {length} tokens, longer than the model's {self.window}-token window",
+                    "--long-text truncate or window embeds it",
+                )
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """`encode` with the long texts counted, and embedded whole under the window policy."""
@@ -133,12 +140,12 @@ class LongTexts:
         units += [piece for n in long for piece, _ in pieces[n]]
         matrix = encode(model, units, batch_size)
         out = np.empty((len(texts), matrix.shape[1]), dtype=np.float32)
-        out[[n for n in range(len(texts)) if n not in long]] = matrix[:len(texts) - len(long)]
+        out[[n for n in range(len(texts)) if n not in long]] = matrix[: len(texts) - len(long)]
         at = len(texts) - len(long)
         unit_length = normalises(model)
         for n in long:
             weights = np.asarray([count for _, count in pieces[n]], dtype=np.float32)
-            vector = weights @ matrix[at:at + len(weights)] / weights.sum()
+            vector = weights @ matrix[at : at + len(weights)] / weights.sum()
             if unit_length:
                 vector /= max(float(np.linalg.norm(vector)), 1e-12)
             out[n] = vector
@@ -148,8 +155,9 @@ class LongTexts:
     def windows(self, text: str) -> list[tuple[str, int]]:
         """(piece of `text`, its token count) for consecutive windows of at most `room` tokens, cut between words
         (inside a word only when one word is longer than a window)."""
-        encoding = self.tokenizer(text, add_special_tokens=False, truncation=False, return_offsets_mapping=True,
-                                  verbose=False)
+        encoding = self.tokenizer(
+            text, add_special_tokens=False, truncation=False, return_offsets_mapping=True, verbose=False
+        )
         offsets, words = encoding["offset_mapping"], encoding.word_ids()
         pieces: list[tuple[str, int]] = []
         start = 0
@@ -160,7 +168,7 @@ class LongTexts:
                 while cut > start and words[cut - 1] == words[end]:
                     cut -= 1
                 end = cut if cut > start else end
-            pieces.append((text[offsets[start][0]:offsets[end - 1][1]], end - start))
+            pieces.append((text[offsets[start][0] : offsets[end - 1][1]], end - start))
             start = end
         return pieces
 
@@ -210,7 +218,7 @@ def word_weights(model, text: str, output: dict) -> list[list]:
     last_word = None
     for n, (word, (start, end)) in enumerate(zip(encoding.word_ids(), encoding["offset_mapping"])):
         if word is not None and word == last_word:
-            merged[-1][0] = text[merged[-1][2]:end]
+            merged[-1][0] = text[merged[-1][2] : end]
             merged[-1][1] += weights[n]
         else:
             merged.append([tokens[n] if word is None else text[start:end], weights[n], start])
@@ -218,10 +226,18 @@ def word_weights(model, text: str, output: dict) -> list[list]:
     return [[word, round(weight, 6)] for word, weight, _ in merged]
 
 
-def embed_records(records: Iterable[dict], model, fields: TextFields = TextFields(), batch_size: int = 1000,
-                  cf_weight: float | None = None, keep_parts: bool = False, encode_batch_size: int = 32,
-                  vectors: VectorFile | None = None, explain: bool = False,
-                  long_texts: LongTexts | None = None) -> Iterator[dict]:
+def embed_records(
+    records: Iterable[dict],
+    model,
+    fields: TextFields = TextFields(),
+    batch_size: int = 1000,
+    cf_weight: float | None = None,
+    keep_parts: bool = False,
+    encode_batch_size: int = 32,
+    vectors: VectorFile | None = None,
+    explain: bool = False,
+    long_texts: LongTexts | None = None,
+) -> Iterator[dict]:
     """Add `embedding` (suffixed like the text field) to every record, a window of `batch_size` records at a time.
 
     `model` is a SentenceTransformer (anything with its `encode`). With a
@@ -252,10 +268,10 @@ def embed_records(records: Iterable[dict], model, fields: TextFields = TextField
             matrix = long_texts.encode(texts, encode_batch_size)
         else:
             matrix = encode(model, texts, encode_batch_size)
-        basic = matrix[:len(jobs)]
+        basic = matrix[: len(jobs)]
         outputs = {EMBEDDING: basic}
         if focus:
-            cf = matrix[len(jobs):]
+            cf = matrix[len(jobs) :]
             outputs[EMBEDDING] = basic + weight * cf  # CF-BERT eq. 1
             if keep_parts:
                 outputs[BASIC], outputs[CF] = basic, cf
@@ -344,8 +360,12 @@ class VectorFile:
         """FILE.npy.json: the model that made the rows (as each record's embedding_model names it) and the shape."""
         from .model_identity import FIELD
 
-        return {FIELD: None if self.identity is None else str(self.identity), "rows": self.rows, "dim": self.dim,
-                "dtype": "float32"}
+        return {
+            FIELD: None if self.identity is None else str(self.identity),
+            "rows": self.rows,
+            "dim": self.dim,
+            "dtype": "float32",
+        }
 
     def __exit__(self, exc_type, exc, tb) -> None:
         assert self._file is not None

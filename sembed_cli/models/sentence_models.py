@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import SembedError
 from .precision import cast, resolve
+
 # offline and the load-report filters live below every loader; named here too for the modules that load through this
 from .transformer_loading import library_report_off, masked_lm_report_left_out, offline  # noqa: F401
 
@@ -68,8 +69,9 @@ def own_modules_only(path: Path) -> bool:
         types = [module["type"] for module in modules]
     except (OSError, ValueError, KeyError, TypeError):
         return False
-    return all(t.startswith(("sentence_transformers.", SEMBED_MODULES)) for t in types) and \
-        any(t.startswith(SEMBED_MODULES) for t in types)
+    return all(t.startswith(("sentence_transformers.", SEMBED_MODULES)) for t in types) and any(
+        t.startswith(SEMBED_MODULES) for t in types
+    )
 
 
 def open_model(model: str, device: str):
@@ -100,18 +102,25 @@ def load(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "fp3
     return cast(open_model(model, resolved), precision)
 
 
-def load_encoder(model: str = DEFAULT_MODEL, device: str = "auto", precision: str = "auto", backend: str = "torch",
-                 quantize: str = "none"):
+def load_encoder(
+    model: str = DEFAULT_MODEL,
+    device: str = "auto",
+    precision: str = "auto",
+    backend: str = "torch",
+    quantize: str = "none",
+):
     """The sentence encoder of `model` and the device it runs on: a SentenceTransformer (backend torch), or an ONNX
-    Runtime encoder with the same `encode` (backend onnx, the CPU only; sembed_cli/models/onnx_encoder.py), which imports
-    no torch once the model is exported. A static model (`sembed train --method static`) is always run by numpy on the
-    CPU (models/static_model.py), whatever the backend."""
+    Runtime encoder with the same `encode` (backend onnx, the CPU only; sembed_cli/models/onnx_encoder.py), which
+    imports no torch once the model is exported. A static model (`sembed train --method static`) is always run by
+    numpy on the CPU (models/static_model.py), whatever the backend."""
     from . import static_model  # numpy: not at --help
 
     if static_model.is_static(resolve_path(model)):
         if backend == "onnx":
-            raise SembedError(f"'{model}' is a static model: it runs in numpy, without torch or ONNX Runtime",
-                              "leave out --backend and --quantize")
+            raise SembedError(
+                f"'{model}' is a static model: it runs in numpy, without torch or ONNX Runtime",
+                "leave out --backend and --quantize",
+            )
         return load_static(model), "cpu"
     if backend == "onnx":
         return load_onnx(model, quantize), "cpu"
@@ -166,6 +175,7 @@ def saved_cf_weight(model: str) -> float | None:
     if weight is None:
         return None
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-        raise SembedError(f"model metadata {resolve_path(model) / METADATA_FILE}: cf_weight must be a number, "
-                          f"got {weight!r}")
+        raise SembedError(
+            f"model metadata {resolve_path(model) / METADATA_FILE}: cf_weight must be a number, got {weight!r}"
+        )
     return float(weight)

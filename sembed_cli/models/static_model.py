@@ -23,6 +23,7 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class StaticModel:
     normalisation) gets the zero vector, as StaticEmbedding gives it.
     """
 
-    identity = {"backend": "static"}
+    identity: ClassVar[dict[str, str]] = {"backend": "static"}
     max_seq_length = 1 << 30  # no window: a text of any length is one sum
 
     def __init__(self, tokenizer, matrix: np.ndarray, normalize: bool = True, path: Path | None = None):
@@ -81,8 +82,14 @@ class StaticModel:
         encodings = self.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
         return [encoding.ids for encoding in encodings]
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32, show_progress_bar: bool = False,
-               convert_to_numpy: bool = True, **_) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 32,
+        show_progress_bar: bool = False,
+        convert_to_numpy: bool = True,
+        **_,
+    ) -> np.ndarray:
         """float32 sentence vectors of `texts`, in order; `batch_size` is ignored (a batch is one tokenizer call)."""
         return self.embed_ids(self.token_ids(texts))
 
@@ -105,8 +112,10 @@ def load(path: str | Path) -> StaticModel:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
     except ImportError as e:
-        raise SembedError(f"a static model needs {e.name}, which is not installed",
-                          "pip install 'sembed[static]' (tokenizers and safetensors)") from None
+        raise SembedError(
+            f"a static model needs {e.name}, which is not installed",
+            "pip install 'sembed[static]' (tokenizers and safetensors)",
+        ) from None
 
     path = Path(path)
     try:
@@ -124,8 +133,10 @@ def load(path: str | Path) -> StaticModel:
     else:
         raise SembedError(f"the static model at '{path}' has no '{WEIGHTS_KEY}' in {WEIGHTS_FILE}")
     if matrix.ndim != 2 or matrix.shape[0] < tokenizer.get_vocab_size():
-        raise SembedError(f"the static model at '{path}' has {matrix.shape[0]} rows for a tokenizer of "
-                          f"{tokenizer.get_vocab_size()} tokens")
+        raise SembedError(
+            f"the static model at '{path}' has {matrix.shape[0]} rows for a tokenizer of "
+            f"{tokenizer.get_vocab_size()} tokens"
+        )
     normalize = any(t.rsplit(".", 1)[-1] == "Normalize" for t in types[1:])
     return StaticModel(tokenizer, np.ascontiguousarray(matrix, dtype=np.float32), normalize, path)
 
@@ -151,9 +162,19 @@ def save(directory: Path, tokenizer, matrix: np.ndarray, normalize: bool = True)
         modules.append({"idx": 1, "name": "1", "path": NORMALIZE_DIR, "type": NORMALIZE})
         (directory / NORMALIZE_DIR).mkdir()
     (directory / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
-    (directory / "config_sentence_transformers.json").write_text(json.dumps(
-        {"model_type": "SentenceTransformer", "prompts": {}, "default_prompt_name": None,
-         "similarity_fn_name": "cosine"}, indent=2) + "\n", encoding="utf-8")
+    (directory / "config_sentence_transformers.json").write_text(
+        json.dumps(
+            {
+                "model_type": "SentenceTransformer",
+                "prompts": {},
+                "default_prompt_name": None,
+                "similarity_fn_name": "cosine",
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     save_file({WEIGHTS_KEY: np.ascontiguousarray(matrix, dtype=np.float32)}, str(directory / WEIGHTS_FILE))
     plain = copy.deepcopy(tokenizer)
     plain.no_truncation()

@@ -43,25 +43,31 @@ class SyntaxMap:
     def apply(self, vectors: torch.Tensor) -> torch.Tensor:
         """(n, input_dimension) word vectors -> (n, dimension)."""
         if vectors.shape[-1] != self.input_dimension:
-            raise SembedError(f"the syntax map takes {self.input_dimension}-d word vectors, got {vectors.shape[-1]}-d",
-                              "embed with the encoder the map was trained on (see its syntax_map.json)")
+            raise SembedError(
+                f"the syntax map takes {self.input_dimension}-d word vectors, got {vectors.shape[-1]}-d",
+                "embed with the encoder the map was trained on (see its syntax_map.json)",
+            )
         return torch.nn.functional.linear(vectors.float(), self.weight, self.bias)
 
     def save(self, directory: Path) -> None:
         from safetensors.torch import save_file
 
-        save_file({"weight": self.weight.detach().cpu().contiguous(), "bias": self.bias.detach().cpu().contiguous()},
-                  str(directory / WEIGHTS_FILE))
-        write_json_atomic(directory / CONFIG_FILE, {"dimension": self.dimension,
-                                                    "input_dimension": self.input_dimension,
-                                                    "encoder": self.encoder})
+        save_file(
+            {"weight": self.weight.detach().cpu().contiguous(), "bias": self.bias.detach().cpu().contiguous()},
+            str(directory / WEIGHTS_FILE),
+        )
+        write_json_atomic(
+            directory / CONFIG_FILE,
+            {"dimension": self.dimension, "input_dimension": self.input_dimension, "encoder": self.encoder},
+        )
 
     @classmethod
     def load(cls, directory: str | Path) -> SyntaxMap:
         path = Path(directory).expanduser()
         if not (path / CONFIG_FILE).exists() or not (path / WEIGHTS_FILE).exists():
-            raise SembedError(f"no syntax map at '{directory}'",
-                              "pass a directory `sembed train --method syntax` wrote")
+            raise SembedError(
+                f"no syntax map at '{directory}'", "pass a directory `sembed train --method syntax` wrote"
+            )
         from safetensors.torch import load_file
 
         config = json.loads((path / CONFIG_FILE).read_text())

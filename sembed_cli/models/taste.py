@@ -64,8 +64,9 @@ class Taste:
 class Taster:
     """Tastes names with a masked-LM and its tokenizer (see the module docstring)."""
 
-    def __init__(self, model, tokenizer, top_k: int = DEFAULT_TOP_K, max_length: int | None = None,
-                 max_tokens: int = 32768):
+    def __init__(
+        self, model, tokenizer, top_k: int = DEFAULT_TOP_K, max_length: int | None = None, max_tokens: int = 32768
+    ):
         self.model, self.tokenizer, self.top_k = model, tokenizer, top_k
         self.max_length = max_length or loaded_window(model, tokenizer)
         self.max_tokens = max_tokens
@@ -107,16 +108,17 @@ class Taster:
             self._taste_chunk([encoded[j] for j in chunk], chunk, hits, log_probabilities)
         return [Taste(int(h), n, float(p)) for h, n, p in zip(hits, lengths, log_probabilities)]
 
-    def _taste_chunk(self, encoded: list[list[int]], owners: list[int], hits: torch.Tensor,
-                     log_probabilities: torch.Tensor) -> None:
+    def _taste_chunk(
+        self, encoded: list[list[int]], owners: list[int], hits: torch.Tensor, log_probabilities: torch.Tensor
+    ) -> None:
         """Every masked copy of the `encoded` texts in one forward pass; hits and log-probabilities added to
         `hits` and `log_probabilities` at `owners`."""
         width = max(len(ids) for ids in encoded)
         ids = torch.full((len(encoded), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
         attention = torch.zeros((len(encoded), width), dtype=torch.long)
         for row, tokens in enumerate(encoded):
-            ids[row, :len(tokens)] = torch.tensor(tokens)
-            attention[row, :len(tokens)] = 1
+            ids[row, : len(tokens)] = torch.tensor(tokens)
+            attention[row, : len(tokens)] = 1
         maskable = attention.bool() & ~torch.isin(ids, self.special)
         rows, positions = maskable.nonzero(as_tuple=True)  # one masked copy per (text, position)
         if not len(rows):
@@ -129,8 +131,9 @@ class Taster:
         hits.index_add_(0, owner, found.long())
         log_probabilities.index_add_(0, owner, log_probability.double())
 
-    def _guesses(self, copies: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor,
-                 truth: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _guesses(
+        self, copies: torch.Tensor, attention: torch.Tensor, positions: torch.Tensor, truth: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """For each masked copy: is the true token among the top k, and its log-probability."""
         rows = torch.arange(len(copies), device=self.device)
         if self.encoder is not None and self.head is not None:  # only the masked positions through the head
@@ -158,8 +161,14 @@ class Taster:
         return Taste(hits, int(maskable.sum()), log_probability)
 
 
-def taste_records(records: Iterable[dict], taster: Taster, fields: TextFields, batch_size: int, threshold: float,
-                  identification: Identification | None = None) -> Iterator[dict]:
+def taste_records(
+    records: Iterable[dict],
+    taster: Taster,
+    fields: TextFields,
+    batch_size: int,
+    threshold: float,
+    identification: Identification | None = None,
+) -> Iterator[dict]:
     """`sembed taste`: each record with taste_score, taste_prob, taste_hits, taste_length, (poi_vote, poi_ngram,
     poi_score,) and is_poi for each text field (lazy)."""
 
@@ -213,6 +222,11 @@ def taste_stream(stream: StreamOptions, fields: TextFields, settings: TasteSetti
     taster = Taster(lm, tokenizer, settings.top_k)
     voting = opened_identification(settings.neighbours, device, settings.vote) if settings.neighbours else nullcontext()
     with voting as identification:
-        return stream.run(fields.of, lambda records: taste_records(records, taster, fields, settings.batch_size,
-                                                                   settings.threshold, identification),
-                          settings.batch_size, "tasting")
+        return stream.run(
+            fields.of,
+            lambda records: taste_records(
+                records, taster, fields, settings.batch_size, settings.threshold, identification
+            ),
+            settings.batch_size,
+            "tasting",
+        )

@@ -44,11 +44,23 @@ class _SavedWithWeights(Module):
         self.save_torch_weights(output_path, safe_serialization=safe_serialization)
 
     @classmethod
-    def load(cls, model_name_or_path: str, subfolder: str = "", token: bool | str | None = None,
-             cache_folder: str | None = None, revision: str | None = None, local_files_only: bool = False,
-             init_defaults: dict[str, Any] | None = None, **kwargs: Any) -> Self:
-        hub: dict[str, Any] = {"token": token, "cache_folder": cache_folder, "revision": revision,
-                               "local_files_only": local_files_only}
+    def load(
+        cls,
+        model_name_or_path: str,
+        subfolder: str = "",
+        token: bool | str | None = None,
+        cache_folder: str | None = None,
+        revision: str | None = None,
+        local_files_only: bool = False,
+        init_defaults: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Self:
+        hub: dict[str, Any] = {
+            "token": token,
+            "cache_folder": cache_folder,
+            "revision": revision,
+            "local_files_only": local_files_only,
+        }
         config = cls.load_config(model_name_or_path, subfolder=subfolder, **hub)
         for key, value in (init_defaults or {}).items():  # as Module.load: the saved config wins
             config.setdefault(key, value)
@@ -88,9 +100,9 @@ class TokenAttention(_SavedWithWeights):
         return self.dimension
 
 
-
-def token_weights(embeddings: torch.Tensor, mask: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor,
-                  w_t: torch.Tensor, s_max: int) -> torch.Tensor:
+def token_weights(
+    embeddings: torch.Tensor, mask: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_t: torch.Tensor, s_max: int
+) -> torch.Tensor:
     """O of TA-SBERT eq. 3 for a batch: (batch x s) token weights, zero where `mask` is False."""
     d = embeddings.shape[-1]
     q, k, t = embeddings @ w_q.T, embeddings @ w_k.T, embeddings @ w_t.T  # eq. 1; t: batch x s x 1
@@ -125,7 +137,6 @@ class TokenReconstruction(_SavedWithWeights):
             features["reconstruction_logits"] = self.projection(features["token_embeddings"][real])
             features["reconstruction_targets"] = features["input_ids"][real]
         return features
-
 
 
 def reconstruction_loss(features: dict[str, Any]) -> torch.Tensor:

@@ -23,15 +23,20 @@ def token_window(*limits: object) -> int:
     (sentence-transformers' max_seq_length, the tokenizer's model_max_length, the config's max_position_embeddings),
     as sentence-transformers caps it. A limit that is missing (None), not a number, or "no limit" is left out;
     DEFAULT_WINDOW when none is left."""
-    usable = [int(limit) for limit in limits
-              if isinstance(limit, (int, float)) and not isinstance(limit, bool) and 0 < limit < NO_LIMIT]
+    usable = [
+        int(limit)
+        for limit in limits
+        if isinstance(limit, (int, float)) and not isinstance(limit, bool) and 0 < limit < NO_LIMIT
+    ]
     return min(usable) if usable else DEFAULT_WINDOW
 
 
 def loaded_window(model, tokenizer) -> int:
     """`token_window` of a loaded transformers model and its tokenizer."""
-    return token_window(getattr(getattr(model, "config", None), "max_position_embeddings", None),
-                        getattr(tokenizer, "model_max_length", None))
+    return token_window(
+        getattr(getattr(model, "config", None), "max_position_embeddings", None),
+        getattr(tokenizer, "model_max_length", None),
+    )
 
 
 def offline() -> None:
@@ -57,8 +62,10 @@ class _MaskedLmReport(logging.Filter):
         if "LOAD REPORT" not in message:
             return True
         rows = [[cell.strip() for cell in line.split("|")] for line in message.splitlines() if "|" in line][1:]
-        return not rows or not all(any(key.startswith(prefix) and status == expected
-                                       for prefix, expected in MASKED_LM_ROWS) for key, status, *_ in rows)
+        return not rows or not all(
+            any(key.startswith(prefix) and status == expected for prefix, expected in MASKED_LM_ROWS)
+            for key, status, *_ in rows
+        )
 
 
 @contextmanager

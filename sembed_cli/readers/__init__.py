@@ -28,17 +28,20 @@ class Format:
     pick: Picker = data_files  # which files of a folder it reads
 
 
-FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("stsb", each_file(pairs.read_stsb)),
-    Format("sick", each_file(pairs.read_sick)),
-    Format("semeval-sts", each_file(pairs.read_semeval_sts), pairs.semeval_files),
-    Format("snli", each_file(pairs.read_snli)),
-    Format("lines", each_file(corpora.read_lines)),
-    Format("prose", corpora.read_prose),
-    Format("brown", each_file(corpora.read_brown)),
-    Format("conll", each_file(conll.read_conll)),
-    Format("mr", each_file(senteval.read_mr)),
-    Format("subj", each_file(senteval.read_subj)),
-    Format("cr", each_file(senteval.read_cr)),
-    Format("gazetteer", gazetteer.read_gazetteer),
-)}
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("stsb", each_file(pairs.read_stsb)),
+        Format("sick", each_file(pairs.read_sick)),
+        Format("semeval-sts", each_file(pairs.read_semeval_sts), pairs.semeval_files),
+        Format("snli", each_file(pairs.read_snli)),
+        Format("lines", each_file(corpora.read_lines)),
+        Format("prose", corpora.read_prose),
+        Format("brown", each_file(corpora.read_brown)),
+        Format("conll", each_file(conll.read_conll)),
+        Format("mr", each_file(senteval.read_mr)),
+        Format("subj", each_file(senteval.read_subj)),
+        Format("cr", each_file(senteval.read_cr)),
+        Format("gazetteer", gazetteer.read_gazetteer),
+    )
+}

@@ -36,8 +36,9 @@ class Sentence:
 
     def add(self, number: int, cells: list[str]) -> None:
         if len(cells) not in LAYOUTS:
-            raise BadRecord("expected word TAB tag TAB head (3 or 4 columns) or 10 CoNLL-X/U columns, "
-                            f"found {len(cells)}")
+            raise BadRecord(
+                f"expected word TAB tag TAB head (3 or 4 columns) or 10 CoNLL-X/U columns, found {len(cells)}"
+            )
         if self.layout is not None and len(cells) != self.layout:
             raise BadRecord(f"{len(cells)} columns in a sentence of {self.layout}-column lines")
         self.layout = len(cells)

@@ -60,8 +60,10 @@ def paragraphs(files: Sequence[InputFile], settings: ReadSettings, max_length: i
             if pending and (not text or not settings.wrapped):
                 paragraph = " ".join(t for _, t in pending)
                 if len(paragraph) > max_length:  # spaCy refuses longer texts (and would need its RAM)
-                    file.reject(pending[0][0], f"paragraph of {len(paragraph)} characters is longer than spaCy's "
-                                               f"limit of {max_length}")
+                    file.reject(
+                        pending[0][0],
+                        f"paragraph of {len(paragraph)} characters is longer than spaCy's limit of {max_length}",
+                    )
                 else:
                     yield Paragraph(doc_id(file, document, doc_break), paragraph)
                     started = True

@@ -77,8 +77,12 @@ class ReadSettings:
 
 def is_data_file(path: Path) -> bool:
     name = path.name.lower()
-    return not ("readme" in name or name.startswith(DOCUMENTATION_PREFIXES) or name in DOCUMENTATION_NAMES
-                or name.endswith(DOCUMENTATION_SUFFIXES))
+    return not (
+        "readme" in name
+        or name.startswith(DOCUMENTATION_PREFIXES)
+        or name in DOCUMENTATION_NAMES
+        or name.endswith(DOCUMENTATION_SUFFIXES)
+    )
 
 
 def data_files(paths: Sequence[Path]) -> list[Path]:
@@ -98,15 +102,22 @@ def input_files(paths: Sequence[str], pick: Picker = data_files, skip_errors: bo
             continue
         given = Path(path)
         if given.is_dir():
-            members = sorted((p for p in given.rglob("*") if p.is_file()
-                              and not any(part.startswith(".") for part in p.relative_to(given).parts)),
-                             key=lambda p: p.relative_to(given).parts)
+            members = sorted(
+                (
+                    p
+                    for p in given.rglob("*")
+                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(given).parts)
+                ),
+                key=lambda p: p.relative_to(given).parts,
+            )
             chosen = pick(members)
             if not chosen:
                 raise SembedError(f"no input files in folder {path}", "pass the data files themselves")
             top = given.resolve().name
-            files.extend(InputFile(str(p), f"{top}/{p.relative_to(given).as_posix()}", Rejects(str(p), skip_errors))
-                         for p in chosen)
+            files.extend(
+                InputFile(str(p), f"{top}/{p.relative_to(given).as_posix()}", Rejects(str(p), skip_errors))
+                for p in chosen
+            )
         elif given.exists():
             files.append(InputFile(path, given.name, Rejects(path, skip_errors)))
         else:
@@ -119,8 +130,10 @@ def lines(file: InputFile, encoding: str = AUTO) -> Iterator[tuple[int, str]]:
     decode = LineDecoder(encoding)
     yield from text_lines(file.path, file.rejects, decode)  # a byte-order mark at the start is dropped there
     if decode.fallbacks:
-        file.note(f"{len(decode.fallbacks)} line(s) not UTF-8, read as Windows-1252 (first: line "
-                  f"{decode.fallbacks[0]}; --encoding sets another)")
+        file.note(
+            f"{len(decode.fallbacks)} line(s) not UTF-8, read as Windows-1252 (first: line "
+            f"{decode.fallbacks[0]}; --encoding sets another)"
+        )
 
 
 def line_records(file: InputFile, encoding: str, parse: Callable[[str], dict | None]) -> Iterator[dict]:

@@ -26,9 +26,14 @@ def stsb_record(line: str) -> dict:
     """One STS Benchmark line (Cer et al. 2017). Some lines carry two source columns after
     sentence2 (where each sentence was taken from); they are not part of the pair and are dropped."""
     genre, source, year, pair_id, score, text_a, text_b = columns(line, STSB_COLUMNS)[:7]
-    return {"id": f"{source}/{year}/{pair_id}", "genre": genre, "source": source,
-            "text_a": sentence(text_a, "sentence1"), "text_b": sentence(text_b, "sentence2"),
-            "score": number(score, "score")}
+    return {
+        "id": f"{source}/{year}/{pair_id}",
+        "genre": genre,
+        "source": source,
+        "text_a": sentence(text_a, "sentence1"),
+        "text_b": sentence(text_b, "sentence2"),
+        "score": number(score, "score"),
+    }
 
 
 def read_stsb(file: InputFile, settings: ReadSettings) -> Iterator[dict]:
@@ -45,24 +50,32 @@ class SickColumns:
     are optional (an unannotated test file has neither).
     """
 
-    FIELDS: ClassVar[dict[str, str]] = {"pair_ID": "id", "sentence_A": "text_a", "sentence_B": "text_b",
-                                        "relatedness_score": "score", "entailment_judgment": "label",
-                                        "entailment_label": "label"}
+    FIELDS: ClassVar[dict[str, str]] = {
+        "pair_ID": "id",
+        "sentence_A": "text_a",
+        "sentence_B": "text_b",
+        "relatedness_score": "score",
+        "entailment_judgment": "label",
+        "entailment_label": "label",
+    }
     REQUIRED = ("pair_ID", "sentence_A", "sentence_B")
 
     def __init__(self, header: str):
         names = [name.strip() for name in header.split("\t")]
         if not set(self.REQUIRED) <= set(names):
-            raise BadRecord(f"expected a SICK header line with {', '.join(self.REQUIRED)}, "
-                            f"relatedness_score, entailment_judgment")
+            raise BadRecord(
+                f"expected a SICK header line with {', '.join(self.REQUIRED)}, relatedness_score, entailment_judgment"
+            )
         self.names = names
         self.where = {field: names.index(name) for name, field in self.FIELDS.items() if name in names}
 
     def record(self, line: str) -> dict:
         cells = columns(line, self.names)
-        record: dict = {"id": cells[self.where["id"]].strip(),
-                  "text_a": sentence(cells[self.where["text_a"]], "sentence_A"),
-                  "text_b": sentence(cells[self.where["text_b"]], "sentence_B")}
+        record: dict = {
+            "id": cells[self.where["id"]].strip(),
+            "text_a": sentence(cells[self.where["text_a"]], "sentence_A"),
+            "text_b": sentence(cells[self.where["text_b"]], "sentence_B"),
+        }
         if "score" in self.where:
             record["score"] = number(cells[self.where["score"]], "relatedness_score")
         if "label" in self.where:
@@ -135,8 +148,12 @@ def read_semeval_sts(file: InputFile, settings: ReadSettings) -> Iterator[dict]:
 
 
 def _pair(pair_id: str, source: str, text_a: str, text_b: str, score: str | None) -> dict:
-    record: dict = {"id": pair_id, "source": source, "text_a": sentence(text_a, "sentence1"),
-              "text_b": sentence(text_b, "sentence2")}
+    record: dict = {
+        "id": pair_id,
+        "source": source,
+        "text_a": sentence(text_a, "sentence1"),
+        "text_b": sentence(text_b, "sentence2"),
+    }
     if score is not None and score.strip():
         record["score"] = number(score, "score")
     return record
@@ -239,8 +256,11 @@ def snli_record(record: dict) -> dict | None:
     pair = {"id": str(record["pairID"])} if "pairID" in record else {}
     if isinstance(record.get("genre"), str):
         pair["genre"] = record["genre"]
-    pair.update(text_a=record["sentence1"].strip(), text_b=record["sentence2"].strip(),
-                label=record["gold_label"].strip().lower())
+    pair.update(
+        text_a=record["sentence1"].strip(),
+        text_b=record["sentence2"].strip(),
+        label=record["gold_label"].strip().lower(),
+    )
     return pair
 
 

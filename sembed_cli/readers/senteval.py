@@ -38,8 +38,9 @@ def _labelled_by_name(file: InputFile, settings: ReadSettings, label: int) -> It
     return line_records(file, settings.encoding, lambda line: {"text": sentence(line, "sentence"), "label": label})
 
 
-def _by_name(rule: Callable[[InputFile], int | None], expected: str) -> Callable[[InputFile, ReadSettings],
-                                                                                   Iterator[dict]]:
+def _by_name(
+    rule: Callable[[InputFile], int | None], expected: str
+) -> Callable[[InputFile, ReadSettings], Iterator[dict]]:
     def read(file: InputFile, settings: ReadSettings) -> Iterator[dict]:
         label = rule(file)
         if label is None:
@@ -55,8 +56,9 @@ read_subj = _by_name(subjectivity_label, "quote.tok.gt9.5000 and plot.tok.gt9.50
 
 def opinion(features: str) -> int:
     """The sum of the opinion strengths marked in a Hu & Liu feature list."""
-    return sum((int(strength) if strength else 1) * (1 if sign == "+" else -1)
-               for sign, strength in OPINION.findall(features))
+    return sum(
+        (int(strength) if strength else 1) * (1 if sign == "+" else -1) for sign, strength in OPINION.findall(features)
+    )
 
 
 def cr_record(line: str) -> dict | None:

@@ -41,8 +41,27 @@ OBJECT_TAGS = frozenset({"DT", "PDT", "PRP", "PRP$", "CD", "NN", "NNS"})
 # Words before "'s" that cannot own anything, so "'s" is a verb whatever its tag: "where's he?".
 PRONOUN_TAGS = frozenset({"PRP", "WP", "WRB", "EX"})
 # Words tagged IN that open a clause, after which "it's" is "it is": "if it's water".
-SUBORDINATORS = frozenset({"after", "although", "as", "because", "before", "if", "once", "since", "so", "than",
-                           "that", "though", "till", "unless", "until", "whether", "while"})
+SUBORDINATORS = frozenset(
+    {
+        "after",
+        "although",
+        "as",
+        "because",
+        "before",
+        "if",
+        "once",
+        "since",
+        "so",
+        "than",
+        "that",
+        "though",
+        "till",
+        "unless",
+        "until",
+        "whether",
+        "while",
+    }
+)
 # Tags that cannot open the noun phrase of a possessor ("John's [car]"), only the complement of "is".
 AFTER_VERB_TAGS = frozenset({"DT", "IN", "PRP", "PRP$", "TO", "EX"})
 ADVERB_TAGS = frozenset({"RB", "RBR", "RBS"})
@@ -90,7 +109,7 @@ def base_form(doc, original: str) -> str:
     out: list[str] = []
     last_spaced = False
     for token in doc:
-        source = original[token.idx:token.idx + len(token)]
+        source = original[token.idx : token.idx + len(token)]
         rewrite = _rewrite(token)
         text = source if rewrite is None else _cased(rewrite.text, source, _group_is_upper(token, original))
         spaced = rewrite is not None and rewrite.spaced
@@ -113,8 +132,9 @@ def base_forms(texts: Sequence[str], nlp, batch_size: int = BATCH) -> Iterator[s
         yield base_form(next(docs), text) if has_apostrophe(text) else text
 
 
-def normalize_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(),
-                      batch_size: int = 1000) -> Iterator[dict]:
+def normalize_records(
+    records: Iterable[dict], nlp, fields: TextFields = TextFields(), batch_size: int = 1000
+) -> Iterator[dict]:
     """`sembed normalize`: replace every text field by its base form; the original goes to `text_raw` (suffixed
     like the field).
 
@@ -161,7 +181,7 @@ def _negated_host(token) -> Rewrite | None:
 
 
 def _aint(token) -> str:
-    """"ain't": "have"/"has" before a participle ("ain't got"), else the form of "be" the subject takes."""
+    """ "ain't": "have"/"has" before a participle ("ain't got"), else the form of "be" the subject takes."""
     previous = _word_before(token)
     subject = previous.lower_ if previous is not None else ""
     plural = subject in PLURAL_SUBJECTS or (previous is not None and previous.tag_ in ("NNS", "NNPS"))
@@ -173,7 +193,7 @@ def _aint(token) -> str:
 
 
 def _apostrophe_s(token) -> Rewrite:
-    """"'s": "us" after "let", a plural after digits, "is"/"has" after a pronoun or as a verb, else possessive."""
+    """ "'s": "us" after "let", a plural after digits, "is"/"has" after a pronoun or as a verb, else possessive."""
     previous = _attached_previous(token)
     host = previous.lower_ if previous is not None else ""
     if host == "let":
@@ -191,11 +211,16 @@ def _apostrophe_s(token) -> Rewrite:
 
 
 def _misspelt_its(token, it) -> bool:
-    """"it's" after a preposition and before a noun is the possessive "its": "with a ball in it's mouth"."""
+    """ "it's" after a preposition and before a noun is the possessive "its": "with a ball in it's mouth"."""
     before = _word_before(it)
     following = _next_token(token)
-    return (before is not None and before.tag_ == "IN" and before.lower_ not in SUBORDINATORS
-            and following is not None and following.tag_ in ("NN", "NNS", "JJ"))
+    return (
+        before is not None
+        and before.tag_ == "IN"
+        and before.lower_ not in SUBORDINATORS
+        and following is not None
+        and following.tag_ in ("NN", "NNS", "JJ")
+    )
 
 
 def _verb_follows(token) -> bool:
@@ -205,7 +230,7 @@ def _verb_follows(token) -> bool:
 
 
 def _is_or_has(token) -> str:
-    """"'s" as a verb: "has" before a perfect participle, "is" otherwise (adjectives, -ing, passives)."""
+    """ "'s" as a verb: "has" before a perfect participle, "is" otherwise (adjectives, -ing, passives)."""
     following = _word_after(token)
     if following is None or following.tag_ not in ("VBN", "VBD"):
         return "is"
@@ -216,7 +241,7 @@ def _is_or_has(token) -> str:
 
 
 def _would_or_had(token) -> str:
-    """"'d": "had" before a participle or in "'d better", "would" before a bare verb or "'d rather"."""
+    """ "'d": "had" before a participle or in "'d better", "would" before a bare verb or "'d rather"."""
     following = _word_after(token, keep=("better", "best", "rather", "sooner"))
     if following is not None:
         if following.lower_ in ("better", "best"):

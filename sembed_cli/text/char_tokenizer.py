@@ -26,8 +26,9 @@ def _pipeline():
     from tokenizers import Regex, normalizers, pre_tokenizers
 
     normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.StripAccents(), normalizers.Lowercase()])
-    pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
-                                             pre_tokenizers.Split(Regex("."), behavior="isolated")])
+    pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Split(Regex("."), behavior="isolated")]
+    )
     return normalizer, pre_tokenizer
 
 
@@ -44,11 +45,19 @@ def _fast_tokenizer(tokenizer, max_length: int):
 
     vocab = tokenizer.get_vocab()
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]",
-                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
-                                   model_max_length=max_length)
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=max_length,
+    )
 
 
 def build_wordpiece(texts: Iterable[str], vocab_size: int, max_length: int = 64):
@@ -60,8 +69,7 @@ def build_wordpiece(texts: Iterable[str], vocab_size: int, max_length: int = 64)
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizer
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS),
-                                        show_progress=False)
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False)
     tokenizer.train_from_iterator(texts, trainer)
     return _fast_tokenizer(tokenizer, max_length)
 
@@ -87,5 +95,7 @@ def for_names(vocab: str, names: list[str], vocab_size: int, max_length: int) ->
     pieces), and the line that describes it in the model's sembed.json."""
     if vocab == "characters":
         return build(names, max_length=max_length), "characters (NFD, accents stripped, lower case, no blanks)"
-    return (build_wordpiece(names, vocab_size, max_length=max_length),
-            f"wordpiece, at most {vocab_size} learnt from the names (NFD, accents stripped, lower case)")
+    return (
+        build_wordpiece(names, vocab_size, max_length=max_length),
+        f"wordpiece, at most {vocab_size} learnt from the names (NFD, accents stripped, lower case)",
+    )

@@ -68,8 +68,7 @@ CONTRACTED_NOT = frozenset({"n't", "n’t"})
 COMPLEMENTS = frozenset({"acomp", "attr"})
 AUXILIARIES = frozenset({"aux", "auxpass"})
 EXPLETIVE = "expl"
-BE_FORMS = frozenset({"be", "is", "are", "was", "were", "am", "been", "being",
-                      "'s", "'re", "'m", "’s", "’re", "’m"})
+BE_FORMS = frozenset({"be", "is", "are", "was", "were", "am", "been", "being", "'s", "'re", "'m", "’s", "’re", "’m"})
 
 
 def s_cf(tokens: Sequence[Token], text: str) -> str:
@@ -77,8 +76,13 @@ def s_cf(tokens: Sequence[Token], text: str) -> str:
     return " ".join(component_words(tokens)) or text
 
 
-def spo_records(records: Iterable[dict], nlp=None, fields: TextFields = TextFields(), batch_size: int = 1000,
-                model: str = spacy_pipeline.DEFAULT_MODEL) -> Iterator[dict]:
+def spo_records(
+    records: Iterable[dict],
+    nlp=None,
+    fields: TextFields = TextFields(),
+    batch_size: int = 1000,
+    model: str = spacy_pipeline.DEFAULT_MODEL,
+) -> Iterator[dict]:
     """`sembed spo`: add `s_cf` (suffixed like the text field) to every record.
 
     A text's parse is its `tokens` field (`tokens_a` for `text_a`...) when the
@@ -101,8 +105,12 @@ def add_missing_s_cf(jobs: Sequence[tuple[dict, str]], nlp=None, model: str = sp
 def write_s_cf(jobs: Sequence[tuple[dict, str]], nlp=None, model: str = spacy_pipeline.DEFAULT_MODEL) -> None:
     """Store S_cf of each (record, text key), from the record's tokens field where it has one, else parsing the
     text (`dependency.parse_missing`: spo adds no tokens field)."""
-    parses = parse_missing([record.get(derived_key(key, "tokens")) for record, key in jobs],
-                           [record[key] for record, key in jobs], nlp, model)
+    parses = parse_missing(
+        [record.get(derived_key(key, "tokens")) for record, key in jobs],
+        [record[key] for record, key in jobs],
+        nlp,
+        model,
+    )
     for (record, key), tokens in zip(jobs, parses):
         record[derived_key(key, S_CF)] = s_cf(tokens, record[key])
 
@@ -269,8 +277,11 @@ def add_coordinated_verbs(tree: Tree, clauses: dict[int, Clause]) -> None:
 
 def predicate_words(tree: Tree, key: int, subjects: set[int]) -> list[int]:
     """The predicate of a clause: its head plus complements; a copula gives way to its complement."""
-    complements = [c for c in tree.children[key]
-                   if tree.dep(c) in COMPLEMENTS and c not in subjects and not tree.tag(c).startswith("W")]
+    complements = [
+        c
+        for c in tree.children[key]
+        if tree.dep(c) in COMPLEMENTS and c not in subjects and not tree.tag(c).startswith("W")
+    ]
     if complements and tree.is_copula(key):
         return complements
     return [key, *complements]

@@ -47,16 +47,22 @@ def doc_triples(doc) -> list[list]:
     return [[[t.head.text, t.head.tag_], t.dep_, [t.text, t.tag_]] for t in doc if t.head.i != t.i]
 
 
-def parse_records(records: Iterable[dict], nlp, fields: TextFields = TextFields(), batch_size: int = 1000,
-                  n_process: int = 1) -> Iterator[dict]:
+def parse_records(
+    records: Iterable[dict], nlp, fields: TextFields = TextFields(), batch_size: int = 1000, n_process: int = 1
+) -> Iterator[dict]:
     """`sembed parse`: add `tokens` and `triples` (suffixed like the text field) to every record."""
 
     def store(record: dict, key: str, doc) -> None:
         record[derived_key(key, "tokens")] = doc_tokens(doc)
         record[derived_key(key, "triples")] = doc_triples(doc)
 
-    return map_texts(records, fields, batch_size,
-                     lambda texts: nlp.pipe(texts, batch_size=spacy_pipeline.BATCH, n_process=n_process), store)
+    return map_texts(
+        records,
+        fields,
+        batch_size,
+        lambda texts: nlp.pipe(texts, batch_size=spacy_pipeline.BATCH, n_process=n_process),
+        store,
+    )
 
 
 def check_parse_source(record: dict, key: str) -> None:
@@ -69,8 +75,9 @@ def check_parse_source(record: dict, key: str) -> None:
         check_text(record, key, spacy_pipeline.LIMIT)
 
 
-def parse_missing(parses: list[list[dict] | None], texts: Sequence[str], nlp=None,
-                  model: str = spacy_pipeline.DEFAULT_MODEL) -> list[list[dict]]:
+def parse_missing(
+    parses: list[list[dict] | None], texts: Sequence[str], nlp=None, model: str = spacy_pipeline.DEFAULT_MODEL
+) -> list[list[dict]]:
     """`parses` (in place) with each None replaced by the tokens of the text at its position, parsed with `nlp`
     or, when that is None, with the spaCy pipeline `model`, loaded only when a parse is missing."""
     missing = [n for n, tokens in enumerate(parses) if tokens is None]

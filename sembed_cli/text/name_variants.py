@@ -28,11 +28,11 @@ def typo(text: str, rng: random.Random) -> str:
     i = rng.randrange(1, len(text) - 1)
     kind = rng.choice(("swap", "delete", "replace", "insert"))
     if kind == "swap":
-        return text[:i] + text[i + 1] + text[i] + text[i + 2:]
+        return text[:i] + text[i + 1] + text[i] + text[i + 2 :]
     if kind == "delete":
-        return text[:i] + text[i + 1:]
+        return text[:i] + text[i + 1 :]
     if kind == "replace":
-        return text[:i] + rng.choice(LETTERS) + text[i + 1:]
+        return text[:i] + rng.choice(LETTERS) + text[i + 1 :]
     return text[:i] + rng.choice(LETTERS) + text[i:]
 
 

@@ -14,8 +14,18 @@ import re
 
 # The abbreviations of place names a user types or reads on a map, each with the word it stands for. "St." is
 # "Saint" in English and French names and "Sankt" in German ones ("St. Gallen"): all three are one word here.
-ABBREVIATIONS = {"st": "saint", "sankt": "saint", "ste": "sainte", "mt": "mount", "mtn": "mountain", "ft": "fort",
-                 "hts": "heights", "spgs": "springs", "jct": "junction", "twp": "township"}
+ABBREVIATIONS = {
+    "st": "saint",
+    "sankt": "saint",
+    "ste": "sainte",
+    "mt": "mount",
+    "mtn": "mountain",
+    "ft": "fort",
+    "hts": "heights",
+    "spgs": "springs",
+    "jct": "junction",
+    "twp": "township",
+}
 APOSTROPHES = re.compile(r"['\u2018\u2019\u02bb`]")
 WORD = re.compile(r"\w+")
 

@@ -35,8 +35,11 @@ def idle_layers(nlp) -> list[str]:
     sentence splitting alone would only make it about 15 times slower.
     """
     enabled = set(nlp.pipe_names)
-    return [name for name in nlp.pipe_names if name in EMBEDDING_LAYERS
-            and not set(getattr(nlp.get_pipe(name), "listening_components", [])) & enabled]
+    return [
+        name
+        for name in nlp.pipe_names
+        if name in EMBEDDING_LAYERS and not set(getattr(nlp.get_pipe(name), "listening_components", [])) & enabled
+    ]
 
 
 @functools.lru_cache(maxsize=8)
@@ -55,8 +58,10 @@ def load(model: str = DEFAULT_MODEL, keep: tuple[str, ...] = PARSE):
         wanted = wanted - {"senter"} | {"parser"}  # a pipeline without senter splits sentences with its parser
     missing = sorted(wanted - set(nlp.component_names))
     if missing:
-        raise SembedError(f"spaCy pipeline '{model}' has no {', '.join(missing)} component",
-                          "use a pipeline trained with a tagger and parser, such as en_core_web_sm")
+        raise SembedError(
+            f"spaCy pipeline '{model}' has no {', '.join(missing)} component",
+            "use a pipeline trained with a tagger and parser, such as en_core_web_sm",
+        )
     for name in wanted - set(nlp.pipe_names):
         nlp.enable_pipe(name)  # senter ships disabled in the English pipelines
     for name in nlp.pipe_names:

@@ -57,12 +57,15 @@ from . import spacy_pipeline
 K = 6  # the paper's variants per set
 TOP = 30  # the paper's top-30 predictions
 MLM_NAME = "minilm-mlm"
-MLM_HINT = ("run examples/build_mlm.sh to build it, or pass --mlm with any Hugging Face masked-LM directory "
-            "such as bert-base-uncased")
+MLM_HINT = (
+    "run examples/build_mlm.sh to build it, or pass --mlm with any Hugging Face masked-LM directory "
+    "such as bert-base-uncased"
+)
 
 # Never replaced (paper: "a closed set of a few dozens of words (mostly function words)"): articles and
 # determiners, pronouns, wh-words, auxiliaries and modals, prepositions, conjunctions, negation, "there", "to".
-FUNCTION_WORDS = frozenset("""
+FUNCTION_WORDS = frozenset(
+    """
     a an the this that these those some any no every each all both either neither another such
     i me my mine myself you your yours yourself yourselves he him his himself she her hers herself
     it its itself we us our ours ourselves they them their theirs themselves
@@ -74,7 +77,8 @@ FUNCTION_WORDS = frozenset("""
     despite toward towards via throughout per
     and or but nor so yet if because while although though whether since until unless
     not never there then
-""".split())
+""".split()
+)
 
 WORD_START = ("Ġ", "▁")  # how byte-level BPE and SentencePiece vocabularies mark a word's first piece
 
@@ -94,8 +98,12 @@ def replaceable(word: str) -> bool:
 
 def candidate_word(text: str) -> bool:
     """A vocabulary entry that may replace a word: a Latin word of two letters or more, not a function word."""
-    return (len(text) >= 2 and text.isalpha() and text.lower() not in FUNCTION_WORDS
-            and all(c.isascii() or unicodedata.name(c, "").startswith("LATIN") for c in text))
+    return (
+        len(text) >= 2
+        and text.isalpha()
+        and text.lower() not in FUNCTION_WORDS
+        and all(c.isascii() or unicodedata.name(c, "").startswith("LATIN") for c in text)
+    )
 
 
 def match_case(candidate: str, original: str, first: bool, uncased: bool) -> str:
@@ -176,6 +184,7 @@ def spaces_in(words: list[str], text: str | None) -> list[bool]:
 
 # --- the masked-LM ---------------------------------------------------------------------------------------
 
+
 class MaskedLM:
     """A Hugging Face masked-LM asked for whole-word candidates at one masked word of many sentences at once."""
 
@@ -205,7 +214,7 @@ class MaskedLM:
         # the special tokens around a sentence ([CLS] ... [SEP]), as the tokenizer adds them
         probe = tokenizer(tokenizer.mask_token)["input_ids"]
         at = probe.index(tokenizer.mask_token_id)
-        self.before, self.after = probe[:at], probe[at + 1:]
+        self.before, self.after = probe[:at], probe[at + 1 :]
         # BERT-style models: run the encoder, then the head on the masked positions only (the head's vocabulary
         # projection would otherwise cost as much as the encoder, for logits nobody reads)
         base = getattr(model, getattr(model, "base_model_prefix", ""), None)
@@ -255,7 +264,7 @@ class MaskedLM:
         found: list[list[str]] = [[] for _ in rows]
         order = sorted(range(len(rows)), key=lambda n: len(encoded[n][0]))  # little padding in each forward
         for start in range(0, len(order), self.rows_per_forward):
-            chunk = order[start:start + self.rows_per_forward]
+            chunk = order[start : start + self.rows_per_forward]
             logits = self.mask_logits([encoded[n][0] for n in chunk], [encoded[n][1] for n in chunk])
             logits = logits.masked_fill(self.blocked, float("-inf"))
             best = torch.topk(logits, min(top + 1, logits.shape[1]), dim=1)
@@ -275,8 +284,8 @@ class MaskedLM:
         input_ids = torch.full((len(ids), width), pad, dtype=torch.long)
         attention = torch.zeros((len(ids), width), dtype=torch.long)
         for n, row in enumerate(ids):
-            input_ids[n, :len(row)] = torch.tensor(row)
-            attention[n, :len(row)] = 1
+            input_ids[n, : len(row)] = torch.tensor(row)
+            attention[n, : len(row)] = 1
         input_ids, attention = input_ids.to(self.device), attention.to(self.device)
         rows = torch.arange(len(ids), device=self.device)
         position = torch.tensor(where, device=self.device)
@@ -296,6 +305,7 @@ def max_length(model, tokenizer) -> int:
 
 
 # --- the tagger ----------------------------------------------------------------------------------------
+
 
 class Tagger:
     """spaCy's fine-grained tags (`tag_`) of words in context, many sentences per `nlp.pipe` call."""
@@ -339,8 +349,11 @@ def tagger_context(nlp) -> int | None:
         architecture = str(tok2vec["@architectures"])
         if architecture.startswith("spacy.HashEmbedCNN."):
             encode = tok2vec
-        elif architecture.startswith("spacy.Tok2Vec.") and str(tok2vec["embed"]["@architectures"]).startswith(
-                "spacy.MultiHashEmbed.") and not tok2vec["embed"].get("include_static_vectors"):
+        elif (
+            architecture.startswith("spacy.Tok2Vec.")
+            and str(tok2vec["embed"]["@architectures"]).startswith("spacy.MultiHashEmbed.")
+            and not tok2vec["embed"].get("include_static_vectors")
+        ):
             encode = tok2vec["encode"]
             if not re.match(r"spacy\.(Maxout|Mish)WindowEncoder\.", str(encode["@architectures"])):
                 return None
@@ -353,6 +366,7 @@ def tagger_context(nlp) -> int | None:
 
 # --- the sets ------------------------------------------------------------------------------------------
 
+
 class SetGenerator:
     """Turns records into records with a set of structurally equivalent sentences each (paper section 3.1).
 
@@ -360,9 +374,20 @@ class SetGenerator:
     `generate` is the records-in, records-out iterator.
     """
 
-    def __init__(self, mlm: MaskedLM, tagger: Tagger, tokenize, *, k: int = K, top: int = TOP, seed: int = 0,
-                 batch_size: int = 32, text_key: str = "text", shard: Shard | None = None,
-                 skipped: Callable[[], int] | None = None):
+    def __init__(
+        self,
+        mlm: MaskedLM,
+        tagger: Tagger,
+        tokenize,
+        *,
+        k: int = K,
+        top: int = TOP,
+        seed: int = 0,
+        batch_size: int = 32,
+        text_key: str = "text",
+        shard: Shard | None = None,
+        skipped: Callable[[], int] | None = None,
+    ):
         if k < 1 or top < 1:
             raise ValueError("k and top must be at least 1")
         self.mlm, self.tagger, self.tokenize = mlm, tagger, tokenize
@@ -396,8 +421,10 @@ class SetGenerator:
                 raise BadRecord(f"empty text in '{self.text_key}'")
         length = self.mlm.length(sentence)
         if length > self.mlm.max_length:
-            raise BadRecord(f"the sentence is {length} word pieces long, more than the masked-LM takes "
-                            f"({self.mlm.max_length}); split it, or --skip-errors to leave it out")
+            raise BadRecord(
+                f"the sentence is {length} word pieces long, more than the masked-LM takes "
+                f"({self.mlm.max_length}); split it, or --skip-errors to leave it out"
+            )
         return sentence
 
     def set_id(self, record: dict, ordinal: int) -> object:
@@ -435,8 +462,9 @@ class SetGenerator:
         variants = [[list(s.words) for _ in range(self.k)] for s in sentences]
         slots = [[i for i, word in enumerate(s.words) if replaceable(word)] for s in sentences]
         for step in range(max((len(s) for s in slots), default=0)):
-            rows = [(n, v, slots[n][step]) for n in range(len(sentences)) if step < len(slots[n])
-                    for v in range(self.k)]
+            rows = [
+                (n, v, slots[n][step]) for n in range(len(sentences)) if step < len(slots[n]) for v in range(self.k)
+            ]
             guesses = self.mlm.candidates([(variants[n][v], sentences[n].spaces, i) for n, v, i in rows], self.top)
             queues = []
             for (n, v, i), words in zip(rows, guesses):
@@ -460,8 +488,8 @@ class SetGenerator:
             items, owners = [], []
             for r in pending:
                 n, v, i = rows[r]
-                for word in queues[r][tried[r]:tried[r] + take]:
-                    words = variants[n][v][:i] + [word] + variants[n][v][i + 1:]
+                for word in queues[r][tried[r] : tried[r] + take]:
+                    words = variants[n][v][:i] + [word] + variants[n][v][i + 1 :]
                     items.append((words, sentences[n].spaces, i))
                     owners.append((r, word))
                 tried[r] += take

@@ -20,10 +20,11 @@ from typing import Protocol
 import torch
 
 from .. import console
-from ..models import precision as precisions, sentence_models
 from ..artifacts import ContentHash, describe
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, json_type
+from ..models import precision as precisions
+from ..models import sentence_models
 from . import checkpoints
 from .job import Job
 from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, finish, length_batches, run_loop
@@ -69,16 +70,25 @@ class CharBertShape:
     def config(self, tokenizer):
         from transformers import BertConfig
 
-        return BertConfig(vocab_size=len(tokenizer), hidden_size=self.hidden, num_hidden_layers=self.layers,
-                          num_attention_heads=self.heads, intermediate_size=4 * self.hidden,
-                          max_position_embeddings=self.max_length, hidden_dropout_prob=self.dropout,
-                          attention_probs_dropout_prob=self.dropout, pad_token_id=tokenizer.pad_token_id)
+        return BertConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=self.hidden,
+            num_hidden_layers=self.layers,
+            num_attention_heads=self.heads,
+            intermediate_size=4 * self.hidden,
+            max_position_embeddings=self.max_length,
+            hidden_dropout_prob=self.dropout,
+            attention_probs_dropout_prob=self.dropout,
+            pad_token_id=tokenizer.pad_token_id,
+        )
 
 
 # --- data ----------------------------------------------------------------------------------------------
 
-def read_train_split(source: RecordSource, text_key: str = "text", label_required: bool = False
-                     ) -> tuple[list[str], list[bool], int]:
+
+def read_train_split(
+    source: RecordSource, text_key: str = "text", label_required: bool = False
+) -> tuple[list[str], list[bool], int]:
     """(names, is_poi, records left out) of the train split of a record stream, in input order.
 
     A record belongs to the train split when its split field is "train" or absent. is_poi, when present,
@@ -121,20 +131,28 @@ def read_poi_names(source: RecordSource, text_key: str = "text") -> tuple[list[s
     names = [name for name, is_poi in zip(names, labels) if is_poi]
     left_out += len(labels) - len(names)
     if not names:
-        raise SembedError(f"no POI training names in {source.rejects.name}",
-                          "mlm --from-scratch reads records with text (and is_poi true, split train when present), "
-                          "e.g. from sembed convert --from gazetteer")
+        raise SembedError(
+            f"no POI training names in {source.rejects.name}",
+            "mlm --from-scratch reads records with text (and is_poi true, split train when present), "
+            "e.g. from sembed convert --from gazetteer",
+        )
     if left_out:
         log.info(f"training on {len(names)} POI names of the train split; {left_out} other records left out")
     digest = ContentHash()
     for name in names:
         digest.add(name)
-    return names, {"input": source.rejects.name, "names": len(names), "left_out": left_out,
-                   "skipped": len(source.rejects.skipped), "sha256": digest.hexdigest()}
+    return names, {
+        "input": source.rejects.name,
+        "names": len(names),
+        "left_out": left_out,
+        "skipped": len(source.rejects.skipped),
+        "sha256": digest.hexdigest(),
+    }
 
 
-def mask_one(input_ids: torch.Tensor, lengths: torch.Tensor, mask_id: int,
-             generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_one(
+    input_ids: torch.Tensor, lengths: torch.Tensor, mask_id: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """POI paper stage 1: one character masked at random per name (positions 1..length, after [CLS]).
 
     Returns the masked ids and the labels (the true id at the masked position, ignored elsewhere).
@@ -183,6 +201,7 @@ def mlm_loss(model, batch: dict) -> tuple[torch.Tensor, dict]:
 
 # --- training -------------------------------------------------------------------------------------------
 
+
 def train_char_bert(job: Job, settings: CharBertSettings) -> dict:
     """POI paper stage 1: a BERT trained from scratch on the POI training names of the job's input, on their
     characters (the paper's) or on a word-piece vocabulary learnt from them (--vocab); returns the metadata."""
@@ -198,19 +217,44 @@ def train_char_bert(job: Job, settings: CharBertSettings) -> dict:
     precision = precisions.resolve_training(settings.precision, resolved)
     names, data = read_poi_names(source, text_key)
     tokenizer, tokens = char_tokenizer.for_names(vocab, names, settings.vocab_size, shape.max_length)
-    described = {"from_scratch": True, "tokenizer": tokens, "samples_per_name": samples,
-                 "masking": "one token at random per sample",
-                 **{f"model_{k}": v for k, v in asdict(shape).items()}, **schedule.settings(), "text_key": text_key}
+    described = {
+        "from_scratch": True,
+        "tokenizer": tokens,
+        "samples_per_name": samples,
+        "masking": "one token at random per sample",
+        **{f"model_{k}": v for k, v in asdict(shape).items()},
+        **schedule.settings(),
+        "text_key": text_key,
+    }
     run = {"method": "mlm", "data": data, "settings": described}
     checkpoint_dir, resume_from = checkpoints.prepare(job.output, run, job.resume, job.force)
     torch.manual_seed(schedule.seed)
     random.seed(schedule.seed)
     model = BertForMaskedLM(shape.config(tokenizer))
     dataset = MaskedNames(tokenizer, names, samples, schedule.batch_size, shape.max_length, schedule.seed)
-    log.info(f"mlm --from-scratch: {len(names)} names x {samples} samples, {len(tokenizer)} {vocab}, "
-             f"{shape.layers} layers x {shape.hidden}, {dataset.steps_per_epoch} steps an epoch on {resolved} ({precision})")
-    summary = run_loop(model, dataset.epoch, dataset.steps_per_epoch, mlm_loss, schedule, resolved, checkpoint_dir,
-                       resume_from, precision=precision)
-    metadata = describe(COMMAND, data, described, method="mlm", stage="poi stage 1 (masked LM from scratch)",
-                        base_model=None, training=summary, seed=schedule.seed)
+    log.info(
+        f"mlm --from-scratch: {len(names)} names x {samples} samples, {len(tokenizer)} {vocab}, "
+        f"{shape.layers} layers x {shape.hidden}, {dataset.steps_per_epoch} steps an epoch on {resolved} ({precision})"
+    )
+    summary = run_loop(
+        model,
+        dataset.epoch,
+        dataset.steps_per_epoch,
+        mlm_loss,
+        schedule,
+        resolved,
+        checkpoint_dir,
+        resume_from,
+        precision=precision,
+    )
+    metadata = describe(
+        COMMAND,
+        data,
+        described,
+        method="mlm",
+        stage="poi stage 1 (masked LM from scratch)",
+        base_model=None,
+        training=summary,
+        seed=schedule.seed,
+    )
     return finish(job, settings, model.cpu(), tokenizer, shape.max_length, metadata, checkpoint_dir)

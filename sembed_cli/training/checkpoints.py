@@ -41,8 +41,11 @@ def latest(directory: Path) -> Path | None:
     """The complete checkpoint with the highest step in `directory`, if any."""
     if not directory.is_dir():
         return None
-    found = [(int(m.group(1)), path) for path in directory.iterdir()
-             if (m := CHECKPOINT.fullmatch(path.name)) and (path / STATE_FILE).exists()]
+    found = [
+        (int(m.group(1)), path)
+        for path in directory.iterdir()
+        if (m := CHECKPOINT.fullmatch(path.name)) and (path / STATE_FILE).exists()
+    ]
     return max(found)[1] if found else None
 
 
@@ -73,12 +76,16 @@ def prepare(output: Path, run: dict, resume: bool, force: bool) -> tuple[Path, P
             log.info(f"resuming from {newest}")
             return directory, newest
         if not force:
-            raise SembedError(f"the checkpoints in {directory} are of a different run ({'; '.join(differences)})",
-                              "repeat the interrupted command with --resume, or pass --force to start over")
+            raise SembedError(
+                f"the checkpoints in {directory} are of a different run ({'; '.join(differences)})",
+                "repeat the interrupted command with --resume, or pass --force to start over",
+            )
         log.info(f"the checkpoints in {directory} are of a different run: starting over (--force)")
     elif newest is not None and not force:
-        raise SembedError(f"{directory} holds the checkpoints of an unfinished run",
-                          "add --resume to continue it, or --force to start over")
+        raise SembedError(
+            f"{directory} holds the checkpoints of an unfinished run",
+            "add --resume to continue it, or --force to start over",
+        )
     elif resume:
         log.info(f"no checkpoint in {directory}: starting from the beginning")
     shutil.rmtree(directory, ignore_errors=True)
@@ -108,7 +115,7 @@ def _differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:
         if isinstance(old, dict) and isinstance(new, dict):
             found += _differences(old, new, f"{prefix}{key}.")
         elif old != new:
-            shown = (f"{old} -> {new}" if max(len(str(old)), len(str(new))) < 40 else "differs")
+            shown = f"{old} -> {new}" if max(len(str(old)), len(str(new))) < 40 else "differs"
             found.append(f"{prefix}{key}: {shown}")
     return found
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..io import RecordSource
@@ -24,7 +24,7 @@ class Recipe:
     epochs: int
     batch_size: int
     lr: float
-    warmup: Optional[float]  # share of the steps warming up; None: the method has no schedule to warm up
+    warmup: float | None  # share of the steps warming up; None: the method has no schedule to warm up
     optimizer: str = "AdamW"
     unit: str = "pairs"  # what --batch-size counts
     note: str = ""
@@ -32,8 +32,9 @@ class Recipe:
     def describe(self) -> str:
         epochs = f"{self.epochs} epoch{'s' if self.epochs != 1 else ''}"
         warmup = f", {self.warmup:.0%} warm-up" if self.warmup else ", no warm-up" if self.warmup is not None else ""
-        return (f"{epochs}, batch {self.batch_size} {self.unit}, {self.optimizer} {self.lr:g}{warmup}"
-                + (f" ({self.note})" if self.note else ""))
+        return f"{epochs}, batch {self.batch_size} {self.unit}, {self.optimizer} {self.lr:g}{warmup}" + (
+            f" ({self.note})" if self.note else ""
+        )
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Job:
     source: RecordSource
     output: Path
     recipe: Recipe  # the method's, with --epochs, --batch-size, --lr and --warmup applied
-    text_keys: Optional[tuple[str, ...]]
+    text_keys: tuple[str, ...] | None
     seed: int
     device: str
     resume: bool

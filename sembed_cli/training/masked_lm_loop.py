@@ -18,14 +18,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 import torch
 
 from .. import console, signals
-from ..models import sentence_models
 from ..artifacts import building, write_metadata
 from ..io import write_json_atomic
+from ..models import sentence_models
 from ..models.precision import autocast
 from . import checkpoints
 from .job import Job
@@ -43,14 +43,15 @@ class LoopSettings(Protocol):
     """The settings of mlm and poi that the loop reads (`training/methods/` declares them)."""
 
     @property
-    def max_steps(self) -> Optional[int]: ...
+    def max_steps(self) -> int | None: ...
     @property
     def checkpoint_steps(self) -> int: ...
 
 
 @dataclass(frozen=True)
 class LoopSchedule:
-    """Optimisation of the plain loop: AdamW, linear warm-up, then linear decay (the paper: polynomial decay, power 1)."""
+    """Optimisation of the plain loop: AdamW, linear warm-up, then linear decay (the paper: polynomial decay,
+    power 1)."""
 
     epochs: int
     batch_size: int
@@ -67,9 +68,15 @@ class LoopSchedule:
         """The job's recipe (with --epochs, --batch-size, --lr, --warmup applied), --max-steps, --checkpoint-steps
         and --seed."""
         recipe = job.recipe
-        return cls(epochs=recipe.epochs, batch_size=recipe.batch_size, learning_rate=recipe.lr,
-                   warmup_ratio=recipe.warmup or 0.0, max_steps=settings.max_steps,
-                   checkpoint_steps=settings.checkpoint_steps, seed=job.seed)
+        return cls(
+            epochs=recipe.epochs,
+            batch_size=recipe.batch_size,
+            learning_rate=recipe.lr,
+            warmup_ratio=recipe.warmup or 0.0,
+            max_steps=settings.max_steps,
+            checkpoint_steps=settings.checkpoint_steps,
+            seed=job.seed,
+        )
 
     def settings(self) -> dict:
         return {"optimizer": "AdamW", "scheduler": "linear warm-up, then linear decay", **asdict(self)}
@@ -83,8 +90,8 @@ def length_batches(order: list[int], lengths: list[int], batch_size: int, rng: r
     window = batch_size * BUCKET_BATCHES
     batches = []
     for start in range(0, len(order), window):
-        chunk = sorted(order[start:start + window], key=lambda i: lengths[i])
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+        chunk = sorted(order[start : start + window], key=lambda i: lengths[i])
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
     rng.shuffle(batches)
     return batches
 
@@ -98,11 +105,19 @@ def _save_checkpoint(directory: Path, step: int, model, optimizer, scheduler) ->
     """A checkpoint at `step`, the newest two kept; returns `step`."""
     path = directory / f"checkpoint-{step}"
     path.mkdir(parents=True, exist_ok=True)
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "torch_rng": torch.get_rng_state(), "python_rng": random.getstate()}, path / "state.pt")
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "python_rng": random.getstate(),
+        },
+        path / "state.pt",
+    )
     write_json_atomic(path / STATE_FILE, {"global_step": step})
     kept = sorted((checkpoints.step_of(p), p) for p in directory.iterdir() if checkpoints.CHECKPOINT.fullmatch(p.name))
-    for _, old in kept[:-checkpoints.KEEP]:
+    for _, old in kept[: -checkpoints.KEEP]:
         import shutil
 
         shutil.rmtree(old, ignore_errors=True)
@@ -123,21 +138,33 @@ def to_device(batch: dict, device: str) -> dict:
     return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
-def parameter_groups(model, weight_decay: float, learning_rate: float,
-                     lr_scale: Callable[[str], float] | None = None) -> list[dict]:
+def parameter_groups(
+    model, weight_decay: float, learning_rate: float, lr_scale: Callable[[str], float] | None = None
+) -> list[dict]:
     """AdamW groups: weight decay except on biases and LayerNorms; each parameter at learning_rate * lr_scale(name)."""
     groups: dict[tuple[bool, float], list] = {}
     for name, parameter in model.named_parameters():  # a tied weight once, under its first name
         exempt = any(x in name for x in ("bias", "LayerNorm"))
         groups.setdefault((exempt, lr_scale(name) if lr_scale else 1.0), []).append(parameter)
-    return [{"params": params, "weight_decay": 0.0 if exempt else weight_decay, "lr": learning_rate * scale}
-            for (exempt, scale), params in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][1]))]
+    return [
+        {"params": params, "weight_decay": 0.0 if exempt else weight_decay, "lr": learning_rate * scale}
+        for (exempt, scale), params in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][1]))
+    ]
 
 
-def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_epoch: int,
-             loss: Callable[[object, dict], tuple[torch.Tensor, dict]], schedule: LoopSchedule, device: str,
-             checkpoint_dir: Path, resume_from: Path | None, lr_scale: Callable[[str], float] | None = None,
-             log_steps: int = 0, precision: str = "fp32") -> dict:
+def run_loop(
+    model,
+    epoch_batches: Callable[[int], Iterable[dict]],
+    steps_per_epoch: int,
+    loss: Callable[[object, dict], tuple[torch.Tensor, dict]],
+    schedule: LoopSchedule,
+    device: str,
+    checkpoint_dir: Path,
+    resume_from: Path | None,
+    lr_scale: Callable[[str], float] | None = None,
+    log_steps: int = 0,
+    precision: str = "fp32",
+) -> dict:
     """Train `model` with `loss` over the epochs; checkpoints in `checkpoint_dir`; returns a summary.
 
     `lr_scale(name)`, when given, multiplies the schedule's learning rate for that parameter (one warm-up and decay
@@ -154,8 +181,9 @@ def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_ep
     total = steps_per_epoch * schedule.epochs
     if schedule.max_steps is not None:
         total = min(total, schedule.max_steps)
-    optimizer = torch.optim.AdamW(parameter_groups(model, schedule.weight_decay, schedule.learning_rate, lr_scale),
-                                  lr=schedule.learning_rate)
+    optimizer = torch.optim.AdamW(
+        parameter_groups(model, schedule.weight_decay, schedule.learning_rate, lr_scale), lr=schedule.learning_rate
+    )
     scheduler = get_linear_schedule_with_warmup(optimizer, int(schedule.warmup_ratio * total), total)
     step = _load_checkpoint(resume_from, model, optimizer, scheduler) if resume_from else 0
     model.to(device).train()
@@ -168,8 +196,9 @@ def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_ep
             epoch, skip = divmod(step, steps_per_epoch)
             running: dict[str, float] = {}
             count = 0
-            for index, batch in enumerate(console.progress(epoch_batches(epoch), f"epoch {epoch + 1}", steps_per_epoch,
-                                                           "steps")):
+            for index, batch in enumerate(
+                console.progress(epoch_batches(epoch), f"epoch {epoch + 1}", steps_per_epoch, "steps")
+            ):
                 if index < skip:
                     continue  # done before the interruption: the same batches, drawn again from (seed, epoch)
                 with signals.deferred():  # a step whole, or not at all: a checkpoint at `step` is then exact
@@ -187,31 +216,41 @@ def run_loop(model, epoch_batches: Callable[[int], Iterable[dict]], steps_per_ep
                     recent[name] = recent.get(name, 0.0) + v
                 recent_steps += 1
                 if log_steps and step % log_steps == 0:
-                    log.info(f"step {step}/{total}: mean loss " + ", ".join(f"{k} {v / recent_steps:.4f}"
-                                                                            for k, v in recent.items()) +
-                             f" ({time.perf_counter() - started:.0f} s)")
+                    log.info(
+                        f"step {step}/{total}: mean loss "
+                        + ", ".join(f"{k} {v / recent_steps:.4f}" for k, v in recent.items())
+                        + f" ({time.perf_counter() - started:.0f} s)"
+                    )
                     recent, recent_steps = {}, 0
                 if schedule.checkpoint_steps and step % schedule.checkpoint_steps == 0 and step < total:
                     saved = _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
                 if step >= total:
                     break
             losses = {name: round(v / max(count, 1), 4) for name, v in running.items()}
-            log.info(f"epoch {epoch + 1}: step {step}/{total}, mean loss " +
-                     ", ".join(f"{k} {v:.4f}" for k, v in losses.items()))
+            log.info(
+                f"epoch {epoch + 1}: step {step}/{total}, mean loss "
+                + ", ".join(f"{k} {v:.4f}" for k, v in losses.items())
+            )
             if step < total:
                 saved = _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (signals.py): keep the steps done
         if step > saved:
             _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
-        log.warning(f"stopped at step {step}/{total}; checkpoint in {checkpoint_dir}: the same command with "
-                    "--resume continues")
+        log.warning(
+            f"stopped at step {step}/{total}; checkpoint in {checkpoint_dir}: the same command with --resume continues"
+        )
         raise
     model.eval()
-    return {"steps": total, "final_epoch_losses": losses, "seconds": round(time.perf_counter() - started, 1),
-            "precision": precision}
+    return {
+        "steps": total,
+        "final_epoch_losses": losses,
+        "seconds": round(time.perf_counter() - started, 1),
+        "precision": precision,
+    }
 
 
 # --- the model directory -------------------------------------------------------------------------------
+
 
 def save_model_directory(directory: Path, model, tokenizer, max_length: int) -> None:
     """A Hugging Face masked-LM directory that is also a sentence-transformers one (mean pooling, normalised).
@@ -227,23 +266,41 @@ def save_model_directory(directory: Path, model, tokenizer, max_length: int) -> 
     model.bert.save_pretrained(encoder)
     tokenizer.save_pretrained(encoder)
     # no pooler: the masked-LM has none, and mean pooling needs none (without this it would be made up at random)
-    write_json_atomic(encoder / "sentence_bert_config.json", {"max_seq_length": max_length, "do_lower_case": False,
-                                                             "model_args": {"add_pooling_layer": False}})
+    write_json_atomic(
+        encoder / "sentence_bert_config.json",
+        {"max_seq_length": max_length, "do_lower_case": False, "model_args": {"add_pooling_layer": False}},
+    )
     hidden = model.config.hidden_size
-    modules = [{"idx": 0, "name": "0", "path": "0_Transformer", "type": "sentence_transformers.models.Transformer"},
-               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]
+    modules = [
+        {"idx": 0, "name": "0", "path": "0_Transformer", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]
     write_json_atomic(directory / "modules.json", modules)
     (directory / "1_Pooling").mkdir()
-    write_json_atomic(directory / "1_Pooling" / "config.json",
-                      {"word_embedding_dimension": hidden, "pooling_mode_cls_token": False,
-                       "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
-                       "pooling_mode_mean_sqrt_len_tokens": False})
+    write_json_atomic(
+        directory / "1_Pooling" / "config.json",
+        {
+            "word_embedding_dimension": hidden,
+            "pooling_mode_cls_token": False,
+            "pooling_mode_mean_tokens": True,
+            "pooling_mode_max_tokens": False,
+            "pooling_mode_mean_sqrt_len_tokens": False,
+        },
+    )
     (directory / "2_Normalize").mkdir()
 
 
-def finish(job: Job, settings: Any, model, tokenizer, max_length: int, metadata: dict, checkpoint_dir: Path,
-           extra: Callable[[Path], None] | None = None) -> dict:
+def finish(
+    job: Job,
+    settings: Any,
+    model,
+    tokenizer,
+    max_length: int,
+    metadata: dict,
+    checkpoint_dir: Path,
+    extra: Callable[[Path], None] | None = None,
+) -> dict:
     """Write the job's model directory atomically (`extra(directory)` adds files of its own) with its metadata and
     its model card, then drop the checkpoints."""
     with building(job.output, job.force) as work:
@@ -255,5 +312,3 @@ def finish(job: Job, settings: Any, model, tokenizer, max_length: int, metadata:
     checkpoints.remove(checkpoint_dir)
     log.info(f"wrote {job.output}")
     return metadata
-
-

@@ -48,17 +48,19 @@ import math
 import random
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 
 import torch
 
 from .. import console
-from ..models import precision as precisions, sentence_models
 from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text
+from ..models import precision as precisions
+from ..models import sentence_models
 from . import checkpoints
 from .job import Job
 from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, finish, length_batches, run_loop
@@ -66,8 +68,10 @@ from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, fin
 log = logging.getLogger(__name__)
 
 LOG_STEPS = 100  # a loss line on stderr every so many steps: an epoch of the corpora is thousands
-HOLDOUT_RULE = ("held out when the SHA-256 of the UTF-8 text, its first 8 bytes read as a big-endian number over "
-                "2^64, is below the share")
+HOLDOUT_RULE = (
+    "held out when the SHA-256 of the UTF-8 text, its first 8 bytes read as a big-endian number over "
+    "2^64, is below the share"
+)
 HEAD_LR_SCALE = 25.0  # the new prediction head's learning rate over the encoder's
 DROPOUT = 0.0  # while adapting: one pass over plenty of text needs no regularising, and dropout slows the start
 
@@ -75,7 +79,7 @@ DROPOUT = 0.0  # while adapting: one pass over plenty of text needs no regularis
 def held_out(text: str, share: float) -> bool:
     """Whether `text` is in the held-out share (HOLDOUT_RULE): by the text alone, whatever the seed."""
     number = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
-    return number / 2 ** 64 < share
+    return number / 2**64 < share
 
 
 @dataclass(frozen=True)
@@ -89,21 +93,32 @@ class WordMasking:
     max_length: int = 128
 
     def settings(self) -> dict:
-        return {"masking": "BERT's over whole words: at least one word a sentence, all pieces of a word alike",
-                "masked_share": self.share, "to_mask_token": self.mask, "to_random_piece": self.random,
-                "kept": round(1 - self.mask - self.random, 6), "max_length": self.max_length}
+        return {
+            "masking": "BERT's over whole words: at least one word a sentence, all pieces of a word alike",
+            "masked_share": self.share,
+            "to_mask_token": self.mask,
+            "to_random_piece": self.random,
+            "kept": round(1 - self.mask - self.random, 6),
+            "max_length": self.max_length,
+        }
 
 
-def mask_words(ids: torch.Tensor, maskable: torch.Tensor, continuation: torch.Tensor, mask_id: int,
-               replacements: torch.Tensor, masking: WordMasking, generator: torch.Generator
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_words(
+    ids: torch.Tensor,
+    maskable: torch.Tensor,
+    continuation: torch.Tensor,
+    mask_id: int,
+    replacements: torch.Tensor,
+    masking: WordMasking,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masking of whole words in a padded batch.
 
     `maskable`: the positions of real word pieces (not [CLS], [SEP] or padding); `continuation[id]`: whether a word
     piece continues a word ("##..."). Returns the masked ids and the labels (the true id at the chosen pieces,
     MLM_IGNORE elsewhere).
     """
-    rows, width = ids.shape
+    rows = ids.shape[0]
     starts = maskable & ~continuation[ids]
     word = (starts.long().cumsum(1) - 1).clamp(min=0)  # the word each position belongs to
     words = starts.sum(1)
@@ -127,8 +142,9 @@ def ordinary_pieces(tokenizer) -> torch.Tensor:
     """The ids of the word pieces proper: neither special tokens nor BERT's [unusedN] placeholders."""
     special = set(tokenizer.all_special_ids)
     vocabulary = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-    return torch.tensor([i for i, token in enumerate(vocabulary)
-                         if i not in special and not re.fullmatch(r"\[unused\d+\]", token)])
+    return torch.tensor(
+        [i for i, token in enumerate(vocabulary) if i not in special and not re.fullmatch(r"\[unused\d+\]", token)]
+    )
 
 
 class MaskedSentences:
@@ -148,13 +164,14 @@ class MaskedSentences:
         lengths = torch.tensor([len(piece_ids) for piece_ids in chosen])
         ids = torch.full((len(chosen), int(lengths.max())), self.pad_id)
         for row, piece_ids in enumerate(chosen):
-            ids[row, :len(piece_ids)] = torch.tensor(piece_ids)
+            ids[row, : len(piece_ids)] = torch.tensor(piece_ids)
         maskable = torch.arange(ids.shape[1]) < lengths.unsqueeze(1)
         attention = maskable.long()
         for special in self.special:
             maskable &= ids != special
-        masked, labels = mask_words(ids, maskable, self.continuation, self.mask_id, self.replacements, self.masking,
-                                    generator)
+        masked, labels = mask_words(
+            ids, maskable, self.continuation, self.mask_id, self.replacements, self.masking, generator
+        )
         return {"input_ids": masked, "attention_mask": attention, "labels": labels}
 
     def epoch(self, epoch: int) -> Iterator[dict]:
@@ -176,6 +193,7 @@ def masked_positions_loss(model, batch: dict) -> tuple[torch.Tensor, dict]:
 
 
 # --- data ----------------------------------------------------------------------------------------------
+
 
 def read_prose(source: RecordSource, text_key: str, holdout: float) -> tuple[list[str], dict]:
     """The training texts of a record stream (in input order) with the data description; held-out texts left out."""
@@ -200,14 +218,22 @@ def read_prose(source: RecordSource, text_key: str, holdout: float) -> tuple[lis
         log.warning(summary)
     if not texts:
         found = f" (all {held} held out: lower --holdout)" if held else ""
-        raise SembedError(f"no training text in {source.rejects.name}{found}",
-                          "mlm reads records with text, e.g. sembed convert --from prose --doc-break blank "
-                          "corpora/abc")
-    return texts, {"input": source.rejects.name, "records": len(texts) + held, "training_records": len(texts),
-                   "held_out_records": held, "skipped": len(source.rejects.skipped), "sha256": digest.hexdigest()}
+        raise SembedError(
+            f"no training text in {source.rejects.name}{found}",
+            "mlm reads records with text, e.g. sembed convert --from prose --doc-break blank corpora/abc",
+        )
+    return texts, {
+        "input": source.rejects.name,
+        "records": len(texts) + held,
+        "training_records": len(texts),
+        "held_out_records": held,
+        "skipped": len(source.rejects.skipped),
+        "sha256": digest.hexdigest(),
+    }
 
 
 # --- the model -----------------------------------------------------------------------------------------
+
 
 def encoder_directory(base_model: str) -> Path:
     """The Hugging Face directory of a model's transformer: the directory itself when it is a masked-LM (one
@@ -254,8 +280,10 @@ def start_model(base_model: str, seed: int, dropout: float | None = None):
     except (OSError, ValueError) as e:
         raise SembedError(f"cannot load the encoder at '{directory}': {e}", sentence_models.MODEL_HINT) from None
     if config.model_type != "bert":
-        raise SembedError(f"the encoder at '{directory}' is a {config.model_type} model, not BERT",
-                          "mlm adapts BERT-style encoders (all-MiniLM-L6-v2, bert-base-uncased, ...)")
+        raise SembedError(
+            f"the encoder at '{directory}' is a {config.model_type} model, not BERT",
+            "mlm adapts BERT-style encoders (all-MiniLM-L6-v2, bert-base-uncased, ...)",
+        )
     if tokenizer.mask_token_id is None:
         raise SembedError(f"the tokenizer at '{directory}' has no mask token")
     torch.manual_seed(seed)
@@ -338,21 +366,31 @@ def adapt_encoder(job: Job, settings: AdaptationSettings) -> dict:
     precision = precisions.resolve_training(settings.precision, resolved)
     model, tokenizer, directory, new_head = start_model(base_model, schedule.seed, DROPOUT)
     texts, data = read_prose(job.source, text_key, holdout)
-    pieces = [ids for ids in tokenizer(texts, truncation=True, max_length=masking.max_length)["input_ids"]
-              if len(ids) > 2]
+    pieces = [
+        ids for ids in tokenizer(texts, truncation=True, max_length=masking.max_length)["input_ids"] if len(ids) > 2
+    ]
     if len(pieces) < len(texts):
         log.info(f"{len(texts) - len(pieces)} texts without a word piece left out")
     data["training_sentences"] = len(pieces)
     data["word_pieces"] = sum(len(p) - 2 for p in pieces)
-    held = {"share": holdout, "rule": HOLDOUT_RULE, "text_key": text_key,
-            "function": f"{__name__}.held_out(text, share)"}
-    described = {"head": "new (BERT's; bias: log word-piece frequency of the training text)" if new_head
-                 else "the base model's", "head_lr_scale": head_scale,
-                 "learning_rates": f"encoder and word-piece embeddings {schedule.learning_rate:g}, prediction head "
-                                   f"{schedule.learning_rate * head_scale:g} (peak)",
-                 "mask_embedding": "the mean word-piece embedding at the median length" if new_head else "the base's",
-                 "dropout": DROPOUT,
-                 **masking.settings(), **schedule.settings(), "holdout": holdout, "text_key": text_key}
+    held = {
+        "share": holdout,
+        "rule": HOLDOUT_RULE,
+        "text_key": text_key,
+        "function": f"{__name__}.held_out(text, share)",
+    }
+    described = {
+        "head": "new (BERT's; bias: log word-piece frequency of the training text)" if new_head else "the base model's",
+        "head_lr_scale": head_scale,
+        "learning_rates": f"encoder and word-piece embeddings {schedule.learning_rate:g}, prediction head "
+        f"{schedule.learning_rate * head_scale:g} (peak)",
+        "mask_embedding": "the mean word-piece embedding at the median length" if new_head else "the base's",
+        "dropout": DROPOUT,
+        **masking.settings(),
+        **schedule.settings(),
+        "holdout": holdout,
+        "text_key": text_key,
+    }
     run = {"method": "mlm", "base_model": str(directory.resolve()), "data": data, "settings": described}
     checkpoint_dir, resume_from = checkpoints.prepare(job.output, run, job.resume, job.force)
     torch.manual_seed(schedule.seed)
@@ -363,16 +401,38 @@ def adapt_encoder(job: Job, settings: AdaptationSettings) -> dict:
     steps = batches.steps_per_epoch * schedule.epochs
     if schedule.max_steps is not None:
         steps = min(steps, schedule.max_steps)
-    log.info(f"mlm: adapting {base_model} ({model.config.num_hidden_layers} layers x {model.config.hidden_size}, "
-             f"{'new' if new_head else 'its'} head) on {len(pieces)} texts ({data['held_out_records']} held out), "
-             f"{steps} steps of {schedule.batch_size} on {resolved} ({precision})")
+    log.info(
+        f"mlm: adapting {base_model} ({model.config.num_hidden_layers} layers x {model.config.hidden_size}, "
+        f"{'new' if new_head else 'its'} head) on {len(pieces)} texts ({data['held_out_records']} held out), "
+        f"{steps} steps of {schedule.batch_size} on {resolved} ({precision})"
+    )
     cpu_started = time.process_time()
-    summary = run_loop(model, batches.epoch, batches.steps_per_epoch, masked_positions_loss, schedule, resolved,
-                       checkpoint_dir, resume_from, lr_scale=head_lr_scale(head_scale), log_steps=LOG_STEPS,
-                       precision=precision)
+    summary = run_loop(
+        model,
+        batches.epoch,
+        batches.steps_per_epoch,
+        masked_positions_loss,
+        schedule,
+        resolved,
+        checkpoint_dir,
+        resume_from,
+        lr_scale=head_lr_scale(head_scale),
+        log_steps=LOG_STEPS,
+        precision=precision,
+    )
     summary["cpu_seconds"] = round(time.process_time() - cpu_started, 1)  # all threads: a busy machine's measure
     summary["sentences_seen"] = min(steps * schedule.batch_size, len(pieces) * schedule.epochs)
-    metadata = describe(COMMAND, data, described, method="mlm", stage="masked-LM adaptation of an encoder",
-                        base_model=str(base_model), held_out=held, training=summary, seed=schedule.seed)
-    return finish(job, settings, model.cpu(), tokenizer, sequence_length(directory, model.config), metadata,
-                  checkpoint_dir)
+    metadata = describe(
+        COMMAND,
+        data,
+        described,
+        method="mlm",
+        stage="masked-LM adaptation of an encoder",
+        base_model=str(base_model),
+        held_out=held,
+        training=summary,
+        seed=schedule.seed,
+    )
+    return finish(
+        job, settings, model.cpu(), tokenizer, sequence_length(directory, model.config), metadata, checkpoint_dir
+    )

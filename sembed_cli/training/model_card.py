@@ -49,29 +49,50 @@ def model_card(job: Job, settings: Any, metadata: dict, library: str | None = "s
     lines = ["---", *([f"library_name: {library}"] if library else []), "tags:", "- sembed", f"- sembed-{method}"]
     if base:
         lines.append(f"base_model: {json.dumps(base)}")
-    lines += ["---", "", f"# {job.output.name}", "",
-              f"Trained with `sembed train --method {method}`"
-              + (f" from `{base}`" if base else "") + f" on `{data.get('input', job.source.rejects.name)}`.", "",
-              "## Data", ""]
+    lines += [
+        "---",
+        "",
+        f"# {job.output.name}",
+        "",
+        f"Trained with `sembed train --method {method}`"
+        + (f" from `{base}`" if base else "")
+        + f" on `{data.get('input', job.source.rejects.name)}`.",
+        "",
+        "## Data",
+        "",
+    ]
     lines += [f"- {key}: {_value(value)}" for key, value in data.items()]
-    lines += ["", "## Recipe", "",
-              f"- epochs: {recipe.epochs}" + (f" (stopped after --max-steps {max_steps})" if max_steps else ""),
-              *([f"- optimiser steps: {steps}"] if steps is not None else []),
-              f"- batch size: {recipe.batch_size} {recipe.unit}",
-              f"- learning rate: {recipe.lr:g} ({recipe.optimizer})",
-              *([f"- warm-up: {recipe.warmup:.0%} of the steps"] if recipe.warmup is not None else []),
-              f"- seed: {job.seed}", "", "## Settings", ""]
+    lines += [
+        "",
+        "## Recipe",
+        "",
+        f"- epochs: {recipe.epochs}" + (f" (stopped after --max-steps {max_steps})" if max_steps else ""),
+        *([f"- optimiser steps: {steps}"] if steps is not None else []),
+        f"- batch size: {recipe.batch_size} {recipe.unit}",
+        f"- learning rate: {recipe.lr:g} ({recipe.optimizer})",
+        *([f"- warm-up: {recipe.warmup:.0%} of the steps"] if recipe.warmup is not None else []),
+        f"- seed: {job.seed}",
+        "",
+        "## Settings",
+        "",
+    ]
     lines += [f"- {key}: {_value(value)}" for key, value in own.items()] or ["- (none)"]
     versions = metadata.get("versions") or {}
-    lines += ["", "## Provenance", "",
-              f"- sembed {versions.get('sembed', '?')}, {metadata.get('created', '?')}",
-              *([f"- command line: `{' '.join(metadata['command_line'])}`"] if metadata.get("command_line") else []),
-              "- the full record is `sembed.json` beside this card", ""]
+    lines += [
+        "",
+        "## Provenance",
+        "",
+        f"- sembed {versions.get('sembed', '?')}, {metadata.get('created', '?')}",
+        *([f"- command line: `{' '.join(metadata['command_line'])}`"] if metadata.get("command_line") else []),
+        "- the full record is `sembed.json` beside this card",
+        "",
+    ]
     return "\n".join(lines)
 
 
-def write_model_card(directory: Path, job: Job, settings: Any, metadata: dict,
-                     library: str | None = "sentence-transformers") -> Path:
+def write_model_card(
+    directory: Path, job: Job, settings: Any, metadata: dict, library: str | None = "sentence-transformers"
+) -> Path:
     """Write `directory`/README.md for the model trained by `job` with `settings`, replacing any base model's card;
     `library` loads the directory (None: only sembed does)."""
     path = directory / CARD_FILE

@@ -22,18 +22,20 @@ import json
 import logging
 import math
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 
 import torch
 
-from ..text import name_variants
-from ..models import precision as precisions, sentence_models
 from ..artifacts import ContentHash, describe, refuse_existing
 from ..errors import SembedError
 from ..io import RecordSource
-from . import checkpoints
+from ..models import precision as precisions
+from ..models import sentence_models
 from ..models.masked_lm import load_masked_lm
+from ..text import name_variants
+from . import checkpoints
 from .char_bert import encode_names, mask_one, read_train_split
 from .job import Job
 from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, finish, length_batches, run_loop
@@ -78,8 +80,9 @@ def pairwise_distances(embeddings: torch.Tensor, distance: str) -> torch.Tensor:
     raise ValueError(f"unknown distance {distance!r}")
 
 
-def batch_all_triplet_loss(embeddings: torch.Tensor, labels: torch.Tensor, margin: float,
-                           distance: str = "euclidean") -> tuple[torch.Tensor, float]:
+def batch_all_triplet_loss(
+    embeddings: torch.Tensor, labels: torch.Tensor, margin: float, distance: str = "euclidean"
+) -> tuple[torch.Tensor, float]:
     """Batch All online triplet mining (Moindrot 2018): the mean loss over the valid triplets with a positive loss.
 
     Returns the loss and the share of valid triplets with a positive loss.
@@ -107,16 +110,28 @@ def read_labelled_names(source: RecordSource, text_key: str = "text") -> tuple[l
     """(names, is_poi) of the train split (all records when there is no split field), with the data description."""
     names, labels, left_out = read_train_split(source, text_key, label_required=True)
     if len(set(labels)) < 2:
-        raise SembedError(f"poi needs POI names and non-POI queries of the train split in {source.rejects.name}",
-                          "e.g. sembed convert --from gazetteer")
+        raise SembedError(
+            f"poi needs POI names and non-POI queries of the train split in {source.rejects.name}",
+            "e.g. sembed convert --from gazetteer",
+        )
     if left_out:
         log.info(f"training on the {len(names)} records of the train split; {left_out} others left out")
     digest = ContentHash()
     for name, is_poi in zip(names, labels):
         digest.add([name, is_poi])
-    return names, labels, {"input": source.rejects.name, "records": len(names), "poi": sum(labels),
-                           "non_poi": len(labels) - sum(labels), "left_out": left_out,
-                           "skipped": len(source.rejects.skipped), "sha256": digest.hexdigest()}
+    return (
+        names,
+        labels,
+        {
+            "input": source.rejects.name,
+            "records": len(names),
+            "poi": sum(labels),
+            "non_poi": len(labels) - sum(labels),
+            "left_out": left_out,
+            "skipped": len(source.rejects.skipped),
+            "sha256": digest.hexdigest(),
+        },
+    )
 
 
 class LabelledBatches:
@@ -126,8 +141,16 @@ class LabelledBatches:
     labelled with the row of their name in `identity` (-1 for the non-POI rows): the lookup triplets' classes.
     """
 
-    def __init__(self, tokenizer, names: list[str], labels: list[bool], batch_size: int, max_length: int, seed: int,
-                 variants: int = 0):
+    def __init__(
+        self,
+        tokenizer,
+        names: list[str],
+        labels: list[bool],
+        batch_size: int,
+        max_length: int,
+        seed: int,
+        variants: int = 0,
+    ):
         self.tokenizer, self.names, self.labels = tokenizer, names, labels
         self.batch_size, self.max_length, self.seed, self.variants = batch_size, max_length, seed, variants
         self.lengths = [len(n) for n in names]
@@ -154,8 +177,14 @@ class LabelledBatches:
             masked, mlm_labels = mask_one(ids, lengths.clamp(min=1), self.tokenizer.mask_token_id, generator)
             mlm_labels[~is_poi] = MLM_IGNORE  # the model learns to taste POI names only
             mlm_labels[originals:] = MLM_IGNORE  # and real names only, not their variants
-            yield {"input_ids": ids, "attention_mask": attention, "masked_ids": masked, "mlm_labels": mlm_labels,
-                   "is_poi": is_poi, "identity": torch.tensor(identity)}
+            yield {
+                "input_ids": ids,
+                "attention_mask": attention,
+                "masked_ids": masked,
+                "mlm_labels": mlm_labels,
+                "is_poi": is_poi,
+                "identity": torch.tensor(identity),
+            }
 
 
 class TripletAndMaskedLoss:
@@ -177,13 +206,15 @@ class TripletAndMaskedLoss:
         total = self.triplet_weight * triplet
         named = batch["identity"] >= 0
         if self.variant_weight and named.sum() > len(batch["identity"][named].unique()):
-            lookup, lookup_share = batch_all_triplet_loss(pooled[named], batch["identity"][named], self.margin,
-                                                          self.distance)
+            lookup, lookup_share = batch_all_triplet_loss(
+                pooled[named], batch["identity"][named], self.margin, self.distance
+            )
             parts.update({"variants": lookup.item(), "positive_variant_triplets": lookup_share})
             total = total + self.variant_weight * lookup
         if (batch["mlm_labels"] != MLM_IGNORE).any():
-            mlm = model(input_ids=batch["masked_ids"], attention_mask=batch["attention_mask"],
-                        labels=batch["mlm_labels"]).loss
+            mlm = model(
+                input_ids=batch["masked_ids"], attention_mask=batch["attention_mask"], labels=batch["mlm_labels"]
+            ).loss
             parts["mlm"] = mlm.item()
             total = total + mlm
         return total, parts
@@ -208,31 +239,62 @@ def train_poi(job: Job, settings: PoiSettings) -> dict:
         raise SembedError(f"'{base_model}' is not a BERT masked-LM", "start from `sembed train --method mlm` output")
     max_length = model.config.max_position_embeddings
     names, labels, data = read_labelled_names(job.source, text_key)
-    described = {"distance": distance, "margin": margin, "triplet_weight": triplet_weight,
-                 "variants_per_poi_name": variants, "variant_weight": variant_weight if variants else 0.0,
-                 "ngram_weight": ngram_weight,
-                 "mining": "batch all (Moindrot 2018)", "non_poi": "one class", **schedule.settings(),
-                 "text_key": text_key}
+    described = {
+        "distance": distance,
+        "margin": margin,
+        "triplet_weight": triplet_weight,
+        "variants_per_poi_name": variants,
+        "variant_weight": variant_weight if variants else 0.0,
+        "ngram_weight": ngram_weight,
+        "mining": "batch all (Moindrot 2018)",
+        "non_poi": "one class",
+        **schedule.settings(),
+        "text_key": text_key,
+    }
     run = {"method": "poi", "base_model": str(Path(base_model).resolve()), "data": data, "settings": described}
     checkpoint_dir, resume_from = checkpoints.prepare(job.output, run, job.resume, job.force)
     torch.manual_seed(schedule.seed)
     random.seed(schedule.seed)
-    batches = LabelledBatches(tokenizer, names, labels, schedule.batch_size, max_length, schedule.seed,
-                               variants)
-    log.info(f"poi: {data['poi']} POI names and {data['non_poi']} non-POI queries, {distance} distance, margin "
-             f"{margin:g}, {batches.steps_per_epoch} steps an epoch on {resolved} ({precision})")
+    batches = LabelledBatches(tokenizer, names, labels, schedule.batch_size, max_length, schedule.seed, variants)
+    log.info(
+        f"poi: {data['poi']} POI names and {data['non_poi']} non-POI queries, {distance} distance, margin "
+        f"{margin:g}, {batches.steps_per_epoch} steps an epoch on {resolved} ({precision})"
+    )
     model.train()
-    summary = run_loop(model, batches.epoch, batches.steps_per_epoch,
-                       TripletAndMaskedLoss(distance, margin, triplet_weight, variant_weight if variants else 0.0),
-                       schedule, resolved, checkpoint_dir,
-                       resume_from, precision=precision)
-    metadata = describe(COMMAND, data, described, method="poi", stage="poi stage 2 (triplet + masked LM)",
-                        base_model=str(base_model), base_model_data=base_metadata.get("data"), training=summary,
-                        seed=schedule.seed)
+    summary = run_loop(
+        model,
+        batches.epoch,
+        batches.steps_per_epoch,
+        TripletAndMaskedLoss(distance, margin, triplet_weight, variant_weight if variants else 0.0),
+        schedule,
+        resolved,
+        checkpoint_dir,
+        resume_from,
+        precision=precision,
+    )
+    metadata = describe(
+        COMMAND,
+        data,
+        described,
+        method="poi",
+        stage="poi stage 2 (triplet + masked LM)",
+        base_model=str(base_model),
+        base_model_data=base_metadata.get("data"),
+        training=summary,
+        seed=schedule.seed,
+    )
     ngrams = None
     if ngram_weight:  # the lookup's character n-grams (poi_lookup), their IDF from the POI training names
         from ..models.poi_lookup import CharNgrams
 
         ngrams = CharNgrams.fit([name for name, is_poi in zip(names, labels) if is_poi])
-    return finish(job, settings, model.cpu(), tokenizer, max_length, metadata, checkpoint_dir,
-                  extra=(lambda directory: ngrams.save(directory, ngram_weight)) if ngrams else None)
+    return finish(
+        job,
+        settings,
+        model.cpu(),
+        tokenizer,
+        max_length,
+        metadata,
+        checkpoint_dir,
+        extra=(lambda directory: ngrams.save(directory, ngram_weight)) if ngrams else None,
+    )

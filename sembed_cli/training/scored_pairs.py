@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from .. import console
 from ..artifacts import ContentHash
 from ..errors import BadRecord
-from ..io import (RecordSource, TextFields, batched, check_number, check_text, derived_key, label,
-                  text_jobs)
+from ..io import RecordSource, TextFields, batched, check_number, check_text, derived_key, label, text_jobs
 
 LABEL_COLUMN = "label"  # the column name the sentence-transformers trainer takes as the target
 
@@ -91,8 +90,13 @@ class TrainingPairs:
 
     def describe(self, input: str, skipped: int) -> dict:
         """The `data` part of the model's metadata."""
-        data = {"input": input, "records": self.count, "sha256": self.sha256, "skipped": skipped,
-                "sha256_of": f"text_a, text_b, {self.target} of each pair, in input order"}
+        data = {
+            "input": input,
+            "records": self.count,
+            "sha256": self.sha256,
+            "skipped": skipped,
+            "sha256_of": f"text_a, text_b, {self.target} of each pair, in input order",
+        }
         if self.s_cf_computed:
             data["s_cf_computed"] = self.s_cf_computed
         return data
@@ -126,8 +130,13 @@ def check_labelled_pair(fields: PairFields, labels: LabelSet):
     return check
 
 
-def read_scored_pairs(source: RecordSource, fields: PairFields, score_range: ScoreRange,
-                      component_focus: bool = False, batch_size: int = 1000) -> TrainingPairs:
+def read_scored_pairs(
+    source: RecordSource,
+    fields: PairFields,
+    score_range: ScoreRange,
+    component_focus: bool = False,
+    batch_size: int = 1000,
+) -> TrainingPairs:
     """Read and check every pair of `source`; with `component_focus`, also S_cf of both texts.
 
     S_cf given in the input (s_cf_a / s_cf_b) is used as it is; where it is
@@ -142,8 +151,14 @@ def read_scored_pairs(source: RecordSource, fields: PairFields, score_range: Sco
     if component_focus:
         pairs.s_cf_computed = _add_missing_s_cf(records, fields, batch_size)
     order = [fields.text_a, fields.s_cf[0], fields.text_b, fields.s_cf[1]] if component_focus else list(fields.texts)
-    _fill(pairs, records, fields, fields.score, order,
-          [score_range.scale(float(record[fields.score])) for record in records])
+    _fill(
+        pairs,
+        records,
+        fields,
+        fields.score,
+        order,
+        [score_range.scale(float(record[fields.score])) for record in records],
+    )
     return pairs
 
 
@@ -151,19 +166,28 @@ def read_labelled_pairs(source: RecordSource, fields: PairFields, labels: LabelS
     """Read and check every NLI pair of `source`: the two texts and the label's index in `labels`."""
     records = _read(source, check_labelled_pair(fields, labels), set(fields.texts) | {fields.label})
     pairs = TrainingPairs(count=len(records), target="label")
-    _fill(pairs, records, fields, fields.label, list(fields.texts),
-          [labels.index(record, fields.label) for record in records])
+    _fill(
+        pairs,
+        records,
+        fields,
+        fields.label,
+        list(fields.texts),
+        [labels.index(record, fields.label) for record in records],
+    )
     return pairs
 
 
 def _read(source: RecordSource, check, keep: set[str]) -> list[dict]:
     """Every checked record of `source`, with only the fields in `keep`."""
-    return [{key: record[key] for key in keep if key in record}
-            for record in console.progress(source.checked(check), "reading pairs")]
+    return [
+        {key: record[key] for key in keep if key in record}
+        for record in console.progress(source.checked(check), "reading pairs")
+    ]
 
 
-def _fill(pairs: TrainingPairs, records: list[dict], fields: PairFields, target: str, order: list[str],
-          targets: list) -> None:
+def _fill(
+    pairs: TrainingPairs, records: list[dict], fields: PairFields, target: str, order: list[str], targets: list
+) -> None:
     """The fingerprint of (text_a, text_b, target) and the columns in the loss's order, then the targets."""
     digest = ContentHash()
     for record in records:

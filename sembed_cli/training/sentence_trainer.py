@@ -18,16 +18,16 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import Protocol
 
 import torch
 from sentence_transformers import SentenceTransformerTrainer
 from transformers import TrainerCallback, set_seed
 
 from .. import console, signals
-from ..models import sentence_models
-from ..distributed import is_main_process, world_size  # under torchrun only rank 0 writes artifacts
 from ..artifacts import building, describe, refuse_existing, write_metadata
+from ..distributed import is_main_process, world_size  # under torchrun only rank 0 writes artifacts
+from ..models import sentence_models
 from . import checkpoints
 from .job import Job
 from .model_card import write_model_card
@@ -46,9 +46,9 @@ class SentenceSettings(Protocol):
     @property
     def model(self) -> str: ...
     @property
-    def score_range(self) -> Optional[str]: ...
+    def score_range(self) -> str | None: ...
     @property
-    def max_steps(self) -> Optional[int]: ...
+    def max_steps(self) -> int | None: ...
     @property
     def checkpoint_steps(self) -> int: ...
 
@@ -85,8 +85,14 @@ class Schedule:
     def of(cls, job: Job, settings: SentenceSettings) -> Schedule:
         """The job's recipe (with --epochs, --batch-size, --lr, --warmup applied), --max-steps and --seed."""
         recipe = job.recipe
-        return cls(epochs=recipe.epochs, batch_size=recipe.batch_size, learning_rate=recipe.lr,
-                   warmup_ratio=recipe.warmup or 0.0, max_steps=settings.max_steps, seed=job.seed)
+        return cls(
+            epochs=recipe.epochs,
+            batch_size=recipe.batch_size,
+            learning_rate=recipe.lr,
+            warmup_ratio=recipe.warmup or 0.0,
+            max_steps=settings.max_steps,
+            seed=job.seed,
+        )
 
     def settings(self) -> dict:
         return {"optimizer": "AdamW", "scheduler": "linear warm-up, then linear decay", **asdict(self)}
@@ -108,9 +114,16 @@ class TrainingRun:
     global_batch_size: int = 0  # examples per optimiser step over all of them
 
     def summary(self) -> dict:
-        summary = {"steps": self.steps, "epochs": self.epochs, "epoch_losses": self.epoch_losses,
-                   "train_loss": self.train_loss, "seconds": round(self.seconds, 1), "device": self.device,
-                   "world_size": self.world_size, "global_batch_size": self.global_batch_size}
+        summary = {
+            "steps": self.steps,
+            "epochs": self.epochs,
+            "epoch_losses": self.epoch_losses,
+            "train_loss": self.train_loss,
+            "seconds": round(self.seconds, 1),
+            "device": self.device,
+            "world_size": self.world_size,
+            "global_batch_size": self.global_batch_size,
+        }
         if self.resumed_from_step is not None:
             summary["resumed_from_step"] = self.resumed_from_step
         return summary
@@ -202,9 +215,18 @@ def progress_label(step: int, steps: int, epoch: float, epochs: int) -> str:
     return f"step {step}/{steps} ({share})"
 
 
-def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: Schedule, device: str,
-              checkpoint_dir: Path, resume_from: Path | None, checkpoint_steps: int,
-              callbacks: tuple[TrainerCallback, ...] = (), learning_rates: dict[str, float] | None = None) -> TrainingRun:
+def fine_tune(
+    model,
+    columns: dict[str, list],
+    loss: torch.nn.Module,
+    schedule: Schedule,
+    device: str,
+    checkpoint_dir: Path,
+    resume_from: Path | None,
+    checkpoint_steps: int,
+    callbacks: tuple[TrainerCallback, ...] = (),
+    learning_rates: dict[str, float] | None = None,
+) -> TrainingRun:
     """Train `model` on the dataset `columns` (inputs in the loss's order, then "label") with `loss`.
 
     `learning_rates` maps regular expressions over the loss's parameter names
@@ -236,9 +258,13 @@ def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: 
         learning_rate_mapping=learning_rates or {},
     )
     progress = ConsoleProgress()
-    trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
-                      callbacks=[checkpoints.EpochEndCheckpoints(), checkpoints.CheckpointOnSignal(), progress,
-                                 *callbacks])
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_dict(columns),
+        loss=loss,
+        callbacks=[checkpoints.EpochEndCheckpoints(), checkpoints.CheckpointOnSignal(), progress, *callbacks],
+    )
     for callback in (PrinterCallback, ProgressCallback):  # they print to stdout, which is for records only
         trainer.remove_callback(callback)
     resumed = checkpoints.step_of(resume_from) if resume_from is not None else None
@@ -252,11 +278,18 @@ def fine_tune(model, columns: dict[str, list], loss: torch.nn.Module, schedule: 
     finally:
         progress.close()
     epoch_losses = [round(float(entry["loss"]), 6) for entry in trainer.state.log_history if "loss" in entry]
-    return TrainingRun(model=trainer.model, steps=trainer.state.global_step, epochs=round(trainer.state.epoch or 0, 4),
-                       epoch_losses=epoch_losses, train_loss=round(float(output.training_loss), 6),
-                       seconds=time.perf_counter() - start, device=str(args.device), resumed_from_step=resumed,
-                       world_size=args.world_size,
-                       global_batch_size=args.train_batch_size * args.gradient_accumulation_steps * args.world_size)
+    return TrainingRun(
+        model=trainer.model,
+        steps=trainer.state.global_step,
+        epochs=round(trainer.state.epoch or 0, 4),
+        epoch_losses=epoch_losses,
+        train_loss=round(float(output.training_loss), 6),
+        seconds=time.perf_counter() - start,
+        device=str(args.device),
+        resumed_from_step=resumed,
+        world_size=args.world_size,
+        global_batch_size=args.train_batch_size * args.gradient_accumulation_steps * args.world_size,
+    )
 
 
 @dataclass
@@ -268,10 +301,17 @@ class MethodParts:
     validate: Callable[[object, torch.nn.Module], dict] | None = None  # held-out figures for the metadata
 
 
-def train_and_save(job: Job, settings: SentenceSettings, *, method: str,
-                   make_data: Callable[[], tuple[dict[str, list], dict]],
-                   make_loss: Callable[[object], torch.nn.Module], described: dict, fields: dict | None = None,
-                   parts: MethodParts = MethodParts()) -> dict:
+def train_and_save(
+    job: Job,
+    settings: SentenceSettings,
+    *,
+    method: str,
+    make_data: Callable[[], tuple[dict[str, list], dict]],
+    make_loss: Callable[[object], torch.nn.Module],
+    described: dict,
+    fields: dict | None = None,
+    parts: MethodParts | None = None,
+) -> dict:
     """The whole `train` flow of a sentence-encoder method; returns the metadata written as `sembed.json`.
 
     `make_data` reads the training data: (columns, the metadata's `data`
@@ -279,6 +319,7 @@ def train_and_save(job: Job, settings: SentenceSettings, *, method: str,
     are the method's own settings as the metadata records them, `fields` its
     top-level metadata (cf_weight...), `parts` its other hooks.
     """
+    parts = parts if parts is not None else MethodParts()
     output, base_model, device = job.output, settings.model, job.device
     schedule, checkpoint_steps = Schedule.of(job, settings), settings.checkpoint_steps
     refuse_existing(output, job.force)  # before reading the data or loading a model
@@ -286,10 +327,12 @@ def train_and_save(job: Job, settings: SentenceSettings, *, method: str,
     resolved_device = sentence_models.resolve_device(device)
     columns, data = make_data()
     all_settings = {**described, **schedule.settings(), "checkpoint_steps": checkpoint_steps, "device": device}
-    fingerprint = {"method": method, "base_model": base_model,
-                   "data": {"records": data["records"], "sha256": data["sha256"]},
-                   "settings": {key: value for key, value in all_settings.items()
-                                if key not in ("checkpoint_steps", "device")}}  # free to change between resumes
+    fingerprint = {
+        "method": method,
+        "base_model": base_model,
+        "data": {"records": data["records"], "sha256": data["sha256"]},
+        "settings": {key: value for key, value in all_settings.items() if key not in ("checkpoint_steps", "device")},
+    }  # free to change between resumes
     if is_main_process():
         checkpoint_dir, resume_from = checkpoints.prepare(output, fingerprint, job.resume, job.force)
     else:  # the other ranks of a distributed run only read what rank 0 prepares
@@ -303,14 +346,36 @@ def train_and_save(job: Job, settings: SentenceSettings, *, method: str,
     loss = make_loss(model)
     processes = world_size()
     span = f"at most {schedule.max_steps} step(s)" if schedule.max_steps else f"{schedule.epochs} epoch(s)"
-    log.info(f"training {method} on {data['records']} pairs from {base_model}: {span}, "
-             f"batch {schedule.batch_size}, on {resolved_device}"
-             + (f" in each of {processes} processes (global batch {schedule.batch_size * processes})"
-                if processes > 1 else ""))
-    run = fine_tune(model, columns, loss, schedule, resolved_device, checkpoint_dir, resume_from, checkpoint_steps,
-                    learning_rates=parts.learning_rates(loss) if parts.learning_rates else None)
-    metadata = describe(COMMAND, data, all_settings, method=method, **(fields or {}), base_model=base_model,
-                        base_model_path=str(sentence_models.resolve_path(base_model)), seed=schedule.seed)
+    log.info(
+        f"training {method} on {data['records']} pairs from {base_model}: {span}, "
+        f"batch {schedule.batch_size}, on {resolved_device}"
+        + (
+            f" in each of {processes} processes (global batch {schedule.batch_size * processes})"
+            if processes > 1
+            else ""
+        )
+    )
+    run = fine_tune(
+        model,
+        columns,
+        loss,
+        schedule,
+        resolved_device,
+        checkpoint_dir,
+        resume_from,
+        checkpoint_steps,
+        learning_rates=parts.learning_rates(loss) if parts.learning_rates else None,
+    )
+    metadata = describe(
+        COMMAND,
+        data,
+        all_settings,
+        method=method,
+        **(fields or {}),
+        base_model=base_model,
+        base_model_path=str(sentence_models.resolve_path(base_model)),
+        seed=schedule.seed,
+    )
     metadata["training"] = run.summary()
     if parts.validate is not None:
         metadata["validation"] = parts.validate(run.model, loss)
@@ -320,6 +385,8 @@ def train_and_save(job: Job, settings: SentenceSettings, *, method: str,
             write_metadata(work, metadata, sentence_models.METADATA_FILE)
             write_model_card(work, job, settings, metadata)
         checkpoints.remove(checkpoint_dir)
-        log.info(f"wrote {output} ({run.steps} steps in {run.seconds:.0f}s, final epoch loss "
-                 f"{run.epoch_losses[-1] if run.epoch_losses else float('nan'):.4f})")
+        log.info(
+            f"wrote {output} ({run.steps} steps in {run.seconds:.0f}s, final epoch loss "
+            f"{run.epoch_losses[-1] if run.epoch_losses else float('nan'):.4f})"
+        )
     return metadata

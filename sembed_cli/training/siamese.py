@@ -102,14 +102,26 @@ def train_siamese(job: Job, settings: SentenceSettings, method: str, cf_weight: 
         if summary:
             log.warning(summary)
         if pairs.count == 0:
-            raise SembedError(f"no training pairs in {source.rejects.name}",
-                              "train reads records with text_a, text_b and score, e.g. from sembed convert")
+            raise SembedError(
+                f"no training pairs in {source.rejects.name}",
+                "train reads records with text_a, text_b and score, e.g. from sembed convert",
+            )
         return pairs.columns, pairs.describe(source.rejects.name, len(source.rejects.skipped))
 
-    described: dict[str, object] = {"loss": "cosine similarity, MSE against the scaled score",
-                                    "score_range": str(score_range), "text_keys": list(fields.texts),
-                                    "score_key": fields.score}
+    described: dict[str, object] = {
+        "loss": "cosine similarity, MSE against the scaled score",
+        "score_range": str(score_range),
+        "text_keys": list(fields.texts),
+        "score_key": fields.score,
+    }
     if uses_cf:
         described["cf_weight"] = cf_weight
-    return train_and_save(job, settings, method=method, make_data=make_data, make_loss=make_loss(method, cf_weight),
-                          described=described, fields={"cf_weight": cf_weight} if uses_cf else None)
+    return train_and_save(
+        job,
+        settings,
+        method=method,
+        make_data=make_data,
+        make_loss=make_loss(method, cf_weight),
+        described=described,
+        fields={"cf_weight": cf_weight} if uses_cf else None,
+    )

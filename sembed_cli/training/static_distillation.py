@@ -81,9 +81,18 @@ class StaticSettings(Protocol):
 def described(job: Job, settings: StaticSettings) -> dict:
     """The run's settings as the metadata records them."""
     recipe = job.recipe
-    return {"model": settings.model, "dim": settings.dim, "weighting": settings.weighting, "fit": settings.fit,
-            "fit_vectors": settings.fit_vectors, "fit_sentences": settings.fit_sentences, "epochs": recipe.epochs,
-            "batch_size": recipe.batch_size, "learning_rate": recipe.lr, "seed": job.seed}
+    return {
+        "model": settings.model,
+        "dim": settings.dim,
+        "weighting": settings.weighting,
+        "fit": settings.fit,
+        "fit_vectors": settings.fit_vectors,
+        "fit_sentences": settings.fit_sentences,
+        "epochs": recipe.epochs,
+        "batch_size": recipe.batch_size,
+        "learning_rate": recipe.lr,
+        "seed": job.seed,
+    }
 
 
 @dataclass
@@ -110,8 +119,9 @@ def read_corpus(source: RecordSource, tokenizer, text_key: str = "text", doc_key
 
     def check(record: dict) -> None:
         if doc_key is not None and doc_key not in record:
-            raise BadRecord(f"missing key '{doc_key}' (the document of the sentence: --fit nws learns from "
-                            "neighbouring sentences)")
+            raise BadRecord(
+                f"missing key '{doc_key}' (the document of the sentence: --fit nws learns from neighbouring sentences)"
+            )
         if text_key not in record:
             raise BadRecord(f"missing key '{text_key}'")
         check_text(record, text_key)
@@ -132,8 +142,10 @@ def read_corpus(source: RecordSource, tokenizer, text_key: str = "text", doc_key
     if summary:
         log.warning(summary)
     if not corpus.texts:
-        raise SembedError(f"no texts in {source.rejects.name}", "train --method static reads a corpus of text "
-                                                                 "records (sembed convert --from lines|prose|brown)")
+        raise SembedError(
+            f"no texts in {source.rejects.name}",
+            "train --method static reads a corpus of text records (sembed convert --from lines|prose|brown)",
+        )
     return corpus
 
 
@@ -162,17 +174,20 @@ def piece_vectors(teacher, tokenizer, device: str, batch: int = TOKEN_BATCH) -> 
     with_types = "token_type_ids" in teacher.tokenizer.model_input_names
     vectors: np.ndarray | None = None
     with torch.inference_mode():
-        for start in console.progress(range(0, size, batch), "distilling word-pieces", unit="batches",
-                                      total=(size + batch - 1) // batch):
-            ids = torch.tensor([template[:at] + [t] + template[at + 1:] for t in range(start, min(size, start + batch))],
-                               device=device)
+        for start in console.progress(
+            range(0, size, batch), "distilling word-pieces", unit="batches", total=(size + batch - 1) // batch
+        ):
+            ids = torch.tensor(
+                [template[:at] + [t] + template[at + 1 :] for t in range(start, min(size, start + batch))],
+                device=device,
+            )
             features = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
             if with_types:
                 features["token_type_ids"] = torch.zeros_like(ids)
             out = teacher.forward(features)["sentence_embedding"].float().cpu().numpy()
             if vectors is None:
                 vectors = np.empty((size, out.shape[1]), dtype=np.float32)
-            vectors[start:start + len(out)] = out
+            vectors[start : start + len(out)] = out
     assert vectors is not None
     return vectors
 
@@ -184,10 +199,12 @@ def pca(vectors: np.ndarray, dim: int) -> tuple[np.ndarray, dict]:
     centred = vectors - mean
     _, singular, components = np.linalg.svd(centred, full_matrices=False)
     dim = min(dim, components.shape[0])
-    variance = singular ** 2
+    variance = singular**2
     return (centred @ components[:dim].T).astype(np.float32), {
-        "dim": int(dim), "teacher_dim": int(vectors.shape[1]),
-        "variance_kept": round(float(variance[:dim].sum() / variance.sum()), 4)}
+        "dim": int(dim),
+        "teacher_dim": int(vectors.shape[1]),
+        "variance_kept": round(float(variance[:dim].sum() / variance.sum()), 4),
+    }
 
 
 def piece_weights(weighting: str, counts: np.ndarray) -> np.ndarray:
@@ -206,9 +223,16 @@ def teacher_vectors(teacher, texts: list[str], batch_size: int = 64) -> np.ndarr
     return np.asarray(vectors, dtype=np.float32)
 
 
-def fit_to_teacher(vectors: np.ndarray, weights: np.ndarray, ids: list[list[int]], targets: np.ndarray,
-                   recipe: Recipe, seed: int, fit_vectors: bool, device: str
-                   ) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+def fit_to_teacher(
+    vectors: np.ndarray,
+    weights: np.ndarray,
+    ids: list[list[int]],
+    targets: np.ndarray,
+    recipe: Recipe,
+    seed: int,
+    fit_vectors: bool,
+    device: str,
+) -> tuple[np.ndarray, np.ndarray, list[dict]]:
     """Learn log-weights (and with `fit_vectors` the vectors) so that the static sentence vectors' cosine matrix over
     a batch matches the teacher's: Adam at `recipe.lr`, `recipe.epochs` passes, batches of `recipe.batch_size`
     sentences."""
@@ -220,22 +244,25 @@ def fit_to_teacher(vectors: np.ndarray, weights: np.ndarray, ids: list[list[int]
     usable = np.flatnonzero(lengths)
     log_weights = torch.nn.Parameter(torch.log(torch.as_tensor(weights, device=device)))
     table = torch.nn.Parameter(torch.as_tensor(vectors, device=device), requires_grad=fit_vectors)
-    optimizer = torch.optim.Adam([log_weights, table] if fit_vectors else [log_weights],
-                                 lr=recipe.lr)
+    optimizer = torch.optim.Adam([log_weights, table] if fit_vectors else [log_weights], lr=recipe.lr)
     goal = torch.nn.functional.normalize(torch.as_tensor(targets, device=device), dim=1)
     history = []
     for epoch in range(recipe.epochs):
         tick, total, steps = time.perf_counter(), 0.0, 0
         order = generator.permutation(usable)
-        for start in console.progress(range(0, len(order), recipe.batch_size), f"epoch {epoch + 1}",
-                                      total=(len(order) + recipe.batch_size - 1) // recipe.batch_size,
-                                      unit="steps"):
-            chosen = order[start:start + recipe.batch_size]
+        for start in console.progress(
+            range(0, len(order), recipe.batch_size),
+            f"epoch {epoch + 1}",
+            total=(len(order) + recipe.batch_size - 1) // recipe.batch_size,
+            unit="steps",
+        ):
+            chosen = order[start : start + recipe.batch_size]
             flat = torch.as_tensor(np.concatenate([ids[i] for i in chosen]), device=device)
             offsets = torch.as_tensor(np.concatenate(([0], np.cumsum(lengths[chosen])[:-1])), device=device)
             rows = table[flat] * torch.exp(log_weights[flat])[:, None]
-            sentences = torch.nn.functional.embedding_bag(torch.arange(len(flat), device=device), rows, offsets,
-                                                          mode="sum")
+            sentences = torch.nn.functional.embedding_bag(
+                torch.arange(len(flat), device=device), rows, offsets, mode="sum"
+            )
             sentences = torch.nn.functional.normalize(sentences, dim=1)
             wanted = goal[torch.as_tensor(chosen, device=device)]
             loss = ((sentences @ sentences.T - wanted @ wanted.T) ** 2).mean()
@@ -253,16 +280,26 @@ class PieceVectors(WordVectors):
     """The distilled vectors as NWS's word vectors: its words are the word-pieces, a text split by the tokenizer."""
 
     def __init__(self, tokenizer, matrix: np.ndarray):
-        super().__init__("word-pieces", [tokenizer.id_to_token(i) for i in range(tokenizer.get_vocab_size())],
-                         matrix, lowercase=False)
+        super().__init__(
+            "word-pieces",
+            [tokenizer.id_to_token(i) for i in range(tokenizer.get_vocab_size())],
+            matrix,
+            lowercase=False,
+        )
         self.tokenizer = tokenizer
 
     def words_of(self, text: str) -> tuple[list[str], list[str]]:
         return self.tokenizer.encode(text, add_special_tokens=False).tokens, []
 
 
-def nws_scores(documents: list[tuple[str, str]], tokenizer, vectors: np.ndarray, job: Job, nws_recipe: Recipe,
-               nws_settings: NwsSettings) -> tuple[np.ndarray, dict]:
+def nws_scores(
+    documents: list[tuple[str, str]],
+    tokenizer,
+    vectors: np.ndarray,
+    job: Job,
+    nws_recipe: Recipe,
+    nws_settings: NwsSettings,
+) -> tuple[np.ndarray, dict]:
     """NWS scores of the pieces (eq. 1-9, `word_saliency.train_nws` on the corpus with the pieces as words, by
     nws's recipe and settings and the job's seed and device; a piece it never saw gets its unseen score), and the
     table's metadata."""
@@ -275,8 +312,16 @@ def nws_scores(documents: list[tuple[str, str]], tokenizer, vectors: np.ndarray,
         with open(corpus, "wb") as f:
             for doc_id, text in documents:
                 f.write(dumps({"doc_id": doc_id, "text": text}) + b"\n")
-        nws_job = Job(RecordSource(str(corpus)), Path(scratch) / "nws", nws_recipe, None, job.seed, job.device,
-                      resume=False, force=False)
+        nws_job = Job(
+            RecordSource(str(corpus)),
+            Path(scratch) / "nws",
+            nws_recipe,
+            None,
+            job.seed,
+            job.device,
+            resume=False,
+            force=False,
+        )
         table = word_saliency.train_nws(nws_job, nws_settings, PieceVectors(tokenizer, vectors))
     scores = np.full(tokenizer.get_vocab_size(), table.metadata["unseen_score"], dtype=np.float32)
     scores[[tokenizer.token_to_id(word) for word in table.words]] = table.scores
@@ -298,42 +343,74 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
     teacher = sentence_models.load(settings.model, device)
     tokenizer = fast_tokenizer(teacher)
     corpus = read_corpus(source, tokenizer, job.text_key(), "doc_id" if settings.fit == "nws" else None)
-    log.info(f"{corpus.texts} texts, {int(corpus.counts.sum())} word-pieces, "
-             f"{int((corpus.counts > 0).sum())} of the {len(corpus.counts)} pieces seen")
+    log.info(
+        f"{corpus.texts} texts, {int(corpus.counts.sum())} word-pieces, "
+        f"{int((corpus.counts > 0).sum())} of the {len(corpus.counts)} pieces seen"
+    )
     tick = time.perf_counter()
     vectors, reduction = pca(piece_vectors(teacher, tokenizer, device), settings.dim)
-    log.info(f"distilled {len(vectors)} word-pieces in {time.perf_counter() - tick:.0f} s; PCA to {reduction['dim']} "
-             f"dimensions keeps {reduction['variance_kept']:.1%} of the variance")
+    log.info(
+        f"distilled {len(vectors)} word-pieces in {time.perf_counter() - tick:.0f} s; PCA to {reduction['dim']} "
+        f"dimensions keeps {reduction['variance_kept']:.1%} of the variance"
+    )
     weights = piece_weights(settings.weighting, corpus.counts)
     fit: dict = {}
     if settings.fit == "nws":
         weights, table = nws_scores(corpus.documents, tokenizer, vectors, job, nws_recipe, nws_settings)
-        fit = {"objective": "NWS (Samardzhiev et al. 2018, eq. 1-9)", "settings": table["settings"],
-               "unseen_score": table["unseen_score"], "history": table["history"]}
+        fit = {
+            "objective": "NWS (Samardzhiev et al. 2018, eq. 1-9)",
+            "settings": table["settings"],
+            "unseen_score": table["unseen_score"],
+            "history": table["history"],
+        }
     if settings.fit == "teacher":
         rng = np.random.default_rng(seed)
         texts = corpus.fit_texts
         if len(texts) > settings.fit_sentences:
             texts = [texts[i] for i in sorted(rng.choice(len(texts), settings.fit_sentences, replace=False))]
         if len(texts) < 2:
-            raise SembedError(f"--fit teacher found {len(texts)} corpus sentence(s) of {FIT_WORDS[0]} to "
-                              f"{FIT_WORDS[1]} words to learn from", "give it a corpus of sentences")
+            raise SembedError(
+                f"--fit teacher found {len(texts)} corpus sentence(s) of {FIT_WORDS[0]} to "
+                f"{FIT_WORDS[1]} words to learn from",
+                "give it a corpus of sentences",
+            )
         tick = time.perf_counter()
         targets = teacher_vectors(teacher, texts)
         log.info(f"the teacher embedded {len(texts)} corpus sentences in {time.perf_counter() - tick:.0f} s")
         ids = [encoding.ids for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
-        vectors, weights, history = fit_to_teacher(vectors, weights, ids, targets, job.recipe, seed,
-                                                   settings.fit_vectors, device)
-        fit = {"sentences": len(texts), "words": list(FIT_WORDS), "loss": "MSE of the cosine-similarity matrices",
-               "optimizer": "Adam", "history": history}
-    data = {"input": source.rejects.name, "texts": corpus.texts, "pieces": int(corpus.counts.sum()),
-            "sha256": corpus.hash.hexdigest(), "skipped": len(source.rejects.skipped)}
-    metadata = describe("train --method static", data, described(job, settings), method="static",
-                        teacher=str(model_identity.of_sentence_model(settings.model)), pca=reduction,
-                        weighting={"sif": {"a": SIF_A, "p": "corpus piece counts"},
-                                   "zipf": {"a": ZIPF_A, "p": "Zipf's law on the vocabulary rank"},
-                                   "none": {}}[settings.weighting] | {"name": settings.weighting},
-                        fit=fit, seconds=round(time.perf_counter() - started, 1))
+        vectors, weights, history = fit_to_teacher(
+            vectors, weights, ids, targets, job.recipe, seed, settings.fit_vectors, device
+        )
+        fit = {
+            "sentences": len(texts),
+            "words": list(FIT_WORDS),
+            "loss": "MSE of the cosine-similarity matrices",
+            "optimizer": "Adam",
+            "history": history,
+        }
+    data = {
+        "input": source.rejects.name,
+        "texts": corpus.texts,
+        "pieces": int(corpus.counts.sum()),
+        "sha256": corpus.hash.hexdigest(),
+        "skipped": len(source.rejects.skipped),
+    }
+    metadata = describe(
+        "train --method static",
+        data,
+        described(job, settings),
+        method="static",
+        teacher=str(model_identity.of_sentence_model(settings.model)),
+        pca=reduction,
+        weighting={
+            "sif": {"a": SIF_A, "p": "corpus piece counts"},
+            "zipf": {"a": ZIPF_A, "p": "Zipf's law on the vocabulary rank"},
+            "none": {},
+        }[settings.weighting]
+        | {"name": settings.weighting},
+        fit=fit,
+        seconds=round(time.perf_counter() - started, 1),
+    )
     with building(output, force=force) as work:
         static_model.save(work, tokenizer, vectors * weights[:, None])
         write_metadata(work, metadata, sentence_models.METADATA_FILE)

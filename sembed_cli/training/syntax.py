@@ -72,13 +72,22 @@ class SyntaxSettings(Protocol):
 def described(job: Job, settings: SyntaxSettings) -> dict:
     """The run's settings as the metadata and the checkpoints' fingerprint record them."""
     recipe = job.recipe
-    return {"optimizer": "Adam", "loss": "softmax triplet loss (eq. 4), cosine distance, hardest in-batch "
-            "negative from another set (eq. 5), symmetric pairs", "epochs": recipe.epochs,
-            "batch_size": recipe.batch_size, "learning_rate": recipe.lr, "pairs_per_set": settings.pairs_per_set,
-            "dimension": settings.dimension, "held_out": HELD_OUT, "seed": job.seed}
+    return {
+        "optimizer": "Adam",
+        "loss": "softmax triplet loss (eq. 4), cosine distance, hardest in-batch "
+        "negative from another set (eq. 5), symmetric pairs",
+        "epochs": recipe.epochs,
+        "batch_size": recipe.batch_size,
+        "learning_rate": recipe.lr,
+        "pairs_per_set": settings.pairs_per_set,
+        "dimension": settings.dimension,
+        "held_out": HELD_OUT,
+        "seed": job.seed,
+    }
 
 
 # --- data ----------------------------------------------------------------------------------------------
+
 
 def read_sets(source: RecordSource, key: str = "words") -> tuple[list[list[list[str]]], dict]:
     """The aligned word lists of every set, and the data description for the metadata."""
@@ -97,8 +106,9 @@ def read_sets(source: RecordSource, key: str = "words") -> tuple[list[list[list[
             raise BadRecord(f"'{key}' must hold non-empty strings")
         lengths = {len(s) for s in words}
         if len(lengths) != 1:
-            raise BadRecord(f"the sentences of '{key}' differ in length ({sorted(lengths)} words): "
-                            "a set's words must be aligned")
+            raise BadRecord(
+                f"the sentences of '{key}' differ in length ({sorted(lengths)} words): a set's words must be aligned"
+            )
         if lengths.pop() < 2:
             raise BadRecord(f"the sentences of '{key}' have fewer than 2 words: no word pair to sample")
         sets.append(words)
@@ -110,11 +120,17 @@ def read_sets(source: RecordSource, key: str = "words") -> tuple[list[list[list[
     if summary:
         log.warning(summary)
     if len(sets) < 4:
-        raise SembedError(f"{len(sets)} usable set(s) in {source.rejects.name}: too few",
-                          "give `sembed gensets` output of many sentences (negatives come from other sets)")
-    return sets, {"input": source.rejects.name, "sets": len(sets),
-                  "sentences": sum(len(s) for s in sets), "skipped": len(source.rejects.skipped),
-                  "sha256": digest.hexdigest()}
+        raise SembedError(
+            f"{len(sets)} usable set(s) in {source.rejects.name}: too few",
+            "give `sembed gensets` output of many sentences (negatives come from other sets)",
+        )
+    return sets, {
+        "input": source.rejects.name,
+        "sets": len(sets),
+        "sentences": sum(len(s) for s in sets),
+        "skipped": len(source.rejects.skipped),
+        "sha256": digest.hexdigest(),
+    }
 
 
 @dataclass
@@ -148,14 +164,15 @@ def encode_sets(sets: list[list[list[str]]], encoder, batch_size: int = 32) -> E
     row = 0
     chunks = range(0, len(flat), CHUNK)
     for first in console.progress(chunks, f"encoding {len(flat)} sentences", len(chunks), f"x {CHUNK} sentences"):
-        for encoded in encoder.encode(flat[first:first + CHUNK], batch_size=batch_size):
-            vectors[row:row + len(encoded)] = encoded.to(torch.float16)
+        for encoded in encoder.encode(flat[first : first + CHUNK], batch_size=batch_size):
+            vectors[row : row + len(encoded)] = encoded.to(torch.float16)
             row += len(encoded)
     return EncodedSets(vectors, start, sentences, words)
 
 
-def sample_pairs(encoded: EncodedSets, set_ids: torch.Tensor, per_set: int, generator: torch.Generator
-                 ) -> tuple[torch.Tensor, ...]:
+def sample_pairs(
+    encoded: EncodedSets, set_ids: torch.Tensor, per_set: int, generator: torch.Generator
+) -> tuple[torch.Tensor, ...]:
     """For each set of `set_ids`, `per_set` samples (anchor rows i1, i2; positive rows i1, i2; set)."""
     chosen = set_ids.repeat_interleave(per_set)
     k, n = encoded.sentences[chosen], encoded.words[chosen]
@@ -172,6 +189,7 @@ def sample_pairs(encoded: EncodedSets, set_ids: torch.Tensor, per_set: int, gene
 
 
 # --- the loss ------------------------------------------------------------------------------------------
+
 
 def triplet_loss(anchor: torch.Tensor, positive: torch.Tensor, sets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Eq. 4 with the negatives of eq. 5, over (anchor, positive) and the symmetric (positive, anchor).
@@ -190,8 +208,7 @@ def triplet_loss(anchor: torch.Tensor, positive: torch.Tensor, sets: torch.Tenso
     return loss, (to_positive < to_negative).float().mean()
 
 
-def pair_vectors(f: torch.nn.Linear, vectors: torch.Tensor, first: torch.Tensor, second: torch.Tensor
-                 ) -> torch.Tensor:
+def pair_vectors(f: torch.nn.Linear, vectors: torch.Tensor, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
     """f(x_first) - f(x_second), eq. 1-3."""
     device = f.weight.device
     return f(vectors[first].to(device).float()) - f(vectors[second].to(device).float())
@@ -199,8 +216,9 @@ def pair_vectors(f: torch.nn.Linear, vectors: torch.Tensor, first: torch.Tensor,
 
 def batch_loss(f, encoded: EncodedSets, sample: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, torch.Tensor]:
     a1, a2, p1, p2, sets = sample
-    return triplet_loss(pair_vectors(f, encoded.vectors, a1, a2), pair_vectors(f, encoded.vectors, p1, p2),
-                        sets.to(f.weight.device))
+    return triplet_loss(
+        pair_vectors(f, encoded.vectors, a1, a2), pair_vectors(f, encoded.vectors, p1, p2), sets.to(f.weight.device)
+    )
 
 
 def evaluate(f, encoded: EncodedSets, sample: tuple[torch.Tensor, ...], batch_size: int) -> dict:
@@ -208,7 +226,7 @@ def evaluate(f, encoded: EncodedSets, sample: tuple[torch.Tensor, ...], batch_si
     losses, accuracies, weights = [], [], []
     with torch.no_grad():
         for first in range(0, len(sample[0]), batch_size):
-            part = tuple(t[first:first + batch_size] for t in sample)
+            part = tuple(t[first : first + batch_size] for t in sample)
             if len(part[0]) < 2 or len(torch.unique(part[4])) < 2:
                 continue
             loss, accuracy = batch_loss(f, encoded, part)
@@ -216,11 +234,14 @@ def evaluate(f, encoded: EncodedSets, sample: tuple[torch.Tensor, ...], batch_si
             accuracies.append(float(accuracy))
             weights.append(len(part[0]))
     total = sum(weights) or 1
-    return {"loss": round(sum(v * w for v, w in zip(losses, weights)) / total, 5),
-            "accuracy": round(sum(v * w for v, w in zip(accuracies, weights)) / total, 5)}
+    return {
+        "loss": round(sum(v * w for v, w in zip(losses, weights)) / total, 5),
+        "accuracy": round(sum(v * w for v, w in zip(accuracies, weights)) / total, 5),
+    }
 
 
 # --- training ------------------------------------------------------------------------------------------
+
 
 def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
     """Learn f on the sets of the job's input over vectors of --model (randomly initialised with --random-init)."""
@@ -237,16 +258,22 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
     device = resolve_device(job.device)
     sets, data = read_sets(source)
     encoder = WordEncoder.open(model, random_init=random_init, seed=seed, device=device)
-    run = {"method": "syntax", "encoder": encoder.describe(), "data": data["sha256"],
-           "settings": described(job, settings)}
+    run = {
+        "method": "syntax",
+        "encoder": encoder.describe(),
+        "data": data["sha256"],
+        "settings": described(job, settings),
+    }
     directory, resume_from = checkpoints.prepare(output, run, resume, force)
 
     cache = directory / VECTORS_FILE
     if resume_from is not None and cache.exists():
         encoded = EncodedSets.load(cache)
     else:
-        log.info(f"encoding the words of {data['sentences']} sentences in {len(sets)} sets with "
-                 f"{encoder.describe()['model']}{' (randomly initialised)' if random_init else ''}")
+        log.info(
+            f"encoding the words of {data['sentences']} sentences in {len(sets)} sets with "
+            f"{encoder.describe()['model']}{' (randomly initialised)' if random_init else ''}"
+        )
         encoded = encode_sets(sets, encoder, ENCODE_BATCH_SIZE)
         encoded.save(cache)
     del encoder
@@ -255,8 +282,11 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
     order = torch.randperm(len(sets), generator=torch.Generator().manual_seed(seed))
     held = max(1, round(HELD_OUT * len(sets))) if HELD_OUT > 0 else 0
     held_ids, train_ids = order[:held], order[held:]
-    held_sample = sample_pairs(encoded, held_ids, settings.pairs_per_set,
-                               torch.Generator().manual_seed(seed + 1)) if held >= 2 else None
+    held_sample = (
+        sample_pairs(encoded, held_ids, settings.pairs_per_set, torch.Generator().manual_seed(seed + 1))
+        if held >= 2
+        else None
+    )
     f = torch.nn.Linear(encoded.vectors.shape[1], settings.dimension).to(device)
     optimizer = torch.optim.Adam(f.parameters(), lr=job.recipe.lr)
     generator = torch.Generator().manual_seed(seed)
@@ -272,8 +302,10 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
         history.append({"epoch": 0, "held_out": evaluate(f, encoded, held_sample, batch_size)})
     samples = len(train_ids) * settings.pairs_per_set
     steps = (samples + batch_size - 1) // batch_size
-    log.info(f"{len(train_ids)} training sets ({held} held out), {samples} samples an epoch, "
-             f"{encoded.vectors.shape[1]} -> {settings.dimension} dimensions, {steps} steps an epoch on {device}")
+    log.info(
+        f"{len(train_ids)} training sets ({held} held out), {samples} samples an epoch, "
+        f"{encoded.vectors.shape[1]} -> {settings.dimension} dimensions, {steps} steps an epoch on {device}"
+    )
     for epoch in range(first_epoch, epochs):
         tick = time.perf_counter()
         sample = sample_pairs(encoded, train_ids, settings.pairs_per_set, generator)
@@ -281,26 +313,43 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
         sample = tuple(t[shuffle] for t in sample)
         total, accuracy = 0.0, 0.0
         for first in console.progress(range(0, samples, batch_size), f"epoch {epoch + 1}", steps, "steps"):
-            loss, correct = batch_loss(f, encoded, tuple(t[first:first + batch_size] for t in sample))
+            loss, correct = batch_loss(f, encoded, tuple(t[first : first + batch_size] for t in sample))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             total += float(loss.detach())
             accuracy += float(correct)
-        entry = {"epoch": epoch + 1, "loss": round(total / steps, 5), "accuracy": round(accuracy / steps, 5),
-                 "seconds": round(time.perf_counter() - tick, 2)}
+        entry = {
+            "epoch": epoch + 1,
+            "loss": round(total / steps, 5),
+            "accuracy": round(accuracy / steps, 5),
+            "seconds": round(time.perf_counter() - tick, 2),
+        }
         if held_sample is not None:
             entry["held_out"] = evaluate(f, encoded, held_sample, batch_size)
         history.append(entry)
-        log.info(f"epoch {epoch + 1}/{epochs}: loss {entry['loss']:.4f}, triplet accuracy "
-                 f"{entry['accuracy']:.3f}" + (f"; held out: loss {entry['held_out']['loss']:.4f}, accuracy "
-                                               f"{entry['held_out']['accuracy']:.3f}" if held_sample is not None
-                                               else ""))
+        log.info(
+            f"epoch {epoch + 1}/{epochs}: loss {entry['loss']:.4f}, triplet accuracy "
+            f"{entry['accuracy']:.3f}"
+            + (
+                f"; held out: loss {entry['held_out']['loss']:.4f}, accuracy {entry['held_out']['accuracy']:.3f}"
+                if held_sample is not None
+                else ""
+            )
+        )
         save_checkpoint(directory, epoch + 1, f, optimizer, generator, history)
 
     syntax_map = SyntaxMap(f.weight.detach().cpu(), f.bias.detach().cpu(), run["encoder"])
-    metadata = describe(COMMAND, data, described(job, settings), method="syntax", encoder=run["encoder"],
-                        held_out_sets=held, history=history, seconds=round(time.perf_counter() - started, 1))
+    metadata = describe(
+        COMMAND,
+        data,
+        described(job, settings),
+        method="syntax",
+        encoder=run["encoder"],
+        held_out_sets=held,
+        history=history,
+        seconds=round(time.perf_counter() - started, 1),
+    )
     with building(output, force=True if resume else force) as work:
         syntax_map.save(work)
         write_metadata(work, metadata, "sembed.json")
@@ -316,8 +365,16 @@ def save_checkpoint(directory: Path, epoch: int, f, optimizer, generator, histor
 
     folder = directory / f"checkpoint-{epoch}"
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save({"epoch": epoch, "f": f.state_dict(), "optimizer": optimizer.state_dict(),
-                "generator": generator.get_state(), "history": history}, folder / "state.pt")
+    torch.save(
+        {
+            "epoch": epoch,
+            "f": f.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "generator": generator.get_state(),
+            "history": history,
+        },
+        folder / "state.pt",
+    )
     (folder / checkpoints.STATE_FILE).write_text(f'{{"epoch": {epoch}}}\n')
     for old in directory.glob("checkpoint-*"):
         if old != folder:

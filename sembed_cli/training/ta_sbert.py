@@ -19,7 +19,7 @@ eq. 4 (or the mean), as in SBERT's NLI training, for every row of the ablation.
 from __future__ import annotations
 
 import logging
-from typing import Optional, Protocol
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -54,7 +54,7 @@ class TaSettings(SentenceSettings, Protocol):
     @property
     def objective(self) -> str: ...
     @property
-    def validation(self) -> Optional[str]: ...
+    def validation(self) -> str | None: ...
 
 
 def reshape(model, pooling: str, reconstruction: bool, reconstruction_init: str = "uniform"):
@@ -86,8 +86,13 @@ class TokenAttentionLoss(nn.Module):
     Returns its parts as a dict (sentence, reconstruction), which the trainer sums and logs one by one.
     """
 
-    def __init__(self, model, objective: str = "nli", labels: LabelSet = LabelSet(),
-                 reconstruction_weight: float = RECONSTRUCTION_WEIGHT):
+    def __init__(
+        self,
+        model,
+        objective: str = "nli",
+        labels: LabelSet = LabelSet(),
+        reconstruction_weight: float = RECONSTRUCTION_WEIGHT,
+    ):
         super().__init__()
         self.model = model
         self.objective = objective
@@ -99,7 +104,9 @@ class TokenAttentionLoss(nn.Module):
     def logits(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return self.classifier(torch.cat([u, v, (u - v).abs()], dim=-1))  # eq. 6, before the softmax
 
-    def forward(self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor) -> dict[str, torch.Tensor]:
+    def forward(
+        self, sentence_features: list[dict[str, torch.Tensor]], labels: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
         outputs = [self.model(features) for features in sentence_features]
         u, v = (output["sentence_embedding"] for output in outputs)
         if self.objective == "nli":
@@ -128,8 +135,11 @@ def nli_accuracy(model, loss: TokenAttentionLoss, pairs: dict[str, list], fields
     gold = torch.tensor(pairs["label"], device=u.device)
     with torch.no_grad():
         logits = loss.logits(u, v)
-        return {"pairs": len(gold), "loss": round(float(nn.functional.cross_entropy(logits, gold)), 6),
-                "accuracy": round(float((logits.argmax(dim=-1) == gold).float().mean()) * 100, 4)}
+        return {
+            "pairs": len(gold),
+            "loss": round(float(nn.functional.cross_entropy(logits, gold)), 6),
+            "accuracy": round(float((logits.argmax(dim=-1) == gold).float().mean()) * 100, 4),
+        }
 
 
 def train_ta(job: Job, settings: TaSettings) -> dict:
@@ -151,29 +161,45 @@ def train_ta(job: Job, settings: TaSettings) -> dict:
             log.warning(summary)
         if pairs.count == 0:
             target = "label (entailment, neutral, contradiction)" if objective == "nli" else "score"
-            raise SembedError(f"no training pairs in {from_source.rejects.name}",
-                              f"--method ta reads records with text_a, text_b and a {target}, e.g. from sembed convert")
+            raise SembedError(
+                f"no training pairs in {from_source.rejects.name}",
+                f"--method ta reads records with text_a, text_b and a {target}, e.g. from sembed convert",
+            )
         return pairs.columns, pairs.describe(from_source.rejects.name, len(from_source.rejects.skipped))
 
     held_out = read(validation)[0] if validation is not None else None  # a bad file fails before training
-    described = {"pooling": pooling, "reconstruction": reconstruction,
-                 "reconstruction_weight": RECONSTRUCTION_WEIGHT if reconstruction else None,
-                 "reconstruction_init": reconstruction_init if reconstruction else None,
-                 "objective": "softmax over (u, v, |u - v|), cross-entropy on NLI labels" if objective == "nli"
-                 else "cosine similarity, MSE against the scaled score",
-                 "labels": list(labels.names) if objective == "nli" else None,
-                 "score_range": str(score_range) if objective == "sts" else None,
-                 "head_learning_rate": HEAD_LEARNING_RATE, "text_keys": list(fields.texts),
-                 "validation": validation.rejects.name if validation is not None else None}
+    described = {
+        "pooling": pooling,
+        "reconstruction": reconstruction,
+        "reconstruction_weight": RECONSTRUCTION_WEIGHT if reconstruction else None,
+        "reconstruction_init": reconstruction_init if reconstruction else None,
+        "objective": "softmax over (u, v, |u - v|), cross-entropy on NLI labels"
+        if objective == "nli"
+        else "cosine similarity, MSE against the scaled score",
+        "labels": list(labels.names) if objective == "nli" else None,
+        "score_range": str(score_range) if objective == "sts" else None,
+        "head_learning_rate": HEAD_LEARNING_RATE,
+        "text_keys": list(fields.texts),
+        "validation": validation.rejects.name if validation is not None else None,
+    }
     parts = MethodParts(
         prepare_model=lambda model: reshape(model, pooling, reconstruction, reconstruction_init),
         learning_rates=new_parameters,
-        validate=(lambda model, loss: nli_accuracy(model, loss, held_out, fields)) if held_out else None)
-    metadata = train_and_save(job, settings, method="ta", make_data=lambda: read(job.source),
-                              make_loss=lambda model: TokenAttentionLoss(model, objective, labels),
-                              described=described, fields={"pooling": pooling}, parts=parts)
+        validate=(lambda model, loss: nli_accuracy(model, loss, held_out, fields)) if held_out else None,
+    )
+    metadata = train_and_save(
+        job,
+        settings,
+        method="ta",
+        make_data=lambda: read(job.source),
+        make_loss=lambda model: TokenAttentionLoss(model, objective, labels),
+        described=described,
+        fields={"pooling": pooling},
+        parts=parts,
+    )
     if "validation" in metadata:
         result = metadata["validation"]
-        log.info(f"held-out NLI: accuracy {result['accuracy']:.2f}%, loss {result['loss']:.4f} "
-                 f"({result['pairs']} pairs)")
+        log.info(
+            f"held-out NLI: accuracy {result['accuracy']:.2f}%, loss {result['loss']:.4f} ({result['pairs']} pairs)"
+        )
     return metadata

@@ -82,8 +82,10 @@ class Corpus:
     def counts(self) -> tuple[np.ndarray, np.ndarray]:
         """(sentences containing each word, occurrences of each word)."""
         size = len(self.words)
-        return (np.bincount(np.asarray(self.distinct, dtype=np.int64), minlength=size),
-                np.bincount(np.asarray(self.tokens, dtype=np.int64), minlength=size))
+        return (
+            np.bincount(np.asarray(self.distinct, dtype=np.int64), minlength=size),
+            np.bincount(np.asarray(self.tokens, dtype=np.int64), minlength=size),
+        )
 
     def pairs(self) -> np.ndarray:
         """(anchor, positive) sentence numbers: both directions of every adjacent pair in one document, both
@@ -110,8 +112,10 @@ def read_corpus(source: RecordSource, vectors: WordVectors, text_key: str = "tex
     if summary:
         log.warning(summary)
     if not corpus.sentences:
-        raise SembedError(f"no sentences in {source.rejects.name}", "train --method nws reads a sentence-ordered "
-                                                                     "corpus: doc_id, text records from sembed convert")
+        raise SembedError(
+            f"no sentences in {source.rejects.name}",
+            "train --method nws reads a sentence-ordered corpus: doc_id, text records from sembed convert",
+        )
     return corpus
 
 
@@ -162,7 +166,7 @@ class PairBatches:
         torch = self.torch
         b, k = negative_sets.shape
         s = self.embed(torch.cat([anchors, positives, negative_sets.reshape(-1)]), q)
-        anchor, candidates = s[:b], torch.cat([s[b:2 * b, None], s[2 * b:].view(b, k, -1)], 1)
+        anchor, candidates = s[:b], torch.cat([s[b : 2 * b, None], s[2 * b :].view(b, k, -1)], 1)
         logits = torch.einsum("bd,bkd->bk", anchor, candidates)
         return torch.nn.functional.cross_entropy(logits, torch.zeros(b, dtype=torch.long, device=self.device))
 
@@ -179,10 +183,17 @@ class NwsSettings(Protocol):
 def described(job: Job, settings: NwsSettings) -> dict:
     """The run's settings as the metadata and the checkpoints' fingerprint record them."""
     recipe = job.recipe
-    return {"epochs": recipe.epochs, "batch_size": recipe.batch_size, "learning_rate": recipe.lr,
-            "optimizer": "AdaGrad", "init": settings.init, "negatives": NEGATIVES, "seed": job.seed,
-            "loss": "softmax cross-entropy over inner products (positive vs K uniform negatives)",
-            "sentence": "sum of q(w) w over the distinct words (eq. 1)"}
+    return {
+        "epochs": recipe.epochs,
+        "batch_size": recipe.batch_size,
+        "learning_rate": recipe.lr,
+        "optimizer": "AdaGrad",
+        "init": settings.init,
+        "negatives": NEGATIVES,
+        "seed": job.seed,
+        "loss": "softmax cross-entropy over inner products (positive vs K uniform negatives)",
+        "sentence": "sum of q(w) w over the distinct words (eq. 1)",
+    }
 
 
 def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> SalienceTable:
@@ -208,19 +219,28 @@ def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> Salience
     lengths = np.diff(np.asarray(corpus.distinct_starts))
     usable = np.flatnonzero(lengths > 0)
     singles = np.bincount(np.asarray(corpus.documents)).tolist().count(1)
-    log.info(f"{corpus.sentences} sentences in {len(corpus.document_names)} documents, {corpus.coverage.tokens} "
-             f"tokens, {len(corpus.words)} words with a vector; {len(pairs)} adjacent pairs"
-             + (f"; {singles} one-sentence document(s) give no pair" if singles else "")
-             + (f"; {corpus.coverage.empty} sentence(s) without a known word are left out"
-                if corpus.coverage.empty else ""))
+    log.info(
+        f"{corpus.sentences} sentences in {len(corpus.document_names)} documents, {corpus.coverage.tokens} "
+        f"tokens, {len(corpus.words)} words with a vector; {len(pairs)} adjacent pairs"
+        + (f"; {singles} one-sentence document(s) give no pair" if singles else "")
+        + (f"; {corpus.coverage.empty} sentence(s) without a known word are left out" if corpus.coverage.empty else "")
+    )
     if not len(pairs):
-        raise SembedError("the corpus has no two adjacent sentences with a known word in one document",
-                          "NWS learns from neighbouring sentences: give documents of several sentences (doc_id)")
+        raise SembedError(
+            "the corpus has no two adjacent sentences with a known word in one document",
+            "NWS learns from neighbouring sentences: give documents of several sentences (doc_id)",
+        )
     if len(usable) < 4:
         raise SembedError(f"only {len(usable)} sentences with a known word: too few to draw negatives from")
-    data = {"input": source.rejects.name, "sentences": corpus.sentences, "documents": len(corpus.document_names),
-            "tokens": corpus.coverage.tokens, "pairs": int(len(pairs)), "sha256": corpus.hash.hexdigest(),
-            "skipped": len(source.rejects.skipped)}
+    data = {
+        "input": source.rejects.name,
+        "sentences": corpus.sentences,
+        "documents": len(corpus.document_names),
+        "tokens": corpus.coverage.tokens,
+        "pairs": len(pairs),
+        "sha256": corpus.hash.hexdigest(),
+        "skipped": len(source.rejects.skipped),
+    }
     run = {"method": "nws", "vectors": vectors.spec, "data": data["sha256"], "settings": described(job, settings)}
     directory, resume_from = checkpoints.prepare(output, run, resume, force)
 
@@ -249,10 +269,13 @@ def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> Salience
         rng = np.random.default_rng([seed, epoch])
         negative_sets = torch.as_tensor(negatives(pairs[:, 0], usable, NEGATIVES, rng), device=device)
         total, steps = 0.0, 0
-        for start in console.progress(range(0, len(pairs), batch_size), f"epoch {epoch + 1}",
-                                      total=(len(pairs) + batch_size - 1) // batch_size,
-                                      unit="steps"):
-            chosen = order[start:start + batch_size]
+        for start in console.progress(
+            range(0, len(pairs), batch_size),
+            f"epoch {epoch + 1}",
+            total=(len(pairs) + batch_size - 1) // batch_size,
+            unit="steps",
+        ):
+            chosen = order[start : start + batch_size]
             loss = batches.loss(anchors_all[chosen], positives_all[chosen], negative_sets[chosen], q)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -260,38 +283,60 @@ def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> Salience
             total += float(loss.detach())
             steps += 1
         seconds = time.perf_counter() - tick
-        history.append({"epoch": epoch + 1, "loss": round(total / steps, 6), "seconds": round(seconds, 2),
-                        "sentences_per_second": round(corpus.sentences / seconds, 1)})
-        log.info(f"epoch {epoch + 1}/{epochs}: loss {total / steps:.4f}, {seconds:.1f} s, "
-                 f"{corpus.sentences / seconds:,.0f} sentences/s")
+        history.append(
+            {
+                "epoch": epoch + 1,
+                "loss": round(total / steps, 6),
+                "seconds": round(seconds, 2),
+                "sentences_per_second": round(corpus.sentences / seconds, 1),
+            }
+        )
+        log.info(
+            f"epoch {epoch + 1}/{epochs}: loss {total / steps:.4f}, {seconds:.1f} s, "
+            f"{corpus.sentences / seconds:,.0f} sentences/s"
+        )
         if settings.save_epochs:
             snapshots.append((epoch + 1, q.detach().cpu().numpy().copy()))
         save_checkpoint(directory, epoch + 1, q, optimizer, generator, history, snapshots)
 
     scores = q.detach().cpu().numpy()
     seen = np.zeros(len(corpus.words), dtype=bool)
-    seen[np.asarray(corpus.distinct, dtype=np.int64)[np.isin(
-        np.repeat(np.arange(corpus.sentences), lengths), np.unique(pairs))]] = True
+    seen[
+        np.asarray(corpus.distinct, dtype=np.int64)[
+            np.isin(np.repeat(np.arange(corpus.sentences), lengths), np.unique(pairs))
+        ]
+    ] = True
     never = int((~seen).sum())
     if never:
         log.info(f"{never} vocabulary word(s) never occur in a training pair and keep their initial score")
     component = sif_component(batches, token_counts, corpus, device)
-    metadata = describe("train --method nws", data, described(job, settings), method="nws",
-                        vectors=vectors.describe(),
-                        corpus={"sentences": corpus.sentences, "tokens": corpus.coverage.tokens,
-                                "documents": len(corpus.document_names), **corpus.coverage.as_dict()},
-                        unseen_score=unseen_score(settings.init, corpus.sentences),
-                        never_trained=never, sif={"a": SIF_A, "component": "first principal component of the "
-                                                                            "corpus's SIF sentence vectors"},
-                        history=history, seconds=round(time.perf_counter() - started, 1))
+    metadata = describe(
+        "train --method nws",
+        data,
+        described(job, settings),
+        method="nws",
+        vectors=vectors.describe(),
+        corpus={
+            "sentences": corpus.sentences,
+            "tokens": corpus.coverage.tokens,
+            "documents": len(corpus.document_names),
+            **corpus.coverage.as_dict(),
+        },
+        unseen_score=unseen_score(settings.init, corpus.sentences),
+        never_trained=never,
+        sif={"a": SIF_A, "component": "first principal component of the corpus's SIF sentence vectors"},
+        history=history,
+        seconds=round(time.perf_counter() - started, 1),
+    )
     table = SalienceTable(list(corpus.words), scores, sentence_counts, token_counts, metadata, component)
     with building(output, force=True if resume else force) as work:
         table.save(work)
         write_model_card(work, job, settings, metadata, library=None)
         for epoch, snapshot in snapshots:
             (work / EPOCH_DIR / str(epoch)).mkdir(parents=True)
-            SalienceTable(table.words, snapshot, sentence_counts, token_counts, {**metadata, "epoch": epoch},
-                          component).save(work / EPOCH_DIR / str(epoch))
+            SalienceTable(
+                table.words, snapshot, sentence_counts, token_counts, {**metadata, "epoch": epoch}, component
+            ).save(work / EPOCH_DIR / str(epoch))
     checkpoints.remove(directory)
     top, bottom = table.extremes(10, min_sentences=5)
     log.info("highest: " + ", ".join(f"{w} {s:.3g}" for w, s in top))
@@ -310,9 +355,17 @@ def save_checkpoint(directory: Path, epoch: int, q, optimizer, generator, histor
 
     folder = directory / f"checkpoint-{epoch}"
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save({"epoch": epoch, "q": q.detach().cpu(), "optimizer": optimizer.state_dict(),
-                "generator": generator.get_state(), "history": history,
-                "snapshots": [(e, s.tolist()) for e, s in snapshots]}, folder / "state.pt")
+    torch.save(
+        {
+            "epoch": epoch,
+            "q": q.detach().cpu(),
+            "optimizer": optimizer.state_dict(),
+            "generator": generator.get_state(),
+            "history": history,
+            "snapshots": [(e, s.tolist()) for e, s in snapshots],
+        },
+        folder / "state.pt",
+    )
     (folder / checkpoints.STATE_FILE).write_text(f'{{"epoch": {epoch}}}\n')
     for old in directory.glob("checkpoint-*"):
         if old != folder and old.name != f"checkpoint-{epoch - 1}":
@@ -332,14 +385,15 @@ def sif_component(batches: PairBatches, token_counts: np.ndarray, corpus: Corpus
     gram = torch.zeros(dim, dim, dtype=torch.float64, device=device)
     chunk = 65536
     for begin in range(0, corpus.sentences, chunk):
-        idx = np.flatnonzero(lengths[begin:begin + chunk] > 0) + begin
+        idx = np.flatnonzero(lengths[begin : begin + chunk] > 0) + begin
         if not len(idx):
             continue
         first, last = int(starts[idx[0]]), int(starts[idx[-1] + 1])
         flat = tokens[first:last]
         offsets = torch.as_tensor(starts[idx] - first, device=device)
-        v = torch.nn.functional.embedding_bag(flat, batches.vectors, offsets, mode="sum",
-                                              per_sample_weights=weights[flat])
+        v = torch.nn.functional.embedding_bag(
+            flat, batches.vectors, offsets, mode="sum", per_sample_weights=weights[flat]
+        )
         v = v / torch.as_tensor(lengths[idx], device=device, dtype=v.dtype)[:, None]
-        gram += (v.T.double() @ v.double())
+        gram += v.T.double() @ v.double()
     return first_component(gram.cpu().numpy())

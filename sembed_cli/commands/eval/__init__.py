@@ -14,10 +14,12 @@ from .options import EVAL_EPILOG, VECTORS_EPILOG
 
 eval_app = typer.Typer(
     help="Evaluate: STS correlation, entailment and transfer classification of embeddings; POI taste decisions; "
-         "salience tables against word ratings; structure in word vectors.\n\n"
-         "Each command reads every record (a metric needs them all, so nothing streams out) but keeps only what "
-         "it needs, and writes one JSON object of metrics to stdout and a table to stderr (-q: no table).",
-    no_args_is_help=True, rich_markup_mode=None)
+    "salience tables against word ratings; structure in word vectors.\n\n"
+    "Each command reads every record (a metric needs them all, so nothing streams out) but keeps only what "
+    "it needs, and writes one JSON object of metrics to stdout and a table to stderr (-q: no table).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 eval_app.command("sts", epilog=VECTORS_EPILOG)(sts.sts_command)
 eval_app.command("entailment", epilog=VECTORS_EPILOG)(entailment.entailment_command)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ...options import (Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose,
-                        counted_text_keys)
+from ...options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose, counted_text_keys
 from .options import Folds, InverseStrength, LabelKey, NpyVectors, inverse_strength, write_report
 
 

@@ -9,9 +9,14 @@ import typer
 from ...options import Force, Input, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose
 from .options import Folds, InverseStrength, LabelKey, NpyVectors, inverse_strength, pair_text_keys, write_report
 
-FeatureKind = Annotated[str, typer.Option(
-    "--features", metavar="abs-diff|senteval",
-    help="abs-diff: |u - v| (CF-BERT section 4.4); senteval: (|u - v|, u * v) as SentEval's SICK-E.")]
+FeatureKind = Annotated[
+    str,
+    typer.Option(
+        "--features",
+        metavar="abs-diff|senteval",
+        help="abs-diff: |u - v| (CF-BERT section 4.4); senteval: (|u - v|, u * v) as SentEval's SICK-E.",
+    ),
+]
 
 
 def entailment_command(
@@ -54,8 +59,11 @@ def entailment_command(
     from ...evaluation import entailment
 
     if features not in entailment.FEATURES:
-        raise typer.BadParameter(f"'{features}' is not one of {', '.join(entailment.FEATURES)}", param_hint="--features")
-    report = entailment.evaluate(input, pair_text_keys(text_keys), features, label_key, folds, seed, inverse_strength(c),
-                                 npy, skip_errors)
+        raise typer.BadParameter(
+            f"'{features}' is not one of {', '.join(entailment.FEATURES)}", param_hint="--features"
+        )
+    report = entailment.evaluate(
+        input, pair_text_keys(text_keys), features, label_key, folds, seed, inverse_strength(c), npy, skip_errors
+    )
     write_report(report, output, force, input)
     entailment.print_report(report)

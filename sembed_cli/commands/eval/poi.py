@@ -2,28 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from ...options import Force, Input, Output, Quiet, SkipErrors, Threads, Verbose, finite
 from .options import write_report
 
-PoiGoldKey = Annotated[Optional[str], typer.Option(
-    "--gold-key", metavar="KEY", show_default=False,
-    help="The gold label field (true for a POI). Default: is_poi_gold (where `sembed taste` keeps the input's "
-         "is_poi) when the record has it, else is_poi.")]
-ScoreKey = Annotated[str, typer.Option("--score-key", metavar="KEY", help="The score field (a POI when >= the "
-                                                                         "threshold).")]
-PoiThreshold = Annotated[float, typer.Option("--threshold", metavar="T", callback=finite,
-                                             help="The threshold (the paper: 0.5).")]
-TuneSplit = Annotated[Optional[str], typer.Option(
-    "--tune-split", metavar="NAME", show_default=False,
-    help="Also pick the threshold with the highest F0.5 on the records whose split is NAME (e.g. dev) and report "
-         "the others at it too.")]
-TestSplit = Annotated[Optional[str], typer.Option(
-    "--test-split", metavar="NAME", show_default=False,
-    help="Report only the records whose split is NAME (e.g. test). Default: all records (but --tune-split's).")]
+PoiGoldKey = Annotated[
+    str | None,
+    typer.Option(
+        "--gold-key",
+        metavar="KEY",
+        show_default=False,
+        help="The gold label field (true for a POI). Default: is_poi_gold (where `sembed taste` keeps the input's "
+        "is_poi) when the record has it, else is_poi.",
+    ),
+]
+ScoreKey = Annotated[
+    str, typer.Option("--score-key", metavar="KEY", help="The score field (a POI when >= the threshold).")
+]
+PoiThreshold = Annotated[
+    float, typer.Option("--threshold", metavar="T", callback=finite, help="The threshold (the paper: 0.5).")
+]
+TuneSplit = Annotated[
+    str | None,
+    typer.Option(
+        "--tune-split",
+        metavar="NAME",
+        show_default=False,
+        help="Also pick the threshold with the highest F0.5 on the records whose split is NAME (e.g. dev) and report "
+        "the others at it too.",
+    ),
+]
+TestSplit = Annotated[
+    str | None,
+    typer.Option(
+        "--test-split",
+        metavar="NAME",
+        show_default=False,
+        help="Report only the records whose split is NAME (e.g. test). Default: all records (but --tune-split's).",
+    ),
+]
 SplitKey = Annotated[str, typer.Option("--split-key", metavar="KEY", help="The field naming a record's split.")]
 
 

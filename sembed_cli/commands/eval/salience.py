@@ -9,14 +9,26 @@ import typer
 from ...options import Force, Input, Output, Quiet, SkipErrors, Threads, Verbose
 from .options import write_report
 
-SalienceTableDir = Annotated[str, typer.Option("--salience", metavar="DIR", show_default=False,
-                                               help="The salience table `sembed train --method nws` wrote (required).")]
+SalienceTableDir = Annotated[
+    str,
+    typer.Option(
+        "--salience",
+        metavar="DIR",
+        show_default=False,
+        help="The salience table `sembed train --method nws` wrote (required).",
+    ),
+]
 WordKey = Annotated[str, typer.Option("--word-key", metavar="KEY", help="The rated word's field (or column).")]
 RatingKey = Annotated[str, typer.Option("--rating-key", metavar="KEY", help="The rating's field (or column).")]
-Extremes = Annotated[int, typer.Option("--extremes", min=0, metavar="N", help="How many highest and lowest scored "
-                                                                               "words to list.")]
-MinSentences = Annotated[int, typer.Option("--min-sentences", min=1, metavar="N",
-                                           help="List only words in at least N sentences of the training corpus.")]
+Extremes = Annotated[
+    int, typer.Option("--extremes", min=0, metavar="N", help="How many highest and lowest scored words to list.")
+]
+MinSentences = Annotated[
+    int,
+    typer.Option(
+        "--min-sentences", min=1, metavar="N", help="List only words in at least N sentences of the training corpus."
+    ),
+]
 
 
 def salience_command(

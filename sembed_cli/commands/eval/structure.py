@@ -20,19 +20,34 @@ def _cluster_counts(value: str) -> str:
     return value
 
 
-Queries = Annotated[int, typer.Option("--queries", min=1, metavar="N",
-                                      help="Random query words (content words only), drawn with --seed.")]
-DifficultTags = Annotated[int, typer.Option(
-    "--difficult", min=0, metavar="N", help="How many 'difficult' tags: those with the highest entropy of "
-                                            "dependency labels.")]
-MinTagCount = Annotated[int, typer.Option("--min-tag-count", min=1, metavar="N",
-                                          help="A difficult tag needs at least N content words.")]
-ClusterCounts = Annotated[str, typer.Option("--clusters", metavar="K,K,...", callback=_cluster_counts,
-                                            help="The K of each k-means purity.")]
+Queries = Annotated[
+    int,
+    typer.Option("--queries", min=1, metavar="N", help="Random query words (content words only), drawn with --seed."),
+]
+DifficultTags = Annotated[
+    int,
+    typer.Option(
+        "--difficult",
+        min=0,
+        metavar="N",
+        help="How many 'difficult' tags: those with the highest entropy of dependency labels.",
+    ),
+]
+MinTagCount = Annotated[
+    int, typer.Option("--min-tag-count", min=1, metavar="N", help="A difficult tag needs at least N content words.")
+]
+ClusterCounts = Annotated[
+    str, typer.Option("--clusters", metavar="K,K,...", callback=_cluster_counts, help="The K of each k-means purity.")
+]
 EmbeddingKey = Annotated[str, typer.Option("--embedding-key", metavar="KEY", help="The word vector field.")]
-SentenceKey = Annotated[str, typer.Option("--sentence-key", metavar="KEY",
-                                          help="The field that tells sentences apart (words with equal values are "
-                                               "one sentence).")]
+SentenceKey = Annotated[
+    str,
+    typer.Option(
+        "--sentence-key",
+        metavar="KEY",
+        help="The field that tells sentences apart (words with equal values are one sentence).",
+    ),
+]
 
 
 def structure_command(
@@ -90,7 +105,8 @@ def structure_command(
     from ...evaluation import structure
 
     ks = tuple(int(k) for k in clusters.split(","))
-    report = structure.evaluate(input, queries, seed, difficult, min_tag_count, ks, embedding_key, sentence_key, npy,
-                                skip_errors)
+    report = structure.evaluate(
+        input, queries, seed, difficult, min_tag_count, ks, embedding_key, sentence_key, npy, skip_errors
+    )
     write_report(report, output, force, input)
     structure.print_report(report)

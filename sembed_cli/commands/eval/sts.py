@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -10,7 +10,7 @@ from ...options import Force, Input, Only, Output, Quiet, Seed, SkipErrors, Text
 from .options import NpyVectors, pair_text_keys, write_report
 
 
-def _grid(value: Optional[str]) -> Optional[str]:
+def _grid(value: str | None) -> str | None:
     if value is not None:
         from ...evaluation.sts import parse_grid
 
@@ -21,43 +21,96 @@ def _grid(value: Optional[str]) -> Optional[str]:
     return value
 
 
-SimilarityKey = Annotated[Optional[str], typer.Option(
-    "--similarity-key", metavar="KEY", show_default=False,
-    help="Take the predicted similarity from this field instead of a cosine. Default: the cosine of the "
-         "embeddings when the first record has them, otherwise its 'similarity' field.")]
+SimilarityKey = Annotated[
+    str | None,
+    typer.Option(
+        "--similarity-key",
+        metavar="KEY",
+        show_default=False,
+        help="Take the predicted similarity from this field instead of a cosine. Default: the cosine of the "
+        "embeddings when the first record has them, otherwise its 'similarity' field.",
+    ),
+]
 GoldKey = Annotated[str, typer.Option("--gold-key", metavar="KEY", help="The gold similarity score field.")]
-GroupBy = Annotated[Optional[str], typer.Option(
-    "--group-by", metavar="FIELD", show_default=False,
-    help="Also report each value of this field on its own (e.g. genre), then all pairs; with --versus, each "
-         "value's paired comparison.")]
-CfGrid = Annotated[Optional[str], typer.Option(
-    "--cf-grid", metavar="START:STOP:STEP", callback=_grid, show_default=False,
-    help="Sweep W_cf (STOP included, or a list: 0,0.2,2) over the parts `embed --keep-parts` wrote: "
-         "embedding_basic_a + W * embedding_cf_a against the same for _b (CF-BERT section 5, Table 7).")]
-PairsFile = Annotated[Optional[str], typer.Option(
-    "--pairs", metavar="FILE", show_default=False,
-    help="Also write each pair's record to FILE as it is read (JSONL; '-': stdout, the metrics then need -o), "
-         "without its vectors, with its similarity; unscored pairs too.")]
+GroupBy = Annotated[
+    str | None,
+    typer.Option(
+        "--group-by",
+        metavar="FIELD",
+        show_default=False,
+        help="Also report each value of this field on its own (e.g. genre), then all pairs; with --versus, each "
+        "value's paired comparison.",
+    ),
+]
+CfGrid = Annotated[
+    str | None,
+    typer.Option(
+        "--cf-grid",
+        metavar="START:STOP:STEP",
+        callback=_grid,
+        show_default=False,
+        help="Sweep W_cf (STOP included, or a list: 0,0.2,2) over the parts `embed --keep-parts` wrote: "
+        "embedding_basic_a + W * embedding_cf_a against the same for _b (CF-BERT section 5, Table 7).",
+    ),
+]
+PairsFile = Annotated[
+    str | None,
+    typer.Option(
+        "--pairs",
+        metavar="FILE",
+        show_default=False,
+        help="Also write each pair's record to FILE as it is read (JSONL; '-': stdout, the metrics then need -o), "
+        "without its vectors, with its similarity; unscored pairs too.",
+    ),
+]
 
 
-Versus = Annotated[Optional[str], typer.Option(
-    "--versus", metavar="FILE", show_default=False,
-    help="Compare with another model: FILE holds the same pairs in the same order, embedded by it (read like the "
-         "input); adds their paired difference (input - FILE) with a bootstrap interval.")]
-VersusKey = Annotated[Optional[str], typer.Option(
-    "--versus-key", metavar="NAME", show_default=False,
-    help="Compare with another model whose vectors the same records hold under NAME_a and NAME_b (as --text-key "
-         "derives them), its identity under NAME_model when known.")]
-Resamples = Annotated[int, typer.Option(
-    "--resamples", min=1, metavar="N", help="Bootstrap resamples of the test pairs for --versus / --versus-key.")]
+Versus = Annotated[
+    str | None,
+    typer.Option(
+        "--versus",
+        metavar="FILE",
+        show_default=False,
+        help="Compare with another model: FILE holds the same pairs in the same order, embedded by it (read like the "
+        "input); adds their paired difference (input - FILE) with a bootstrap interval.",
+    ),
+]
+VersusKey = Annotated[
+    str | None,
+    typer.Option(
+        "--versus-key",
+        metavar="NAME",
+        show_default=False,
+        help="Compare with another model whose vectors the same records hold under NAME_a and NAME_b (as --text-key "
+        "derives them), its identity under NAME_model when known.",
+    ),
+]
+Resamples = Annotated[
+    int,
+    typer.Option(
+        "--resamples", min=1, metavar="N", help="Bootstrap resamples of the test pairs for --versus / --versus-key."
+    ),
+]
 
 # Two models compared over all pairs, and the CF grid's similarity per W, leave no room for these.
-ONLY = tuple(Only(name, without=versus, message=f"--{versus.replace('_', '-')} compares two models over all pairs; "
-                                                f"leave out --{name.replace('_', '-')}")
-             for versus in ("versus", "versus_key") for name in ("cf_grid", "pairs", "npy")) + (
-    Only("similarity_key", without="cf_grid", hint="cf_grid",
-         message="--cf-grid sweeps embedding parts; it cannot use --similarity-key"),
-    Only("pairs", without="cf_grid", message="--cf-grid gives each pair a similarity per W_cf; leave out --pairs"))
+ONLY = tuple(
+    Only(
+        name,
+        without=versus,
+        message=f"--{versus.replace('_', '-')} compares two models over all pairs; "
+        f"leave out --{name.replace('_', '-')}",
+    )
+    for versus in ("versus", "versus_key")
+    for name in ("cf_grid", "pairs", "npy")
+) + (
+    Only(
+        "similarity_key",
+        without="cf_grid",
+        hint="cf_grid",
+        message="--cf-grid sweeps embedding parts; it cannot use --similarity-key",
+    ),
+    Only("pairs", without="cf_grid", message="--cf-grid gives each pair a similarity per W_cf; leave out --pairs"),
+)
 
 
 def sts_command(
@@ -143,20 +196,43 @@ def sts_command(
     from ...evaluation import sts
 
     if versus is not None and versus_key is not None:
-        raise typer.BadParameter("give the other model once: --versus FILE or --versus-key NAME",
-                                 param_hint="'--versus-key'")
+        raise typer.BadParameter(
+            "give the other model once: --versus FILE or --versus-key NAME", param_hint="'--versus-key'"
+        )
     check_only(ctx, ONLY)
     if versus is not None or versus_key is not None:
         if versus == input:
-            raise typer.BadParameter("--versus names the input itself: give the other model's records",
-                                     param_hint="'--versus'")
-        report = sts.evaluate_versus(input, versus, versus_key, pair_text_keys(text_keys), similarity_key, gold_key,
-                                     resamples, seed, skip_errors, group_by)
+            raise typer.BadParameter(
+                "--versus names the input itself: give the other model's records", param_hint="'--versus'"
+            )
+        report = sts.evaluate_versus(
+            input,
+            versus,
+            versus_key,
+            pair_text_keys(text_keys),
+            similarity_key,
+            gold_key,
+            resamples,
+            seed,
+            skip_errors,
+            group_by,
+        )
     else:
         if pairs == "-" and output == "-":
-            raise typer.BadParameter("--pairs - writes the pairs to stdout: give the metrics a file with -o",
-                                     param_hint="'--pairs'")
-        report = sts.evaluate(input, pair_text_keys(text_keys), similarity_key, gold_key, group_by,
-                              sts.parse_grid(cf_grid) if cf_grid is not None else None, pairs, force, npy, skip_errors)
+            raise typer.BadParameter(
+                "--pairs - writes the pairs to stdout: give the metrics a file with -o", param_hint="'--pairs'"
+            )
+        report = sts.evaluate(
+            input,
+            pair_text_keys(text_keys),
+            similarity_key,
+            gold_key,
+            group_by,
+            sts.parse_grid(cf_grid) if cf_grid is not None else None,
+            pairs,
+            force,
+            npy,
+            skip_errors,
+        )
     write_report(report, output, force, input)
     sts.print_report(report)

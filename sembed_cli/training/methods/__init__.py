@@ -24,5 +24,14 @@ from .method import Method, OptionError
 
 __all__ = ["METHODS", "Job", "Method", "OptionError", "Recipe"]
 
-NAMES = ("sbert", "cf", "ta", "nws", "mlm", "poi", "syntax", "static")  # each the module of that name here; --help's order
+NAMES = (
+    "sbert",
+    "cf",
+    "ta",
+    "nws",
+    "mlm",
+    "poi",
+    "syntax",
+    "static",
+)  # each the module of that name here; --help's order
 METHODS: dict[str, Method] = {name: import_module(f"{__name__}.{name}").METHOD for name in NAMES}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields
-from typing import Any, Optional
+from typing import Any
 
 from ...io import counted_keys
 from ...models.precision import TRAINING_PRECISIONS
@@ -28,17 +28,25 @@ class Option:
 
     flags: tuple[str, ...]
     help: str
-    metavar: Optional[str] = None
-    min: Optional[float] = None
-    max: Optional[float] = None
-    choices: Optional[tuple[str, ...]] = None
-    parse: Optional[Callable[[Any], Any]] = None  # raises ValueError(message) for a value it refuses
-    envvar: Optional[str] = None
+    metavar: str | None = None
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] | None = None
+    parse: Callable[[Any], Any] | None = None  # raises ValueError(message) for a value it refuses
+    envvar: str | None = None
 
 
-def option(default: Any, *flags: str, help: str, metavar: str | None = None, min: float | None = None,
-           max: float | None = None, choices: tuple[str, ...] | None = None,
-           parse: Callable[[Any], Any] | None = None, envvar: str | None = None) -> Any:
+def option(
+    default: Any,
+    *flags: str,
+    help: str,
+    metavar: str | None = None,
+    min: float | None = None,
+    max: float | None = None,
+    choices: tuple[str, ...] | None = None,
+    parse: Callable[[Any], Any] | None = None,
+    envvar: str | None = None,
+) -> Any:
     """A settings field that is the option `flags` of `sembed train`; `choices` name its only values."""
     metavar = metavar or ("|".join(choices) if choices else None)
     return field(default=default, metadata={"option": Option(flags, help, metavar, min, max, choices, parse, envvar)})
@@ -77,7 +85,7 @@ class Method:
     run: Callable[[Job, Any], None]
     text_fields: int = 1
     text_key_error: str = ""
-    check: Optional[Callable[[Any, frozenset[str]], None]] = None
+    check: Callable[[Any, frozenset[str]], None] | None = None
     recipes: dict[str, Recipe] = field(default_factory=dict)
     distributed: bool = False  # runs under torchrun / accelerate launch
 
@@ -90,9 +98,15 @@ class Method:
     def check_usage(self, settings, text_keys: tuple[str, ...] | None, given: frozenset[str]) -> None:
         """The method's usage errors, before anything is read or loaded."""
         if text_keys is not None and counted_keys(text_keys, ("text",) * self.text_fields) is None:
-            raise OptionError("text_keys", self.text_key_error or (
-                "give it twice, for the two texts of a pair" if self.text_fields == 2
-                else f"{self.name} reads one text field"))
+            raise OptionError(
+                "text_keys",
+                self.text_key_error
+                or (
+                    "give it twice, for the two texts of a pair"
+                    if self.text_fields == 2
+                    else f"{self.name} reads one text field"
+                ),
+            )
         if self.check is not None:
             self.check(settings, given)
 
@@ -106,6 +120,7 @@ def refuse(given: frozenset[str], names: tuple[str, ...], message: str) -> None:
 
 # Settings that several methods share, declared once (each call makes the field for one dataclass).
 
+
 def start_model() -> Any:
     """The model training starts from: the option is the one meaning of --model that every command shares
     (`options.StartModel`), so it has no `Option` here."""
@@ -113,13 +128,23 @@ def start_model() -> Any:
 
 
 def max_steps() -> Any:
-    return option(None, "--max-steps", metavar="N", min=1, help=(
-        "stop after N optimiser steps (a trial run; the learning-rate schedule then spans N steps)."))
+    return option(
+        None,
+        "--max-steps",
+        metavar="N",
+        min=1,
+        help=("stop after N optimiser steps (a trial run; the learning-rate schedule then spans N steps)."),
+    )
 
 
 def checkpoint_steps() -> Any:
-    return option(500, "--checkpoint-steps", metavar="N", min=0,
-                  help="checkpoint every N steps (0: only at the end of each epoch).")
+    return option(
+        500,
+        "--checkpoint-steps",
+        metavar="N",
+        min=0,
+        help="checkpoint every N steps (0: only at the end of each epoch).",
+    )
 
 
 def _score_range(text: str | None) -> str | None:
@@ -131,13 +156,26 @@ def _score_range(text: str | None) -> str | None:
 
 
 def score_range() -> Any:
-    return option(None, "--score-range", metavar="LOW:HIGH", parse=_score_range, help=(
-        "scale of the gold scores (ta: with --objective sts), mapped onto [0, 1]: 0:5 for STS-B (score / 5, the "
-        "default), 1:5 for SICK ((score - 1) / 4); a score outside it is an error."))
+    return option(
+        None,
+        "--score-range",
+        metavar="LOW:HIGH",
+        parse=_score_range,
+        help=(
+            "scale of the gold scores (ta: with --objective sts), mapped onto [0, 1]: 0:5 for STS-B (score / 5, the "
+            "default), 1:5 for SICK ((score - 1) / 4); a score outside it is an error."
+        ),
+    )
 
 
 def training_precision() -> Any:
-    return option("fp32", "--precision", choices=TRAINING_PRECISIONS, help=(
-        "the forward pass's arithmetic: bf16 autocast (weights and optimiser stay fp32) is 1.7x faster on a CPU "
-        "with AVX512-BF16 (bench/mlm_train_speed.py) and on recent GPUs; auto: bf16 where the device does it "
-        "natively. fp32 gives the same model on every machine."))
+    return option(
+        "fp32",
+        "--precision",
+        choices=TRAINING_PRECISIONS,
+        help=(
+            "the forward pass's arithmetic: bf16 autocast (weights and optimiser stay fp32) is 1.7x faster on a CPU "
+            "with AVX512-BF16 (bench/mlm_train_speed.py) and on recent GPUs; auto: bf16 where the device does it "
+            "natively. fp32 gives the same model on every machine."
+        ),
+    )

@@ -4,39 +4,85 @@ a character BERT from scratch (`training/char_bert.py`); both on the loop of `tr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
-from .method import (Job, Method, OptionError, Recipe, checkpoint_steps, max_steps, option, refuse, start_model,
-                     training_precision)
+from .method import (
+    Job,
+    Method,
+    OptionError,
+    Recipe,
+    checkpoint_steps,
+    max_steps,
+    option,
+    refuse,
+    start_model,
+    training_precision,
+)
 
-ADAPTING = Recipe(1, 32, 2e-4, 0.05, unit="sentences", note=(
-    "ours, the head at 25 times it; an epoch of the corpora is hours on a CPU: build_mlm.sh stops at 2000 steps"))
-FROM_SCRATCH = Recipe(1, 512, 1e-3, 0.05, unit="names", note=(
-    "the paper's epochs and batch; its rate, 2.5e-6, is for 5 hours on 8 GPUs"))
+ADAPTING = Recipe(
+    1,
+    32,
+    2e-4,
+    0.05,
+    unit="sentences",
+    note=("ours, the head at 25 times it; an epoch of the corpora is hours on a CPU: build_mlm.sh stops at 2000 steps"),
+)
+FROM_SCRATCH = Recipe(
+    1, 512, 1e-3, 0.05, unit="names", note=("the paper's epochs and batch; its rate, 2.5e-6, is for 5 hours on 8 GPUs")
+)
 
 
 @dataclass(frozen=True)
 class Settings:
     model: str = start_model()
-    from_scratch: bool = option(False, "--from-scratch", help=(
-        "a new small character-level BERT on POI names (the POI paper's stage 1) instead of adapting --model."))
-    layers: int = option(4, "--layers", metavar="N", min=1, max=24,
-                         help="transformer layers of the --from-scratch BERT (the paper: 4 to 7).")
-    hidden: int = option(128, "--hidden", metavar="N", min=8,
-                         help="hidden size of the --from-scratch BERT (4 heads of N/4).")
-    vocab: str = option("characters", "--vocab", choices=("characters", "wordpiece"), help=(
-        "the --from-scratch BERT's tokens: characters (the paper's), or a WordPiece vocabulary of --vocab-size "
-        "learnt from the training names (the paper's taste ranked Chinese characters among thousands; English has "
-        "~40 letters). Measured on the English gazetteer neither taste tells a city from a word (test ROC AUC "
-        "0.46 characters, 0.52 word pieces): use taste --neighbours with a stage-2 model there."))
+    from_scratch: bool = option(
+        False,
+        "--from-scratch",
+        help=("a new small character-level BERT on POI names (the POI paper's stage 1) instead of adapting --model."),
+    )
+    layers: int = option(
+        4,
+        "--layers",
+        metavar="N",
+        min=1,
+        max=24,
+        help="transformer layers of the --from-scratch BERT (the paper: 4 to 7).",
+    )
+    hidden: int = option(
+        128, "--hidden", metavar="N", min=8, help="hidden size of the --from-scratch BERT (4 heads of N/4)."
+    )
+    vocab: str = option(
+        "characters",
+        "--vocab",
+        choices=("characters", "wordpiece"),
+        help=(
+            "the --from-scratch BERT's tokens: characters (the paper's), or a WordPiece vocabulary of --vocab-size "
+            "learnt from the training names (the paper's taste ranked Chinese characters among thousands; English has "
+            "~40 letters). Measured on the English gazetteer neither taste tells a city from a word (test ROC AUC "
+            "0.46 characters, 0.52 word pieces): use taste --neighbours with a stage-2 model there."
+        ),
+    )
     vocab_size: int = option(8000, "--vocab-size", metavar="N", min=100, help="the --vocab wordpiece size.")
-    samples: int = option(10, "--samples", metavar="N", min=1, help=(
-        "samples of each name an epoch, one character masked at random in each (the paper's)."))
-    holdout: float = option(0.02, "--holdout", metavar="SHARE", min=0.0, max=0.5, help=(
-        "adapting: share of the records never trained on, chosen by a hash of their text (the same for every seed), "
-        "named in sembed.json so a benchmark measures the model on them."))
+    samples: int = option(
+        10,
+        "--samples",
+        metavar="N",
+        min=1,
+        help=("samples of each name an epoch, one character masked at random in each (the paper's)."),
+    )
+    holdout: float = option(
+        0.02,
+        "--holdout",
+        metavar="SHARE",
+        min=0.0,
+        max=0.5,
+        help=(
+            "adapting: share of the records never trained on, chosen by a hash of their text (the same for "
+            "every seed), "
+            "named in sembed.json so a benchmark measures the model on them."
+        ),
+    )
     precision: str = training_precision()
-    max_steps: Optional[int] = max_steps()
+    max_steps: int | None = max_steps()
     checkpoint_steps: int = checkpoint_steps()
 
 
@@ -63,7 +109,8 @@ def run(job: Job, settings: Settings) -> None:
 
 
 METHOD = Method(
-    "mlm", "masked-LM (an encoder adapted, for gensets; POI stage 1 with --from-scratch)",
+    "mlm",
+    "masked-LM (an encoder adapted, for gensets; POI stage 1 with --from-scratch)",
     "Masked-LM training. --from-scratch: the POI paper's stage 1 (Zhang et al., section 4): a new character-level "
     "BERT (--layers, --hidden) on the text of the records with is_poi true (or absent) and split train (or "
     "absent), each name --samples times an epoch with one character masked at random. Without --from-scratch: "
@@ -76,4 +123,9 @@ METHOD = Method(
     "at those pieces only; no dropout; sentences cut at 128 word pieces; --holdout of the records kept out. It "
     "writes a Hugging Face masked-LM directory (AutoModelForMaskedLM, AutoTokenizer) that is also a "
     "sentence-transformers one (mean pooling, normalised), for `sembed taste`, `sembed embed` and `sembed index`.",
-    ADAPTING, Settings, run, check=check, recipes={"from_scratch": FROM_SCRATCH})
+    ADAPTING,
+    Settings,
+    run,
+    check=check,
+    recipes={"from_scratch": FROM_SCRATCH},
+)

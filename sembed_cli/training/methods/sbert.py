@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from .method import Job, Method, Recipe, checkpoint_steps, max_steps, score_range, start_model
 
@@ -13,8 +12,8 @@ RECIPE = Recipe(4, 16, 2e-5, 0.1, note="the paper's")
 @dataclass(frozen=True)
 class Settings:
     model: str = start_model()
-    score_range: Optional[str] = score_range()
-    max_steps: Optional[int] = max_steps()
+    score_range: str | None = score_range()
+    max_steps: int | None = max_steps()
     checkpoint_steps: int = checkpoint_steps()
 
 
@@ -25,7 +24,13 @@ def run(job: Job, settings: Settings) -> None:
 
 
 METHOD = Method(
-    "sbert", "Siamese cosine fine-tuning (SBERT)",
+    "sbert",
+    "Siamese cosine fine-tuning (SBERT)",
     "SBERT: text_a, text_b, score; both texts through one encoder, cosine of the two embeddings, mean squared error "
     "against the score scaled by --score-range.",
-    RECIPE, Settings, run, text_fields=2, distributed=True)
+    RECIPE,
+    Settings,
+    run,
+    text_fields=2,
+    distributed=True,
+)
