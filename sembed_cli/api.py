@@ -42,7 +42,7 @@ def embed(texts: Sequence[str], model: Any = DEFAULT_MODEL, batch_size: int = 32
     (loaded with `load_model`'s defaults) or an encoder `load_model` returned (load it once for many calls)."""
     from .models.sentence_embedding import encode
 
-    encoder = load_model(model) if isinstance(model, (str, Path)) else model
+    encoder = load_model(str(model)) if isinstance(model, (str, Path)) else model
     return encode(encoder, list(texts), batch_size=batch_size)
 
 
@@ -51,7 +51,7 @@ def embed_records(records: Iterable[dict], model: Any = DEFAULT_MODEL, batch_siz
     generator of records works, a window of `batch_size` at a time."""
     from .models.sentence_embedding import embed_records as embedded
 
-    encoder = load_model(model) if isinstance(model, (str, Path)) else model
+    encoder = load_model(str(model)) if isinstance(model, (str, Path)) else model
     return embedded(records, encoder, batch_size=batch_size)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -27,7 +27,10 @@ from ..readers import FORMATS, InputFile, ReadSettings, input_files
 from ..readers.inputs import AUTO
 from ..text import spacy_pipeline
 
-FormatName = Literal[tuple(FORMATS)]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    FormatName = str
+else:
+    FormatName = Literal[tuple(FORMATS)]  # typer offers the formats as the choices
 
 
 def _encoding(value: str) -> str:

@@ -248,7 +248,7 @@ def index_command(
     source = RecordSource(input, skip_errors=skip_errors, lines=lines)
     if update is not None:
         update_index(source, update, settings, choice, UpdateChoices(given, sync, retrain), npy)
-    else:
+    elif output is not None:  # one of the two, checked above
         refuse_existing(output, force)
         build_index(source, output, settings, choice, npy, force, trained)
 
@@ -263,7 +263,7 @@ def merge_command(
         typer.Option(
             "-o", "--output", metavar="DIR", show_default=False, help="The index directory to write (required)."
         ),
-    ] = ...,
+    ] = ...,  # type: ignore[assignment]  # typer: ... makes the option required
     force: Force = False,
     quiet: Quiet = False,
     verbose: Verbose = False,

@@ -140,7 +140,7 @@ def search_command(
     output: Output = "-",
     lines: Lines = False,
     force: Force = False,
-    index: IndexPath = ...,
+    index: IndexPath = ...,  # type: ignore[assignment]  # typer: ... makes the option required
     model: QueryModel = None,
     query: QueryTexts = None,
     k: K = DEFAULT_K,

@@ -177,7 +177,7 @@ def evaluate(
     similarity (not with `cf_grid`)."""
     if cf_grid is not None:
         (basic_a, basic_b), (cf_a, cf_b) = pair_keys(text_keys, "embedding_basic"), pair_keys(text_keys, "embedding_cf")
-        reader = CfParts((basic_a, cf_a), (basic_b, cf_b))
+        reader: CfParts | PairSimilarity = CfParts((basic_a, cf_a), (basic_b, cf_b))
     else:
         reader = PairSimilarity(*pair_keys(text_keys, "embedding"), similarity_key)
     models = OneModel(ignore=("cf",) if cf_grid is not None else ())  # the parts are the same for every W_cf
@@ -241,7 +241,7 @@ class VersusSide:
         self.identity_field, self.models = identity_field, models
 
     def __call__(self, record: dict) -> tuple:
-        if self.identity_field is not None:
+        if self.identity_field is not None and self.models is not None:
             self.models({FIELD: record.get(self.identity_field)})
         text_a, text_b = self.text_keys
         group = io.group(record, self.group_by) if self.group_by else None
@@ -296,6 +296,7 @@ def evaluate_versus(
                     "same order"
                 )
     else:
+        assert versus_key is not None  # one of the two, checked above
         side_b = VersusSide(texts, pair_keys(text_keys, versus_key), None, gold_key, f"{versus_key}_model", models["b"])
         rows = read_all(RecordSource(input, skip_errors=skip_errors), lambda r: (side_a(r), side_b(r)), models["a"])
         rows_a, rows_b = [row[0] for row in rows], [row[1] for row in rows]

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +21,10 @@ from ..io import RecordSource, Rejects, loads
 from . import kinds
 from .directory import METADATA_FILE, VectorIndex
 from .entries import Entry, EntryReader
+
+if TYPE_CHECKING:
+    from ..models.model_identity import Identity
+
 from .writer import Built, IndexSettings, Updated, build_into, entries_of, merge_into, update_in_place
 
 log = logging.getLogger(__name__)
@@ -46,7 +51,8 @@ class TextEmbedder:
 
     def __init__(self, choice: ModelChoice, check: ModelCheck):
         self.choice, self.check = choice, check
-        self.encoder = self.long_texts = None
+        self.encoder: Any = None  # a sentence encoder of any backend, loaded at the first text
+        self.long_texts: Any = None  # its sentence_embedding.LongTexts
         self.count = 0
         self.device = choice.device
 
@@ -82,7 +88,7 @@ class ModelCheck:
 
     def __init__(self, reader: EntryReader, choice: ModelChoice, old: VectorIndex | None):
         self.reader, self.choice, self.old = reader, choice, old
-        self.identity = None
+        self.identity: Identity | None = None
 
     def __call__(self) -> None:
         from ..models import model_identity
@@ -271,7 +277,7 @@ def labelled_regression(work: Path, text_key: str, digest: str):
         payloads = []
         for _, _, _, payload in store.rows():
             record = loads(payload)
-            if not isinstance(record.get(ngram_classifier.LABEL_KEY), bool):
+            if not isinstance(record, dict) or not isinstance(record.get(ngram_classifier.LABEL_KEY), bool):
                 return None
             payloads.append(record)
     finally:

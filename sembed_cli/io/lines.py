@@ -14,7 +14,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, cast
 
 from ..errors import SembedError
 from .rejects import Rejects
@@ -62,8 +62,9 @@ def open_binary(path: str, position: ReadPosition | None = None) -> Iterator[IO[
     try:
         if position is not None and owned:
             position.file, position.size = raw, _regular_size(raw)
-        buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[arg-type]
-        stream: IO[bytes] = gzip.GzipFile(fileobj=buffered) if buffered.peek(2)[:2] == GZIP_MAGIC else buffered
+        buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]  # typeshed: raw streams only
+        gzipped = buffered.peek(2)[:2] == GZIP_MAGIC
+        stream = cast(IO[bytes], gzip.GzipFile(fileobj=buffered)) if gzipped else buffered  # a binary file
         yield stream
     finally:
         if owned:

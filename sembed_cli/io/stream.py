@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Protocol, cast
 
 import orjson
 
@@ -257,7 +257,7 @@ class RecordSink:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             if existing is not None and not stat.S_ISREG(existing.st_mode):
-                self._file = open(target, "wb")  # noqa: SIM115 (closed by close()) a device or a named pipe: nothing to rename
+                self._file = open(target, "wb")  # noqa: SIM115 (close() closes it) a device or a pipe: no rename
             else:
                 self._tmp = temporary_sibling(target)
                 self._file = open(self._tmp, "wb")  # noqa: SIM115 (the sink closes it, then renames)
@@ -265,7 +265,7 @@ class RecordSink:
             raise SembedError(f"cannot write {self.path}: {e.strerror}") from None
         self._out = self._file
         if self.path.lower().endswith(".gz"):
-            self._out = gzip.GzipFile(filename="", mode="wb", fileobj=self._file, mtime=0)
+            self._out = cast(IO[bytes], gzip.GzipFile(filename="", mode="wb", fileobj=self._file, mtime=0))
         self._good = self._file.tell()
 
     def write(self, record: dict) -> None:
@@ -323,7 +323,7 @@ class RecordSink:
         try:
             if broken and self._out is self._file:
                 self._file.truncate(self._good)  # a record cut by the failed write goes
-            elif not broken and self._out is not self._file:
+            elif not broken and self._out is not None and self._out is not self._file:
                 self._out.close()  # the gzip trailer; a gzip stream cut by a failed write cannot be mended
             self._file.close()
             if self._tmp is not None:

@@ -1,10 +1,9 @@
-"""A logistic regression over the character n-grams of labelled names, the POI vote's partner (issue 15).
+"""A logistic regression over the character n-grams of labelled names, the POI vote's partner.
 
-On the English gazetteer the POI paper's route for English names, a k-NN vote over the stage-2 embeddings of
-labelled names (`taste.NeighbourVote`), scores test F0.5 0.890, and a logistic regression over TF-IDF of character
-1-4-grams, what a user has for free in scikit-learn, 0.905. They err on different names: their mix beat the
-regression on each of three seeds (+0.004 on average; +0.005 with a second vote over all-MiniLM-L6-v2 vectors,
-README.md): `taste --neighbours` writes poi_ngram, this regression's probability, beside poi_vote, and
+The POI paper's route for English names, a k-NN vote over the stage-2 embeddings of labelled names
+(`neighbour_vote.NeighbourVote`), and a logistic regression over TF-IDF of character 1-4-grams, what a user has
+for free in scikit-learn, err on different names, so their mix beats either (figures: docs/papers/poi.md):
+`taste --neighbours` writes poi_ngram, this regression's probability, beside poi_vote, and
 poi_score = w poi_vote + (1 - w) poi_ngram.
 
 The regression is fitted on the records of the labelled index (the vote's names and labels) when `sembed index`

@@ -547,8 +547,8 @@ def fast_tokenizer(pipeline: Pipeline):
         )
     tokenizer = Tokenizer.from_file(str(path))
     settings = read_json(pipeline.transformer / "tokenizer_config.json", {})
-    pad_token = settings.get("pad_token") or "[PAD]"
-    pad_token = pad_token.get("content") if isinstance(pad_token, dict) else pad_token
+    declared = settings.get("pad_token") or "[PAD]"  # a string, or an AddedToken's dict
+    pad_token = str(declared.get("content") or "[PAD]") if isinstance(declared, dict) else str(declared)
     pad_id = tokenizer.token_to_id(pad_token)
     tokenizer.enable_truncation(max_length=pipeline.max_seq_length)
     tokenizer.enable_padding(pad_id=pad_id if pad_id is not None else 0, pad_token=pad_token)

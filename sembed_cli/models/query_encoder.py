@@ -5,9 +5,13 @@ records), on the backend and quantization that embedded its texts, or with the w
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SembedError
 from . import sentence_models
+
+if TYPE_CHECKING:
+    from .sentence_embedding import LongTexts
 
 
 def index_backend(loaded, backend: str | None = None, quantize: str | None = None) -> tuple[str, str]:
@@ -37,8 +41,10 @@ class QueryEncoder:
     ):
         self.loaded, self.model, self.device, self.text_key = loaded, model, device, text_key
         self.long_text, self.backend, self.quantize = long_text, backend, quantize
-        self._encoder = None
-        self._long_texts = None  # sentence_embedding.LongTexts of a sentence-transformers query model (--long-text)
+        self._encoder: Any = None  # a sentence encoder, or WordVectorQueries
+        self._long_texts: LongTexts | None = (
+            None  # sentence_embedding.LongTexts of a sentence-transformers query model (--long-text)
+        )
         self.cf_weight: float | None = None
 
     def long_texts(self):

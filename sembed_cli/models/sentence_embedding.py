@@ -20,6 +20,7 @@ import os
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
@@ -331,9 +332,9 @@ class VectorFile:
             raise SembedError(f"{self.path} already exists", "pass --force to replace it, or choose another --npy")
         self.rows = 0
         self.dim = 0
-        self.identity = None  # the model_identity.Identity of the vectors: written to the sidecar FILE.json
+        self.identity: Any = None  # the model_identity.Identity of the vectors: written to the sidecar FILE.json
         self._tmp = temporary_sibling(self.path)
-        self._file = None
+        self._file: IO[bytes] | None = None
 
     def __enter__(self) -> VectorFile:
         try:

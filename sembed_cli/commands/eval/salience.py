@@ -35,7 +35,7 @@ def salience_command(
     input: Input = "-",
     output: Output = "-",
     force: Force = False,
-    salience: SalienceTableDir = ...,
+    salience: SalienceTableDir = ...,  # type: ignore[assignment]  # typer: ... makes the option required
     word_key: WordKey = "word",
     rating_key: RatingKey = "rating",
     extremes: Extremes = 10,

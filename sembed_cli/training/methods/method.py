@@ -174,8 +174,8 @@ def training_precision() -> Any:
         "--precision",
         choices=TRAINING_PRECISIONS,
         help=(
-            "the forward pass's arithmetic: bf16 autocast (weights and optimiser stay fp32) is 1.7x faster on a CPU "
-            "with AVX512-BF16 (bench/mlm_train_speed.py) and on recent GPUs; auto: bf16 where the device does it "
-            "natively. fp32 gives the same model on every machine."
+            "the forward pass's arithmetic: bf16 autocast (weights and optimiser stay fp32) is faster on a CPU "
+            "with AVX512-BF16 and on recent GPUs; auto: bf16 where the device does it natively. fp32, the "
+            "default, gives the same model on every machine."
         ),
     )
