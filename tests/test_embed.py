@@ -349,7 +349,7 @@ def test_an_option_of_another_mode_is_a_usage_error(options, message):
 def test_every_embed_option_belongs_to_the_common_ones_or_a_mode():
     import typer
 
-    from sembed_cli.commands import embed
+    from sembed_cli.commands import embed_options as embed
     from sembed_cli.main import app
 
     command = typer.main.get_command(app).commands["embed"]
