@@ -47,9 +47,9 @@ from pathlib import Path
 
 from common import DATA, ROOT, cpu_description, log, save, time_process, write_jsonl
 
-from sembed_cli.models.embed_stream import CPU_ENCODE_BATCH
 from sembed_cli.io import RecordSink, RecordSource, TextFields
 from sembed_cli.models import sentence_models
+from sembed_cli.models.embed_stream import CPU_ENCODE_BATCH
 from sembed_cli.models.sentence_embedding import VectorFile, embed_records
 
 WINDOW = 1000  # records per sembed batch: the command's default

@@ -33,8 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from common import ROOT, RESULTS, log, save
+from common import RESULTS, ROOT, log, save
 
 SEMBED = [str(ROOT / ".venv" / "bin" / "sembed")]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from common import convert_corpora, log, save
 
-from sembed_cli.models import word_vectors
 from sembed_cli.io import RecordSource
+from sembed_cli.models import word_vectors
 from sembed_cli.training.job import Job
 from sembed_cli.training.methods import nws
 from sembed_cli.training.word_saliency import train_nws

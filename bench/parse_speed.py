@@ -20,9 +20,9 @@ from pathlib import Path
 
 from common import ROOT, log, save, stsb_test_sentences, write_jsonl
 
-from sembed_cli.text.dependency import parse_records
 from sembed_cli.io import RecordSink, RecordSource, TextFields
 from sembed_cli.text import spacy_pipeline
+from sembed_cli.text.dependency import parse_records
 
 
 def time_spacy(nlp, texts: list[str]) -> float:

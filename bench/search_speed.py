@@ -32,14 +32,14 @@ from pathlib import Path
 from common import ROOT, log, save
 
 sys.path.insert(0, str(ROOT / "examples"))
-from poi_report import perturb_one  # noqa: E402
+from poi_report import perturb_one
 
-from sembed_cli.models.index_search import search_records  # noqa: E402
-from sembed_cli.io import RecordSink, RecordSource  # noqa: E402
-from sembed_cli.models import sentence_models  # noqa: E402
-from sembed_cli.indexes.directory import VectorIndex  # noqa: E402
-from sembed_cli.indexes.entries import unit_rows  # noqa: E402
-from sembed_cli.readers.gazetteer import name_key  # noqa: E402
+from sembed_cli.indexes.directory import VectorIndex
+from sembed_cli.indexes.entries import unit_rows
+from sembed_cli.io import RecordSink, RecordSource
+from sembed_cli.models import sentence_models
+from sembed_cli.models.index_search import search_records
+from sembed_cli.readers.gazetteer import name_key
 
 
 def queries(index: VectorIndex, n: int, seed: int) -> list[dict]:

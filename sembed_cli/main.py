@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from . import console, distributed, signals
-from .commands import convert, embed, gensets, index, normalize, parse, search, spo, taste, train
+from .commands import convert, embed, gensets, index, normalize, parse, parts, search, spo, taste, train
 from .commands.eval import eval_app
 from .errors import SembedError
 from .version import __version__
@@ -31,6 +31,8 @@ class SembedGroup(TyperGroup):
         """`sembed index merge ...` is the command index-merge (index's own first argument is its INPUT)."""
         if len(args) >= 2 and args[0] == "index" and args[1] == "merge":
             args = ["index-merge", *args[2:]]
+        if len(args) >= 2 and args[0] == "parts" and args[1] == "run":  # `sembed parts run`: likewise parts-run
+            args = ["parts-run", *args[2:]]
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
@@ -115,6 +117,8 @@ app.command("taste")(taste.taste_command)
 app.command("index")(index.index_command)
 app.command("index-merge")(index.merge_command)
 app.command("search")(search.search_command)
+app.command("parts")(parts.parts_command)
+app.command("parts-run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(parts.run_command)
 app.add_typer(eval_app, name="eval")
 
 

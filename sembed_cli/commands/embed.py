@@ -48,6 +48,7 @@ from .embed_options import (
     Explain,
     KeepParts,
     Npy,
+    PartsDir,
     Plain,
     SalienceDir,
     SifComponent,
@@ -84,6 +85,7 @@ def embed_command(
     backend: Backend = "torch",
     quantize: Quantize = "none",
     shard: ShardOption = None,
+    parts: PartsDir = None,
     skip_errors: SkipErrors = False,
     threads: Threads = None,
     quiet: Quiet = False,
@@ -174,6 +176,10 @@ def embed_command(
         | sembed embed --words --syntax-map syntax-map | sembed eval structure
     """
     check_only(ctx, ONLY)
+    if parts is not None:  # one part of a split, written atomically with its manifest (sembed_cli/parts/)
+        from .parts import embed_part
+
+        return embed_part(ctx, embed_command, parts)
     fields = TextFields(text_keys)
     stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
     if words:

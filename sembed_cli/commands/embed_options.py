@@ -127,6 +127,17 @@ EncodeBatchSize = Annotated[
         f"{CUDA_ENCODE_BATCH} on CUDA.",
     ),
 ]
+PartsDir = Annotated[
+    str | None,
+    typer.Option(
+        "--parts",
+        metavar="DIR",
+        show_default=False,
+        help="Write share --shard I/N of INPUT (a file) as DIR/part-000I-of-000N.{jsonl,npy}, then its manifest; a "
+        "re-run skips a part whose manifest matches. `sembed parts DIR` lists the parts, `sembed index DIR` indexes "
+        "them.",
+    ),
+]
 
 
 # Each of embed's three ways of making vectors and the options it takes; an option of another mode given on the
@@ -163,6 +174,7 @@ MODEL = Mode(
             "precision",
             "backend",
             "quantize",
+            "parts",
         }
     ),
 )
@@ -171,7 +183,10 @@ WORDS = Mode(
     "with --words",
     frozenset({"words", "model", "syntax_map", "npy", "encode_batch_size", "device", "precision"}),
     refusal="not with --words (word vectors come from the encoder, in fp32)",
-    refusals={"long_text": "not with --words (a long text is always encoded in windows there)"},
+    refusals={
+        "long_text": "not with --words (a long text is always encoded in windows there)",
+        "parts": "not with --words (parts hold sentence vectors of --method model)",
+    },
 )
 MODES = (MODEL, WORD_VECTORS, WORDS)
 

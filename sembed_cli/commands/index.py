@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,6 +28,10 @@ from ..options import (
     check_only,
     given_on_command_line,
 )
+
+if TYPE_CHECKING:
+    from ..indexes.build import IndexSource
+
 from .index_options import (
     ONLY,
     EmbeddingKey,
@@ -89,6 +93,8 @@ def index_command(
     count, settings, versions). The type follows the count (--type auto);
     lossy types are trained once on a seeded sample of the vectors (--seed).
     DIR appears complete or not at all; an existing DIR needs --force.
+    INPUT may be the directory `sembed embed --shard I/N --parts PARTS`
+    wrote: every part must be done, and they are read in the input's order.
 
     Ids: --id-key's field, or, for records without one, a hash of the
     text, so a sentence keeps its id wherever it moves in a file and the
@@ -144,7 +150,11 @@ def index_command(
     check_backend(backend, quantize, device)
     settings = IndexSettings(index_type, rerank, nprobe, seed, text_key, embedding_key, id_key, batch_size)
     choice = ModelChoice(model, "model" in given, device, backend, quantize, long_text)
-    source = RecordSource(input, skip_errors=skip_errors, lines=lines)
+    source: IndexSource = RecordSource(input, skip_errors=skip_errors, lines=lines)
+    if input != "-" and Path(input).is_dir():  # the parts `sembed embed --parts DIR` wrote, in input order
+        from ..parts.reassemble import PartsSource
+
+        source = PartsSource(input)
     if update is not None:
         update_index(source, update, settings, choice, UpdateChoices(given, sync, retrain), npy)
     elif output is not None:  # one of the two, checked above

@@ -10,14 +10,14 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .. import console
 from ..artifacts import building, describe, exclusive, write_metadata
 from ..errors import SembedError
-from ..io import RecordSource, Rejects, loads
+from ..io import RecordReader, Rejects, loads
 from . import kinds
 from .directory import METADATA_FILE, VectorIndex
 from .entries import Entry, EntryReader
@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 from .writer import Built, IndexSettings, Updated, build_into, entries_of, merge_into, update_in_place
 
 log = logging.getLogger(__name__)
+
+
+class IndexSource(RecordReader, Protocol):
+    """What an index reads: a `RecordSource` (a file or stdin), or the parts `sembed embed --parts` wrote
+    (`parts.reassemble.PartsSource`), with the --skip-errors policy and the number of the record last read."""
+
+    rejects: Rejects
+    line: int
+
 
 ENCODE_BATCH = 32  # texts per forward pass, as `sembed embed` runs them: memory stays that of embed
 
@@ -138,7 +147,7 @@ def model_dimension(choice: ModelChoice) -> int:
     return (getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension)()
 
 
-def read_entries(source: RecordSource, reader: EntryReader, check: ModelCheck) -> Iterator[Entry]:
+def read_entries(source: IndexSource, reader: EntryReader, check: ModelCheck) -> Iterator[Entry]:
     """The source's records as entries, each checked as it is read (a bad one names its line)."""
     made: list[Entry] = []
 
@@ -176,7 +185,7 @@ def query_backend(embedder: TextEmbedder, reader: EntryReader, choice: ModelChoi
 
 
 def build_index(
-    source: RecordSource,
+    source: IndexSource,
     output: Path,
     settings: IndexSettings,
     choice: ModelChoice,
@@ -302,7 +311,7 @@ class UpdateChoices:
 
 
 def update_index(
-    source: RecordSource,
+    source: IndexSource,
     directory: Path,
     settings: IndexSettings,
     choice: ModelChoice,
@@ -323,7 +332,7 @@ def update_index(
 
 def _update(
     loaded: VectorIndex,
-    source: RecordSource,
+    source: IndexSource,
     settings: IndexSettings,
     choice: ModelChoice,
     choices: UpdateChoices,

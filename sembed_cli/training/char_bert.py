@@ -205,7 +205,7 @@ def mlm_loss(model, batch: dict) -> tuple[torch.Tensor, dict]:
 def train_char_bert(job: Job, settings: CharBertSettings) -> dict:
     """POI paper stage 1: a BERT trained from scratch on the POI training names of the job's input, on their
     characters (the paper's) or on a word-piece vocabulary learnt from them (--vocab); returns the metadata."""
-    from transformers import BertForMaskedLM
+    from transformers import BertForMaskedLM, PreTrainedTokenizerFast
 
     from ..artifacts import refuse_existing
     from ..text import char_tokenizer
@@ -217,6 +217,8 @@ def train_char_bert(job: Job, settings: CharBertSettings) -> dict:
     precision = precisions.resolve_training(settings.precision, resolved)
     names, data = read_poi_names(source, text_key)
     tokenizer, tokens = char_tokenizer.for_names(vocab, names, settings.vocab_size, shape.max_length)
+    if not isinstance(tokenizer, PreTrainedTokenizerFast):  # for_names is annotated as returning an object
+        raise TypeError(f"char_tokenizer.for_names built a {type(tokenizer).__name__}, not a PreTrainedTokenizerFast")
     described = {
         "from_scratch": True,
         "tokenizer": tokens,

@@ -57,7 +57,10 @@ def finished(output: Path) -> bool:
 
 def step_of(checkpoint: Path) -> int:
     """The optimiser step a checkpoint was taken at."""
-    return int(CHECKPOINT.fullmatch(checkpoint.name).group(1))
+    match = CHECKPOINT.fullmatch(checkpoint.name)
+    if match is None:
+        raise ValueError(f"not a checkpoint folder name: '{checkpoint.name}' (expected checkpoint-<step>)")
+    return int(match.group(1))
 
 
 def prepare(output: Path, run: dict, resume: bool, force: bool) -> tuple[Path, Path | None]:

@@ -51,7 +51,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -287,9 +287,15 @@ def start_model(base_model: str, seed: int, dropout: float | None = None):
     if tokenizer.mask_token_id is None:
         raise SembedError(f"the tokenizer at '{directory}' has no mask token")
     torch.manual_seed(seed)
-    overrides = {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+    overrides: dict[str, Any] = (
+        {} if dropout is None else {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+    )
+    model: BertForMaskedLM
+    info: dict[str, list[str]]
     with sentence_models.library_report_off():  # its report of the new head's weights: we say it ourselves
-        model, info = BertForMaskedLM.from_pretrained(str(directory), output_loading_info=True, **overrides)
+        model, info = BertForMaskedLM.from_pretrained(  # type: ignore[misc]  # a (model, info) pair here, not the model
+            str(directory), output_loading_info=True, **overrides
+        )
     for name in overrides:  # the modules keep `dropout`; the saved config says what the encoder was trained with
         setattr(model.config, name, getattr(config, name))
     if any(not key.startswith("cls.") for key in info["missing_keys"]):

@@ -42,7 +42,8 @@ def model_card(job: Job, settings: Any, metadata: dict, library: str | None = "s
     recipe = job.recipe
     data = metadata.get("data") or {}
     training = metadata.get("training") or {}
-    own = dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) else dict(settings or {})
+    is_instance = dataclasses.is_dataclass(settings) and not isinstance(settings, type)
+    own = dataclasses.asdict(settings) if is_instance else dict(settings or {})
     own.pop("model", None)  # the start model is the card's first line, from the metadata; --from-scratch has none
     max_steps = own.get("max_steps")
     steps = training.get("steps")

@@ -15,13 +15,13 @@ import itertools
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import torch
-from sentence_transformers import SentenceTransformerTrainer
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
 from transformers import TrainerCallback, set_seed
 
 from .. import console, signals
@@ -102,7 +102,7 @@ class Schedule:
 class TrainingRun:
     """What a fine-tuning run did: the trained model and a summary for the metadata."""
 
-    model: object
+    model: SentenceTransformer
     steps: int = 0
     epochs: float = 0.0
     epoch_losses: list[float] = field(default_factory=list)
@@ -150,25 +150,29 @@ class Trainer(SentenceTransformerTrainer):
     def add_model_card_callback(self, default_args_dict: dict) -> None:
         pass
 
-    def _load_from_checkpoint(self, checkpoint_path: str, *args, **kwargs) -> None:
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: torch.nn.Module | None = None) -> None:
         """sentence-transformers' resume, which rebuilds the model from the checkpoint and loads its whole state
         dict. An encoder that came from a masked-LM (BertForMaskedLM has no pooler; the `mlm` start of
         examples/build_mlm.sh) is rebuilt there as a BertModel with a pooler initialised afresh, which the model
         being trained does not have and which mean pooling never uses: those keys are left out, any other
-        mismatch still fails."""
-        model = self.model
-        load = model.load_state_dict
+        mismatch still fails. transformers passes `model` only for FSDP and SageMaker, where sentence-transformers'
+        own resume (which takes none) cannot load it either."""
+        if model is not None and model is not self.model:
+            raise NotImplementedError("resuming a wrapped (FSDP or SageMaker) model from a checkpoint")
+        trained = self.model
+        load = trained.load_state_dict
 
         def without_new_pooler(state_dict, *load_args, **load_kwargs):
-            own = model.state_dict().keys()
+            own = trained.state_dict().keys()
             state_dict = {k: v for k, v in state_dict.items() if k in own or ".pooler." not in k}
             return load(state_dict, *load_args, **load_kwargs)
 
-        model.load_state_dict = without_new_pooler
+        # deliberately shadows the method on this instance, for the call below only
+        trained.load_state_dict = without_new_pooler  # type: ignore[method-assign]  # a patch, undone in `finally`
         try:
-            super()._load_from_checkpoint(checkpoint_path, *args, **kwargs)
+            super()._load_from_checkpoint(resume_from_checkpoint)
         finally:
-            del model.load_state_dict
+            del trained.load_state_dict
 
 
 class ConsoleProgress(TrainerCallback):
@@ -201,7 +205,8 @@ class ConsoleProgress(TrainerCallback):
 
     def close(self) -> None:
         if self._ticks is not None:
-            self._ticks.close()  # leaves the bar's context, so the terminal is clean
+            if isinstance(self._ticks, Generator):  # console.progress's generator, annotated as an Iterator
+                self._ticks.close()  # leaves the bar's context, so the terminal is clean
             self._ticks = None
 
 

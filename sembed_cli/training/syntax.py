@@ -33,7 +33,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -319,7 +319,7 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
             optimizer.step()
             total += float(loss.detach())
             accuracy += float(correct)
-        entry = {
+        entry: dict[str, Any] = {
             "epoch": epoch + 1,
             "loss": round(total / steps, 5),
             "accuracy": round(accuracy / steps, 5),

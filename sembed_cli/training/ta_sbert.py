@@ -114,7 +114,8 @@ class TokenAttentionLoss(nn.Module):
         else:
             parts = {"sentence": nn.functional.mse_loss(torch.cosine_similarity(u, v), labels.float().view(-1))}
         if self.reconstructs:
-            parts["reconstruction"] = self.reconstruction_weight * sum(reconstruction_loss(o) for o in outputs)
+            first, *others = (reconstruction_loss(o) for o in outputs)
+            parts["reconstruction"] = self.reconstruction_weight * sum(others, first)
         return parts
 
     def get_config_dict(self) -> dict:
@@ -182,10 +183,16 @@ def train_ta(job: Job, settings: TaSettings) -> dict:
         "text_keys": list(fields.texts),
         "validation": validation.rejects.name if validation is not None else None,
     }
+
+    def validate(model, loss: nn.Module) -> dict:
+        if not isinstance(loss, TokenAttentionLoss) or held_out is None:
+            raise TypeError("held-out accuracy needs held-out pairs and the TokenAttentionLoss this method trains")
+        return nli_accuracy(model, loss, held_out, fields)
+
     parts = MethodParts(
         prepare_model=lambda model: reshape(model, pooling, reconstruction, reconstruction_init),
         learning_rates=new_parameters,
-        validate=(lambda model, loss: nli_accuracy(model, loss, held_out, fields)) if held_out else None,
+        validate=validate if held_out else None,
     )
     metadata = train_and_save(
         job,
