@@ -23,12 +23,12 @@ PARTS = 3
 KILLED = 2
 
 
-def big_corpus(tmp_path: Path) -> Path:
+def big_corpus(tmp_path: Path, count: int = 3000) -> Path:
     """Enough records that part 2's writing spans many flushes (batch size 8), so a kill lands inside it."""
     words = ("river", "shop", "hill", "gate", "dog", "cat", "aunt", "child", "mayor", "train", "bell", "field")
     path = tmp_path / "corpus.jsonl"
     path.write_text(
-        jsonl(*({"text": f"{n} {words[n % 12]} {words[n * 7 % 11]} {words[n * 5 % 12]}"} for n in range(3000)))
+        jsonl(*({"text": f"{n} {words[n % 12]} {words[n * 7 % 11]} {words[n * 5 % 12]}"} for n in range(count)))
     )
     return path
 

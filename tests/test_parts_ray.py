@@ -62,7 +62,8 @@ def test_parts_run_on_ray_equals_one_process(tmp_path, tiny_model, local_cluster
 
 
 def test_a_ray_worker_killed_mid_part_is_restarted_and_its_part_redone(tmp_path, tiny_model, one_torch_thread):
-    source, parts = big_corpus(tmp_path), tmp_path / "parts"
+    # parts of 4,000 records at batch size 8: a worker writes one for seconds, however quiet the machine
+    source, parts = big_corpus(tmp_path, 12_000), tmp_path / "parts"
     command = [
         sys.executable,
         "-m",
@@ -100,8 +101,7 @@ def test_a_ray_worker_killed_mid_part_is_restarted_and_its_part_redone(tmp_path,
             found = re.search(r"part-(\d+)-of-\d+\.(?:jsonl|npy)\.partial-.+?-(\d+)(?=\.|$)", path.name)
             if found:  # a worker writing a part's data: the part takes seconds more
                 part, killed = int(found.group(1)), int(found.group(2))
-                time.sleep(0.3)
-                os.kill(killed, signal.SIGKILL)
+                os.kill(killed, signal.SIGKILL)  # at once: the part is surely not committed yet
                 break
         time.sleep(0.01)
     _, stderr = process.communicate(timeout=300)
