@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PATH="$(pwd)/.venv/bin:$PATH"
 out=runs/quickstart
-mkdir -p "$out"
+rm -rf "$out" && mkdir -p "$out"  # the quickstart's own folder: a second run starts afresh
 
 sembed convert --from stsb examples/data/pairs.tsv \
   | sembed normalize -q \
