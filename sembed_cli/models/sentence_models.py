@@ -83,7 +83,7 @@ def open_model(model: str, device: str):
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # its weight-loading bar is noise on our stderr
-    from .poi_lookup import wrap  # a POI model with its character n-grams (issue 15)
+    from .poi_lookup import wrap  # a POI model with its character n-grams
 
     try:
         with masked_lm_report_left_out():

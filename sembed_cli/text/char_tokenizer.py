@@ -8,7 +8,7 @@ stripped, lower case) and pre-tokeniser (whitespace dropped, then one token a
 character), so every user of the saved model (`AutoTokenizer.from_pretrained`,
 `SentenceTransformer`, `sembed taste`) reads names the same way.
 
-`build_wordpiece` (issue 15): a WordPiece vocabulary (`tokenizers`' trainer) learnt from the training POI names,
+`build_wordpiece`: a WordPiece vocabulary (`tokenizers`' trainer) learnt from the training POI names,
 with the same normaliser. The paper's Chinese names had thousands of characters, so its taste ranked the true one
 among thousands; English has about 40 letters, nearly every one a top-10 guess. Pieces of names ("ville",
 "burg", "san") are again thousands, and an English word splits into pieces a model of names does not expect.

@@ -1,4 +1,4 @@
-"""Variants of a place name as a user might type it: the positives of stage 2's lookup triplets (issue 15).
+"""Variants of a place name as a user might type it: the positives of stage 2's lookup triplets.
 
 The POI paper's stage-2 triplets (Zhang et al., section 4) only separate POI
 names from other text, which teaches nothing about finding one place from a

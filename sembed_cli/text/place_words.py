@@ -1,4 +1,4 @@
-"""The words of a place name as a lookup compares them (`search --spelling`, issue 31).
+"""The words of a place name as a lookup compares them (`search --spelling`).
 
 People type a place's words in their own way: "st louis" or "Saint Louis" for
 "St. Louis", "Winston Salem" for "Winston-Salem", "OBrien" for "O'Brien". The
