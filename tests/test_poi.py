@@ -584,7 +584,7 @@ def test_words_that_go_together_in_names_count_as_one_when_a_query_adds_them():
     assert 2 * idf["city"] > idf["voghera"]  # word by word, "city" and "of" would outweigh "voghera"
     reranker = SpellingReranker(names.__getitem__, len(names))
     # FAISS found the cities first; Voghera joins at the lowest cosine and comes first
-    scores, rows = reranker.rerank(["City of Voghera"], np.array([[0.7, 0.65, 0.6]]), np.array([[0, 1, 2]]), 3)
+    _, rows = reranker.rerank(["City of Voghera"], np.array([[0.7, 0.65, 0.6]]), np.array([[0, 1, 2]]), 3)
     assert rows[0, 0] == 10
 
 
