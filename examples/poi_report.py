@@ -290,7 +290,7 @@ def speed(args) -> None:
     result = {"queries": 5 * len(queries)}
     started = time.perf_counter()
     texts = index.texts("text")  # as search --spelling reads them: by row, from the records store
-    SpellingReranker(texts.__getitem__, len(texts)).words()
+    SpellingReranker(texts.__getitem__, len(texts)).names()
     result["word_index_build_s"] = round(time.perf_counter() - started, 2)
     for threads in (1, 2):
         torch.set_num_threads(threads)

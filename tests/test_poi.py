@@ -560,6 +560,34 @@ def test_a_word_the_name_lacks_costs_it_by_how_common_the_word_is_among_the_name
     assert reranker.rerank(["Mexico City"], np.array([[0.6, 0.5]]), np.array([[0, 1]]), 1)[1].tolist() == [[3]]
 
 
+def test_words_that_go_together_in_names_count_as_one_when_a_query_adds_them():
+    """Issue 31: "City of Voghera" finds Voghera. "City" and "of" each say a little, but they come together in names
+    ("City of London"), so added together they cost a name the IDF of the pair (the names holding both), not the sum
+    of theirs, which would outweigh the one rare word of the name meant."""
+    import math
+
+    import numpy as np
+
+    from sembed_cli.models.poi_lookup import NameWords, SpellingReranker
+
+    towns = ("London", "Kigali", "Ligao", "Freeport", "Isabela", "Cockburn", "Valenzuela", "Makati", "Manila", "Naga")
+    fillers = [f"Filler{letter}{other}" for letter in "abcdefg" for other in "abcdefg"]
+    names = [f"City of {town}" for town in towns] + ["Voghera"] + fillers  # 60 names
+    words = NameWords([name.lower() for name in names])
+    idf = {"voghera": math.log(61 / 2) + 1, "city": math.log(61 / 11) + 1}
+    assert words.set_idf([words.vocabulary["city"], words.vocabulary["of"]]) == pytest.approx(idf["city"])
+    assert words.set_idf([words.vocabulary["city"], -1]) == words.unknown_idf and words.set_idf([]) == 0
+    rows, share, _ = words.matching(["city", "of", "voghera"])
+    assert rows.tolist() == list(range(11))
+    assert share[10] == pytest.approx(idf["voghera"] / (idf["voghera"] + idf["city"]))  # the pair: one city's IDF
+    assert share[0] == pytest.approx(idf["city"] / (idf["voghera"] + idf["city"]))
+    assert 2 * idf["city"] > idf["voghera"]  # word by word, "city" and "of" would outweigh "voghera"
+    reranker = SpellingReranker(names.__getitem__, len(names))
+    # FAISS found the cities first; Voghera joins at the lowest cosine and comes first
+    _, rows = reranker.rerank(["City of Voghera"], np.array([[0.7, 0.65, 0.6]]), np.array([[0, 1, 2]]), 3)
+    assert rows[0, 0] == 10
+
+
 def test_a_word_held_by_very_many_names_brings_in_only_those_holding_the_query_s_other_words(monkeypatch):
     from sembed_cli.models import poi_lookup
 

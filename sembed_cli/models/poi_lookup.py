@@ -144,6 +144,7 @@ SPELLING_CANDIDATES = 10  # re-ranked candidates per neighbour asked for
 ONE_EDIT_BONUS = 0.3
 WORDS_BONUS = 1.0
 LEFT_OUT_WEIGHT = 0.02  # per unit of IDF of the words a name holds beyond the query's (a tie-break among such names)
+SET_IDF_CACHE = 100_000  # sets of words whose IDF is kept between queries
 COMMON_WORD_NAMES = 2000  # a word held by more names than this ("de", "san") brings in none of them on its own
 
 
@@ -171,31 +172,70 @@ class NameWords:
         self.idf = np.log((1 + len(words)) / (1 + np.diff(self.starts))) + 1
         self.unknown_idf = math.log(1 + len(words)) + 1
         self.information = np.bincount(owners, weights=self.idf[flat], minlength=len(words))
+        self._set_idf: dict[tuple[int, ...], float] = {}  # sets of several words met so far (queries repeat them)
 
     def holders(self, word: int) -> np.ndarray:
         return self.names[self.starts[word] : self.starts[word + 1]]
 
+    def set_idf(self, word_ids: Sequence[int]) -> float:
+        """The IDF of a set of words, log((1 + n) / (1 + df)) + 1 with df the number of names holding all of them
+        (one word's IDF for one word; a word no name holds makes the set's the largest): the words of a place that
+        go together ("Turks and Caicos Islands", "City of") say together little more than the rarest of them."""
+        if not word_ids:
+            return 0.0
+        if min(word_ids) < 0:
+            return self.unknown_idf
+        if len(word_ids) == 1:
+            return float(self.idf[word_ids[0]])
+        key = tuple(sorted(word_ids, key=lambda i: self.starts[i + 1] - self.starts[i]))  # the rarest first
+        if key not in self._set_idf:
+            rows = self.holders(key[0])
+            for i in key[1:]:
+                rows = np.intersect1d(rows, self.holders(i), assume_unique=True)
+            if len(self._set_idf) >= SET_IDF_CACHE:
+                self._set_idf.clear()
+            self._set_idf[key] = math.log((1 + len(self.information)) / (1 + len(rows))) + 1
+        return self._set_idf[key]
+
     def matching(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The names that hold any of a query's `words`, in row order: their rows, the share of the words' IDF each
-        holds (words no name holds count too: a name holds none of them), and the IDF of each one's words that are
-        not among them (what the query left out). A word held by more than COMMON_WORD_NAMES names ("de",
-        "san") only adds its IDF to the names the query's other words bring in; when all its words are that common,
-        the names holding the rarest of them are brought in."""
+        """The names that hold any of a query's `words`, in row order: their rows, the share of the query's
+        information each holds, and the IDF of each one's words that are not among them (what the query left out).
+
+        The share is I(held) / (I(held) + I(added)), with I the IDF of a set of words (`set_idf`) held by the name
+        and of the query's words it lacks (added, from the name's side): words that come together in names, such as
+        a country's ("Lazonby, Turks and Caicos Islands") or "City of" ("City of Voghera"), count about as one word,
+        not as the sum of theirs, so neither outweighs the one rare word of the name meant. A word held by more than
+        COMMON_WORD_NAMES names ("de", "san") only adds to the names the query's other words bring in; when all its
+        words are that common, the names holding the rarest of them are brought in."""
         ids = [self.vocabulary.get(w, -1) for w in dict.fromkeys(words)]
         known = [i for i in ids if i >= 0]
         if not known:
             return np.empty(0, np.int64), np.empty(0), np.empty(0)
-        total = self.idf[known].sum() + self.unknown_idf * (len(ids) - len(known))
         rare = [i for i in known if len(self.holders(i)) <= COMMON_WORD_NAMES] or [
             min(known, key=lambda i: len(self.holders(i)))
         ]
         rows = self.holders(rare[0]) if len(rare) == 1 else np.unique(np.concatenate([self.holders(i) for i in rare]))
-        held = np.zeros(len(rows))
-        for i in known:  # each word's names are in row order
-            holding = self.holders(i)
-            at = np.minimum(np.searchsorted(holding, rows), len(holding) - 1)
-            held += self.idf[i] * (holding[at] == rows)
-        return rows, held / total, self.information[rows] - held
+        held = np.zeros(len(rows))  # the IDF of the query's words each name holds, word by word
+        holds = np.zeros((len(rows), len(ids)), bool)  # which of them
+        for column, i in enumerate(ids):
+            if i >= 0:
+                holding = self.holders(i)  # in row order
+                at = np.minimum(np.searchsorted(holding, rows), len(holding) - 1)
+                holds[:, column] = holding[at] == rows
+                held += self.idf[i] * holds[:, column]
+        if len(ids) <= 16:  # the sets of the query's words that names hold, each as a number (few: counted)
+            numbers = holds @ (1 << np.arange(len(ids)))
+            sets = np.flatnonzero(np.bincount(numbers))
+            which = np.searchsorted(sets, numbers)
+            sets = (sets[:, None] >> np.arange(len(ids))) & 1 == 1
+        else:
+            sets, which = np.unique(holds, axis=0, return_inverse=True)
+        shares = np.empty(len(sets))
+        for n, held_set in enumerate(sets):
+            held_idf = self.set_idf([i for i, h in zip(ids, held_set) if h])
+            added_idf = self.set_idf([i for i, h in zip(ids, held_set) if not h])
+            shares[n] = held_idf / (held_idf + added_idf)
+        return rows, shares[which.reshape(-1)], self.information[rows] - held
 
 
 class SpellingReranker:
@@ -208,10 +248,11 @@ class SpellingReranker:
 
         share x (WORDS_BONUS - LEFT_OUT_WEIGHT x the IDF of the name's other words)
 
-    where share is the part of the query's words' IDF that the name holds (1 when it holds them all, in any
-    order). A user leaves out the words that say least ("Jackson" for "Jackson County") and adds words that say
-    little ("Springfield City", "City of Springfield"): a common word added costs a name little of its share, a
-    rare one much; of the names that hold as much of the query, those whose other words are common come first.
+    where share is the part of the query's information that the name holds, I(held) / (I(held) + I(added)) with I
+    the IDF of a set of words over the names (`NameWords.set_idf`; 1 when it holds them all, in any order). A user
+    leaves out the words that say least ("Jackson" for "Jackson County") and adds words that say little
+    ("Springfield City", "City of Springfield"): a common word added costs a name little of its share, a rare one
+    much; of the names that hold as much of the query, those whose other words are common come first.
     Such names come from a word index of all the indexed names as well as from FAISS's candidates: the 10 K of
     them with the largest bonus join the candidates, scored as if at the lowest cosine FAISS found for the query
     (theirs is at most that). The index of words is built at the first query.
