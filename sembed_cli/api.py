@@ -42,8 +42,7 @@ def embed(texts: Sequence[str], model: Any = DEFAULT_MODEL, batch_size: int = 32
     (loaded with `load_model`'s defaults) or an encoder `load_model` returned (load it once for many calls)."""
     from .models.sentence_embedding import encode
 
-    encoder = load_model(str(model)) if isinstance(model, (str, Path)) else model
-    return encode(encoder, list(texts), batch_size=batch_size)
+    return encode(_encoder(model), list(texts), batch_size=batch_size)
 
 
 def embed_records(records: Iterable[dict], model: Any = DEFAULT_MODEL, batch_size: int = 1000) -> Iterator[dict]:
@@ -51,8 +50,12 @@ def embed_records(records: Iterable[dict], model: Any = DEFAULT_MODEL, batch_siz
     generator of records works, a window of `batch_size` at a time."""
     from .models.sentence_embedding import embed_records as embedded
 
-    encoder = load_model(str(model)) if isinstance(model, (str, Path)) else model
-    return embedded(records, encoder, batch_size=batch_size)
+    return embedded(records, _encoder(model), batch_size=batch_size)
+
+
+def _encoder(model: Any):
+    """An encoder `load_model` returned, as given, or the one a name or path loads."""
+    return load_model(str(model)) if isinstance(model, (str, Path)) else model
 
 
 @contextmanager

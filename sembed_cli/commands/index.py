@@ -150,11 +150,13 @@ def index_command(
     check_backend(backend, quantize, device)
     settings = IndexSettings(index_type, rerank, nprobe, seed, text_key, embedding_key, id_key, batch_size)
     choice = ModelChoice(model, "model" in given, device, backend, quantize, long_text)
-    source: IndexSource = RecordSource(input, skip_errors=skip_errors, lines=lines)
+    source: IndexSource
     if input != "-" and Path(input).is_dir():  # the parts `sembed embed --parts DIR` wrote, in input order
         from ..parts.reassemble import PartsSource
 
         source = PartsSource(input)
+    else:
+        source = RecordSource(input, skip_errors=skip_errors, lines=lines)
     if update is not None:
         update_index(source, update, settings, choice, UpdateChoices(given, sync, retrain), npy)
     elif output is not None:  # one of the two, checked above

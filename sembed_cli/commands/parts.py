@@ -11,7 +11,7 @@ import typer
 from .. import console
 from ..errors import SembedError
 from ..io import STDIN, RecordSink
-from ..options import Quiet, Verbose, given_on_command_line
+from ..options import Only, Quiet, Verbose, check_only, given_on_command_line
 
 PartsDirArgument = Annotated[
     Path, typer.Argument(metavar="DIR", show_default=False, help="The directory `sembed embed --parts DIR` writes.")
@@ -114,6 +114,10 @@ Retries = Annotated[
     ),
 ]
 REFUSED = ("--shard", "--parts", "-o", "--output", "--npy")
+RAY_ONLY = tuple(
+    Only(name, when=lambda values: values["engine"] == "ray", message="only with --engine ray")
+    for name in ("address", "workers", "worker_gpus")
+)
 
 
 def run_command(
@@ -156,10 +160,7 @@ def run_command(
             "--parts, and a part's files are named after it)",
             param_hint="'-- ARGS'",
         )
-    given = given_on_command_line(ctx)
-    for name in ("address", "workers", "worker_gpus"):
-        if engine != "ray" and name in given:
-            raise typer.BadParameter("only with --engine ray", param_hint="'--" + name.replace("_", "-") + "'")
+    check_only(ctx, RAY_ONLY)
     arguments += [flag for flag, wanted in (("-q", quiet), ("-v", verbose)) if wanted and flag not in arguments]
     run_part = functools.partial(embed_part_in_process, tuple(arguments), str(directory), shards)
     indices = list(range(1, shards + 1))

@@ -53,7 +53,7 @@ class QueryVectors:
     def check_model(self, record: dict) -> None:
         """A query vector labelled with another model than the index's is refused; an unlabelled one is taken to
         be of the index's model, said once on stderr."""
-        from .model_identity import FIELD, read
+        from .model_identity import FIELD, read, refuse_another_model
 
         label = record.get(FIELD)
         if label in self._same:
@@ -65,11 +65,13 @@ class QueryVectors:
                 )
             self.unlabelled = True
             return
-        identity, expected = read(record), self.identity
-        if identity is not None and expected is not None and not identity.same(expected):
-            raise BadRecord(
-                f"the query's '{self.key}' is of '{identity}', but the index holds vectors of '{self.identity}'"
-            )
+        identity = read(record)
+        refuse_another_model(
+            identity,
+            self.identity,
+            f"the query's '{self.key}' is of '{identity}', but the index holds vectors of '{self.identity}'",
+            error=BadRecord,
+        )
         self._same.add(label)
 
     def check(self, record: dict) -> None:
