@@ -14,7 +14,7 @@ from conftest import ROOT, jsonl, sembed
 from test_onnx import IMPORTS_PROBE
 
 from sembed_cli.models import sentence_models, static_model
-from sembed_cli.training import static_distillation
+from sembed_cli.training import static_distillation, static_teacher
 
 TEXTS = [
     "A man is playing a guitar.",
@@ -176,21 +176,87 @@ def test_piece_weights():
 def test_pca_keeps_the_leading_components():
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(200, 8)) * np.array([10, 5, 1, 1, 1, 1, 1, 1])
-    reduced, described = static_distillation.pca(vectors, 2)
+    reduced, described, projection = static_distillation.pca(vectors, 2)
     assert reduced.shape == (200, 2) and described["dim"] == 2 and described["teacher_dim"] == 8
-    assert described["variance_kept"] > 0.9
+    assert described["variance_kept"] > 0.9 and described["centred"]
+    np.testing.assert_allclose(projection(vectors), reduced, rtol=1e-5)
     assert static_distillation.pca(vectors, 20)[1]["dim"] == 8
 
 
-def test_piece_vectors_are_the_teachers_sentence_vectors_of_each_piece_alone(tiny_model):
+def test_uncentred_pca_keeps_the_origin_and_the_cosines_within_its_span():
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(100, 3)) @ rng.normal(size=(3, 6)) + 4  # rank 3 once centred, 4 with the origin
+    reduced, described, projection = static_distillation.pca(vectors, 4, centre=False)
+    assert not described["centred"] and projection(np.zeros((1, 6))).tolist() == [[0, 0, 0, 0]]
+    a, b = vectors[:50].mean(axis=0), vectors[50:].mean(axis=0)  # means of rows keep their cosine after projection
+    cosine = a @ b / np.linalg.norm(a) / np.linalg.norm(b)
+    ra, rb = reduced[:50].mean(axis=0), reduced[50:].mean(axis=0)
+    assert ra @ rb / np.linalg.norm(ra) / np.linalg.norm(rb) == pytest.approx(cosine, abs=1e-5)
+
+
+def test_the_teacher_reads_an_even_sample_whatever_the_seed():
+    texts = [str(n) for n in range(10)]
+    assert static_distillation.sample(texts, 20) == texts
+    assert static_distillation.sample(texts, 4) == ["0", "3", "6", "9"]
+
+
+def test_piece_vectors_are_the_teachers_outputs_for_each_piece_alone(tiny_model):
     from sentence_transformers import SentenceTransformer
 
     teacher = SentenceTransformer(tiny_model, device="cpu")
-    tokenizer = static_distillation.fast_tokenizer(teacher)
-    vectors = static_distillation.piece_vectors(teacher, tokenizer, "cpu", batch=4096)
-    assert vectors.shape == (tokenizer.get_vocab_size(), 32)
+    tokenizer = static_teacher.fast_tokenizer(teacher)
+    alone = static_teacher.pieces_alone(teacher, tokenizer, "cpu", batch=4096)
+    assert alone.sentence.shape == alone.output.shape == (tokenizer.get_vocab_size(), 32)
     for word in ("guitar", "onion", "the"):  # each one piece: encode gives [CLS] piece [SEP] too
-        np.testing.assert_allclose(vectors[tokenizer.token_to_id(word)], teacher.encode(word), atol=1e-5)
+        piece = tokenizer.token_to_id(word)
+        np.testing.assert_allclose(alone.sentence[piece], teacher.encode(word), atol=1e-5)
+        outputs = teacher.encode(word, output_value="token_embeddings")
+        np.testing.assert_allclose(alone.output[piece], outputs[1], atol=1e-5)
+
+
+def test_a_pieces_corpus_vector_is_the_mean_of_its_outputs_in_the_sentences(tiny_model):
+    from sentence_transformers import SentenceTransformer
+
+    teacher = SentenceTransformer(tiny_model, device="cpu")
+    tokenizer = static_teacher.fast_tokenizer(teacher)
+    texts = ["the cat sees the boat", "a dog sees a tree near the river bank", "the boat"]
+    passed = static_teacher.corpus_pass(teacher, texts, "cpu", batch=2)
+    np.testing.assert_allclose(passed.sentences, teacher.encode(texts), atol=1e-5)
+    the, boat = tokenizer.token_to_id("the"), tokenizer.token_to_id("boat")
+    outputs = [teacher.encode(text, output_value="token_embeddings").numpy() for text in texts]
+    ids = [teacher.preprocess([text])["input_ids"][0].tolist() for text in texts]
+    wanted = np.mean([out[i] for out, row in zip(outputs, ids, strict=True) for i, t in enumerate(row) if t == the], 0)
+    assert passed.counts[the] == 4 and passed.counts[boat] == 2 and passed.counts[tokenizer.token_to_id("[CLS]")] == 0
+    alone = np.full((len(passed.counts), 32), 7.0, dtype=np.float32)
+    contextual, seen = passed.contextual(alone)
+    np.testing.assert_allclose(contextual[the], wanted, atol=1e-5)
+    assert seen == int((passed.counts > 0).sum()) and contextual[tokenizer.token_to_id("onion")].tolist() == [7.0] * 32
+
+
+def test_the_teachers_pass_is_kept_and_read_back_for_the_same_sentences_only(tiny_model, tmp_path):
+    cache = tmp_path / "teacher.npz"
+
+    def distil(name: str, *args: str, corpus=CORPUS):
+        return sembed(
+            "train", "--method", "static", "-m", tiny_model, "--dim", "16", "--device", "cpu",
+            "--teacher-cache", str(cache), "-o", str(tmp_path / name), *args,
+            input=jsonl(*({"text": text} for text in corpus)),
+        )  # fmt: skip
+
+    first = distil("first")
+    assert first.exit_code == 0, first.stderr
+    assert "kept the teacher's pass over the corpus in" in first.stderr and cache.exists()
+    again = distil("again", "--seed", "7")
+    assert again.exit_code == 0 and "the teacher's pass over the corpus read from" in again.stderr
+    for name in ("first", "again"):
+        assert (tmp_path / name / "model.safetensors").read_bytes() == (
+            tmp_path / "first" / "model.safetensors"
+        ).read_bytes()
+    other = distil("other", corpus=CORPUS[:-1])
+    assert other.exit_code == 0 and "holds another teacher's or other sentences' pass" in other.stderr
+    cache.write_bytes(b"not numpy")
+    broken = distil("broken")
+    assert broken.exit_code == 1 and "error: cannot read the teacher cache" in broken.stderr
 
 
 def test_fitting_to_the_teacher_lowers_its_loss_and_keeps_the_format(tiny_model, tmp_path):
@@ -217,8 +283,10 @@ def test_fitting_to_the_teacher_lowers_its_loss_and_keeps_the_format(tiny_model,
         input=jsonl(*({"text": text} for text in CORPUS)),
     )
     assert run.exit_code == 0, run.stderr
-    history = json.loads((out / "sembed.json").read_text())["fit"]["history"]
-    assert len(history) == 3 and history[-1]["loss"] < history[0]["loss"]
+    fit = json.loads((out / "sembed.json").read_text())["fit"]
+    history = fit["history"]
+    assert [epoch["epoch"] for epoch in history] == [0, 1, 2, 3] and history[-1]["loss"] < history[1]["loss"]
+    assert fit["held_out"] == 2 and fit["sentences"] == len(CORPUS) - 2 and 0 <= fit["kept_epoch"] <= 3
     assert static_model.is_static(out) and embedded("-m", str(out)).shape == (len(TEXTS), 16)
 
 
@@ -266,10 +334,18 @@ def test_nws_scores_the_pieces_on_neighbouring_sentences(tiny_model, tmp_path):
     )
 
 
-@pytest.mark.parametrize("args", [["--fit-vectors"], ["--fit", "nws", "--epochs", "2"], ["--fit-sentences", "9"]])
-def test_fitting_options_need_fit_teacher(args, tmp_path):
+@pytest.mark.parametrize(
+    "args, rule",
+    [
+        (["--fit-vectors"], "only with --fit teacher"),
+        (["--fit", "nws", "--epochs", "2"], "only with --fit teacher"),
+        (["--piece-vectors", "alone", "--teacher-sentences", "9"], "only with --piece-vectors corpus or --fit teacher"),
+        (["--piece-vectors", "alone", "--teacher-cache", "t.npz"], "only with --piece-vectors corpus or --fit teacher"),
+    ],
+)
+def test_fitting_options_need_what_they_serve(args, rule, tmp_path):
     run = sembed("train", "--method", "static", *args, "-o", str(tmp_path / "m"), input=jsonl({"text": "a"}))
-    assert run.exit_code == 2 and "only with --fit teacher" in " ".join(run.stderr.split())
+    assert run.exit_code == 2 and rule in " ".join(run.stderr.split())
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,18 @@
 """A static model distilled from a sentence-transformers teacher: one weighted vector per word-piece.
 
-Distillation (model2vec's `distill`, Tulkens and van Dongen 2024): every
-word-piece t of the teacher's vocabulary is run through the teacher alone,
-as the text [CLS] t [SEP] (the tokenizer's own special tokens), and its
-vector is the teacher's sentence vector of that input (its own Pooling and
-Normalize): the teacher's output, not its input embeddings. PCA (centred)
-reduces the vectors to --dim. A sentence is then the mean of its pieces'
-vectors (`models/static_model.py`).
+Vectors (--piece-vectors), from the teacher's passes (`static_teacher.py`):
+
+    corpus  each piece's mean last-layer output over the corpus sentences the
+            teacher reads (its contextual vector; a piece the corpus lacks: its
+            output alone, [CLS] t [SEP]). A sentence of them is the first-order
+            approximation of a mean-pooling teacher's vector. The default.
+    alone   the teacher's sentence vector of [CLS] t [SEP] (model2vec's
+            `distill`, Tulkens and van Dongen 2024): no corpus pass.
+
+PCA reduces them to --dim: centred for `alone` (model2vec's), uncentred for
+`corpus`, whose rows live in the space of the teacher's mean pooling, origin
+included. A sentence is then the mean of its pieces' rows
+(`models/static_model.py`).
 
 Weights, one per piece, folded into its row:
 
@@ -23,12 +29,9 @@ with the pieces as its words and these vectors frozen, neighbouring
 sentences of a document as positives; its recipe, ISF start).
 
 --fit teacher instead learns the weights (the log of each, started at the
-weighting's) and with --fit-vectors the vectors too, so that the static
-sentence vectors of unlabelled corpus sentences (never an evaluation set)
-take the teacher's geometry: the loss is the mean squared difference
-between the two models' cosine-similarity matrices over a batch, which needs
-no map between the static and the teacher's dimensions (tokenlearn fits the
-teacher's vectors themselves after PCA).
+weighting's) and with --fit-vectors the vectors too, against the teacher's
+own vectors of the corpus sentences (never an evaluation set):
+`static_fit.py`.
 """
 
 from __future__ import annotations
@@ -57,8 +60,7 @@ log = logging.getLogger(__name__)
 SIF_A = 1e-3  # Arora et al.'s a, as sembed's SIF over word vectors uses it (models/salience.py)
 ZIPF_A = 1e-4  # model2vec's sif_coefficient for its Zipf estimate
 COUNT_CHUNK = 10_000  # texts tokenised at a time while counting
-TOKEN_BATCH = 1024  # vocabulary pieces a teacher forward pass
-FIT_WORDS = (5, 40)  # the corpus sentences --fit teacher learns from: 5 to 40 words, like the STS sets'
+SENTENCE_WORDS = (5, 40)  # the corpus sentences the teacher reads: 5 to 40 words, like the STS sets'
 
 
 class StaticSettings(Protocol):
@@ -69,13 +71,19 @@ class StaticSettings(Protocol):
     @property
     def dim(self) -> int: ...
     @property
+    def piece_vectors(self) -> str: ...
+    @property
     def weighting(self) -> str: ...
     @property
     def fit(self) -> str: ...
     @property
     def fit_vectors(self) -> bool: ...
     @property
-    def fit_sentences(self) -> int: ...
+    def teacher_sentences(self) -> int: ...
+    @property
+    def teacher_cache(self) -> str | None: ...
+
+    def reads_corpus(self) -> bool: ...
 
 
 def described(job: Job, settings: StaticSettings) -> dict:
@@ -84,10 +92,11 @@ def described(job: Job, settings: StaticSettings) -> dict:
     return {
         "model": settings.model,
         "dim": settings.dim,
+        "piece_vectors": settings.piece_vectors,
         "weighting": settings.weighting,
         "fit": settings.fit,
         "fit_vectors": settings.fit_vectors,
-        "fit_sentences": settings.fit_sentences,
+        "teacher_sentences": settings.teacher_sentences,
         "epochs": recipe.epochs,
         "batch_size": recipe.batch_size,
         "learning_rate": recipe.lr,
@@ -97,12 +106,12 @@ def described(job: Job, settings: StaticSettings) -> dict:
 
 @dataclass
 class Corpus:
-    """The corpus read: each piece's count, and the sentences --fit teacher may learn from."""
+    """The corpus read: each piece's count, and the sentences the teacher may read."""
 
     counts: np.ndarray
     texts: int = 0
     hash: ContentHash = field(default_factory=ContentHash)
-    fit_texts: list[str] = field(default_factory=list)
+    sentences: list[str] = field(default_factory=list)  # its texts of 5 to 40 words
     documents: list[tuple[str, str]] = field(default_factory=list)  # (doc_id, text) of every text, for --fit nws
 
 
@@ -131,8 +140,8 @@ def read_corpus(source: RecordSource, tokenizer, text_key: str = "text", doc_key
         corpus.hash.add(text)
         corpus.texts += 1
         pending.append(text)
-        if FIT_WORDS[0] <= len(text.split()) <= FIT_WORDS[1]:
-            corpus.fit_texts.append(text)
+        if SENTENCE_WORDS[0] <= len(text.split()) <= SENTENCE_WORDS[1]:
+            corpus.sentences.append(text)
         if doc_key is not None:
             corpus.documents.append((str(record[doc_key]), text))
         if len(pending) >= COUNT_CHUNK:
@@ -149,62 +158,44 @@ def read_corpus(source: RecordSource, tokenizer, text_key: str = "text", doc_key
     return corpus
 
 
-def fast_tokenizer(teacher):
-    """A copy of the teacher's `tokenizers.Tokenizer`, without truncation or padding: what the static model keeps."""
-    import copy
-
-    backend = getattr(teacher.tokenizer, "backend_tokenizer", None)
-    if backend is None:
-        raise SembedError("train --method static needs a model with a fast tokenizer (tokenizer.json)")
-    tokenizer = copy.deepcopy(backend)
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return tokenizer
+def sample(texts: list[str], size: int) -> list[str]:
+    """At most `size` of `texts`, evenly spaced through them: the same sample whatever the --seed, so a kept teacher
+    pass serves every seed."""
+    if len(texts) <= size:
+        return texts
+    return [texts[i] for i in np.linspace(0, len(texts) - 1, size).round().astype(np.int64)]
 
 
-def piece_vectors(teacher, tokenizer, device: str, batch: int = TOKEN_BATCH) -> np.ndarray:
-    """The teacher's sentence vector of each vocabulary piece alone, between the special tokens its tokenizer adds
-    ([CLS] t [SEP] for BERT): model2vec's distillation."""
-    import torch
+@dataclass(frozen=True)
+class Projection:
+    """PCA's map from the teacher's space to the static model's: (x - mean) @ components.T."""
 
-    size = tokenizer.get_vocab_size()
-    plain = tokenizer.encode("a", add_special_tokens=False)  # one piece, to see where the special tokens go
-    template = tokenizer.post_process(plain).ids
-    at = template.index(plain.ids[0])
-    with_types = "token_type_ids" in teacher.tokenizer.model_input_names
-    vectors: np.ndarray | None = None
-    with torch.inference_mode():
-        for start in console.progress(
-            range(0, size, batch), "distilling word-pieces", unit="batches", total=(size + batch - 1) // batch
-        ):
-            ids = torch.tensor(
-                [template[:at] + [t] + template[at + 1 :] for t in range(start, min(size, start + batch))],
-                device=device,
-            )
-            features = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-            if with_types:
-                features["token_type_ids"] = torch.zeros_like(ids)
-            out = teacher.forward(features)["sentence_embedding"].float().cpu().numpy()
-            if vectors is None:
-                vectors = np.empty((size, out.shape[1]), dtype=np.float32)
-            vectors[start : start + len(out)] = out
-    assert vectors is not None
-    return vectors
+    mean: np.ndarray
+    components: np.ndarray
+
+    def __call__(self, vectors: np.ndarray) -> np.ndarray:
+        return ((vectors - self.mean) @ self.components.T).astype(np.float32)
 
 
-def pca(vectors: np.ndarray, dim: int) -> tuple[np.ndarray, dict]:
-    """The vectors centred and projected on their first `dim` principal components (all of them when dim is
-    larger), and the share of the variance kept."""
-    mean = vectors.mean(axis=0)
-    centred = vectors - mean
-    _, singular, components = np.linalg.svd(centred, full_matrices=False)
+def pca(vectors: np.ndarray, dim: int, centre: bool = True) -> tuple[np.ndarray, dict, Projection]:
+    """The vectors projected on their first `dim` principal components (all of them when dim is larger), centred
+    first unless `centre` is false (then the components are those of the uncentred vectors, so the origin, which
+    a mean of vectors keeps, stays where it is); the share of the variance kept; the projection."""
+    mean = vectors.mean(axis=0) if centre else np.zeros(vectors.shape[1], dtype=vectors.dtype)
+    _, singular, components = np.linalg.svd(vectors - mean, full_matrices=False)
     dim = min(dim, components.shape[0])
     variance = singular**2
-    return (centred @ components[:dim].T).astype(np.float32), {
-        "dim": int(dim),
-        "teacher_dim": int(vectors.shape[1]),
-        "variance_kept": round(float(variance[:dim].sum() / variance.sum()), 4),
-    }
+    projection = Projection(mean, components[:dim])
+    return (
+        projection(vectors),
+        {
+            "dim": int(dim),
+            "teacher_dim": int(vectors.shape[1]),
+            "centred": centre,
+            "variance_kept": round(float(variance[:dim].sum() / variance.sum()), 4),
+        },
+        projection,
+    )
 
 
 def piece_weights(weighting: str, counts: np.ndarray) -> np.ndarray:
@@ -216,64 +207,6 @@ def piece_weights(weighting: str, counts: np.ndarray) -> np.ndarray:
         inverse_rank = 1.0 / np.arange(2, len(counts) + 2)
         return (ZIPF_A / (ZIPF_A + inverse_rank / inverse_rank.sum())).astype(np.float32)
     return np.ones(len(counts), dtype=np.float32)
-
-
-def teacher_vectors(teacher, texts: list[str], batch_size: int = 64) -> np.ndarray:
-    vectors = teacher.encode(texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True)
-    return np.asarray(vectors, dtype=np.float32)
-
-
-def fit_to_teacher(
-    vectors: np.ndarray,
-    weights: np.ndarray,
-    ids: list[list[int]],
-    targets: np.ndarray,
-    recipe: Recipe,
-    seed: int,
-    fit_vectors: bool,
-    device: str,
-) -> tuple[np.ndarray, np.ndarray, list[dict]]:
-    """Learn log-weights (and with `fit_vectors` the vectors) so that the static sentence vectors' cosine matrix over
-    a batch matches the teacher's: Adam at `recipe.lr`, `recipe.epochs` passes, batches of `recipe.batch_size`
-    sentences."""
-    import torch
-
-    generator = np.random.default_rng(seed)
-    torch.manual_seed(seed)
-    lengths = np.fromiter((len(piece) for piece in ids), dtype=np.int64, count=len(ids))
-    usable = np.flatnonzero(lengths)
-    log_weights = torch.nn.Parameter(torch.log(torch.as_tensor(weights, device=device)))
-    table = torch.nn.Parameter(torch.as_tensor(vectors, device=device), requires_grad=fit_vectors)
-    optimizer = torch.optim.Adam([log_weights, table] if fit_vectors else [log_weights], lr=recipe.lr)
-    goal = torch.nn.functional.normalize(torch.as_tensor(targets, device=device), dim=1)
-    history = []
-    for epoch in range(recipe.epochs):
-        tick, total, steps = time.perf_counter(), 0.0, 0
-        order = generator.permutation(usable)
-        for start in console.progress(
-            range(0, len(order), recipe.batch_size),
-            f"epoch {epoch + 1}",
-            total=(len(order) + recipe.batch_size - 1) // recipe.batch_size,
-            unit="steps",
-        ):
-            chosen = order[start : start + recipe.batch_size]
-            flat = torch.as_tensor(np.concatenate([ids[i] for i in chosen]), device=device)
-            offsets = torch.as_tensor(np.concatenate(([0], np.cumsum(lengths[chosen])[:-1])), device=device)
-            rows = table[flat] * torch.exp(log_weights[flat])[:, None]
-            sentences = torch.nn.functional.embedding_bag(
-                torch.arange(len(flat), device=device), rows, offsets, mode="sum"
-            )
-            sentences = torch.nn.functional.normalize(sentences, dim=1)
-            wanted = goal[torch.as_tensor(chosen, device=device)]
-            loss = ((sentences @ sentences.T - wanted @ wanted.T) ** 2).mean()
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            total, steps = total + float(loss.detach()), steps + 1
-        seconds = time.perf_counter() - tick
-        history.append({"epoch": epoch + 1, "loss": round(total / steps, 6), "seconds": round(seconds, 2)})
-        log.info(f"epoch {epoch + 1}/{recipe.epochs}: loss {total / steps:.5f}, {seconds:.1f} s")
-    return (table.detach().cpu().numpy(), torch.exp(log_weights.detach()).cpu().numpy(), history)
 
 
 class PieceVectors(WordVectors):
@@ -332,6 +265,8 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
     """Distil the teacher --model into a static model at the job's output (see the module docstring); --fit nws
     learns its weights by `nws_recipe` and `nws_settings`."""
     from ..models import model_identity, sentence_models, static_model
+    from . import static_teacher
+    from .static_fit import fit_to_teacher
 
     source, output, force, seed = job.source, job.output, job.force, job.seed
 
@@ -341,18 +276,43 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
     if static_model.is_static(sentence_models.resolve_path(settings.model)):
         raise SembedError(f"'{settings.model}' is a static model already", "distil a transformer model")
     teacher = sentence_models.load(settings.model, device)
-    tokenizer = fast_tokenizer(teacher)
+    teacher_identity = str(model_identity.of_sentence_model(settings.model))
+    tokenizer = static_teacher.fast_tokenizer(teacher)
     corpus = read_corpus(source, tokenizer, job.text_key(), "doc_id" if settings.fit == "nws" else None)
     log.info(
         f"{corpus.texts} texts, {int(corpus.counts.sum())} word-pieces, "
         f"{int((corpus.counts > 0).sum())} of the {len(corpus.counts)} pieces seen"
     )
     tick = time.perf_counter()
-    vectors, reduction = pca(piece_vectors(teacher, tokenizer, device), settings.dim)
-    log.info(
-        f"distilled {len(vectors)} word-pieces in {time.perf_counter() - tick:.0f} s; PCA to {reduction['dim']} "
-        f"dimensions keeps {reduction['variance_kept']:.1%} of the variance"
-    )
+    alone = static_teacher.pieces_alone(teacher, tokenizer, device)
+    log.info(f"the teacher read its {len(alone.output)} word-pieces alone in {time.perf_counter() - tick:.0f} s")
+    texts: list[str] = []
+    passed: static_teacher.CorpusPass | None = None
+    if settings.reads_corpus():
+        texts = sample(corpus.sentences, settings.teacher_sentences)
+        if len(texts) < 2:
+            raise SembedError(
+                f"the teacher found {len(texts)} corpus sentence(s) of {SENTENCE_WORDS[0]} to {SENTENCE_WORDS[1]} "
+                "words to read",
+                "give it a corpus of sentences, or --piece-vectors alone",
+            )
+
+        def run_pass() -> static_teacher.CorpusPass:
+            tick = time.perf_counter()
+            result = static_teacher.corpus_pass(teacher, texts, device)
+            log.info(f"the teacher read {len(texts)} corpus sentences in {time.perf_counter() - tick:.0f} s")
+            return result
+
+        cache = Path(settings.teacher_cache) if settings.teacher_cache else None
+        passed = static_teacher.cached_corpus_pass(cache, static_teacher.pass_key(teacher_identity, texts), run_pass)
+    if settings.piece_vectors == "corpus":
+        assert passed is not None
+        raw, seen = passed.contextual(alone.output)
+        log.info(f"{seen} of the {len(raw)} word-pieces have a contextual vector; the rest their output alone")
+    else:
+        raw = alone.sentence
+    vectors, reduction, projection = pca(raw, settings.dim, centre=settings.piece_vectors == "alone")
+    log.info(f"PCA to {reduction['dim']} dimensions keeps {reduction['variance_kept']:.1%} of the variance")
     weights = piece_weights(settings.weighting, corpus.counts)
     fit: dict = {}
     if settings.fit == "nws":
@@ -364,29 +324,19 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
             "history": table["history"],
         }
     if settings.fit == "teacher":
-        rng = np.random.default_rng(seed)
-        texts = corpus.fit_texts
-        if len(texts) > settings.fit_sentences:
-            texts = [texts[i] for i in sorted(rng.choice(len(texts), settings.fit_sentences, replace=False))]
-        if len(texts) < 2:
-            raise SembedError(
-                f"--fit teacher found {len(texts)} corpus sentence(s) of {FIT_WORDS[0]} to "
-                f"{FIT_WORDS[1]} words to learn from",
-                "give it a corpus of sentences",
-            )
-        tick = time.perf_counter()
-        targets = teacher_vectors(teacher, texts)
-        log.info(f"the teacher embedded {len(texts)} corpus sentences in {time.perf_counter() - tick:.0f} s")
+        assert passed is not None
         ids = [encoding.ids for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
-        vectors, weights, history = fit_to_teacher(
-            vectors, weights, ids, targets, job.recipe, seed, settings.fit_vectors, device
+        fitted = fit_to_teacher(
+            vectors, weights, ids, projection(passed.sentences), job.recipe, seed, settings.fit_vectors, device
         )
+        vectors, weights = fitted.vectors, fitted.weights
         fit = {
-            "sentences": len(texts),
-            "words": list(FIT_WORDS),
-            "loss": "MSE of the cosine-similarity matrices",
+            "sentences": len(texts) - fitted.held_out,
+            "held_out": fitted.held_out,
+            "kept_epoch": fitted.best_epoch,
+            "loss": "1 - cosine to the teacher's vector, projected by the PCA",
             "optimizer": "Adam",
-            "history": history,
+            "history": fitted.history,
         }
     data = {
         "input": source.rejects.name,
@@ -394,13 +344,18 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
         "pieces": int(corpus.counts.sum()),
         "sha256": corpus.hash.hexdigest(),
         "skipped": len(source.rejects.skipped),
+        "teacher_read": len(texts),
     }
     metadata = describe(
         "train --method static",
         data,
         described(job, settings),
         method="static",
-        teacher=str(model_identity.of_sentence_model(settings.model)),
+        teacher=teacher_identity,
+        vectors={
+            "corpus": "each piece's mean last-layer output over the corpus sentences (its output alone if unseen)",
+            "alone": "the teacher's sentence vector of the piece alone (model2vec's distill)",
+        }[settings.piece_vectors],
         pca=reduction,
         weighting={
             "sif": {"a": SIF_A, "p": "corpus piece counts"},

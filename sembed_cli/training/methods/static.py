@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from .method import Job, Method, Recipe, option, refuse, start_model
 
 RECIPE = Recipe(
-    10, 256, 0.01, None, optimizer="Adam", unit="sentences", note="--fit teacher only; distillation itself has no steps"
+    5, 256, 1e-3, None, optimizer="Adam", unit="sentences", note="--fit teacher only; distillation itself has no steps"
 )
 
 
@@ -21,6 +21,16 @@ class Settings:
         metavar="N",
         min=1,
         help=("dimensions kept by PCA of the distilled word-piece vectors (the teacher's own when larger)."),
+    )
+    piece_vectors: str = option(
+        "corpus",
+        "--piece-vectors",
+        choices=("corpus", "alone"),
+        help=(
+            "each word-piece's vector: corpus the mean of the model's outputs for it over the input's sentences "
+            "(--teacher-sentences of them; its output alone where they lack it); alone the model's vector of the "
+            "piece alone (model2vec's distill: no pass over the corpus)."
+        ),
     )
     weighting: str = option(
         "sif",
@@ -42,18 +52,37 @@ class Settings:
         ),
     )
     fit_vectors: bool = option(False, "--fit-vectors", help="with --fit teacher: learn the vectors as well.")
-    fit_sentences: int = option(
-        20000,
-        "--fit-sentences",
+    teacher_sentences: int = option(
+        100_000,
+        "--teacher-sentences",
         metavar="N",
         min=2,
-        help=("with --fit teacher: input sentences of 5 to 40 words it learns from (a sample by --seed)."),
+        help=(
+            "with --piece-vectors corpus or --fit teacher: input sentences of 5 to 40 words the model reads (evenly "
+            "spaced through the input when it has more)."
+        ),
     )
+    teacher_cache: str | None = option(
+        None,
+        "--teacher-cache",
+        metavar="FILE",
+        help=(
+            "with --piece-vectors corpus or --fit teacher: keep the model's pass over the sentences in FILE (.npz), and "
+            "read it from there when a later run has the same model and sentences (another --dim, --weighting, "
+            "--fit or --seed)."
+        ),
+    )
+
+    def reads_corpus(self) -> bool:
+        """Whether the teacher reads corpus sentences: for the vectors, or for --fit teacher's targets."""
+        return self.piece_vectors == "corpus" or self.fit == "teacher"
 
 
 def check(settings: Settings, given: frozenset[str]) -> None:
     if settings.fit != "teacher":
-        refuse(given, ("fit_vectors", "fit_sentences", "epochs", "batch_size", "lr"), "only with --fit teacher")
+        refuse(given, ("fit_vectors", "epochs", "batch_size", "lr"), "only with --fit teacher")
+    if not settings.reads_corpus():
+        refuse(given, ("teacher_sentences", "teacher_cache"), "only with --piece-vectors corpus or --fit teacher")
 
 
 def run(job: Job, settings: Settings) -> None:
@@ -66,10 +95,11 @@ def run(job: Job, settings: Settings) -> None:
 METHOD = Method(
     "static",
     "a static word-piece model distilled from --model",
-    "Static fast mode: every word-piece of --model's vocabulary is run through the model alone ([CLS] t [SEP]) "
-    "and its sentence vector kept (model2vec's distillation), reduced by PCA to --dim and weighted (--weighting; "
-    "sif counts the pieces of the input corpus: text records, e.g. sembed convert --from prose). --fit teacher "
-    "then learns the weights on the corpus's sentences against the model's own vectors; --fit nws learns NWS "
+    "Static fast mode: every word-piece of --model's vocabulary gets one vector, the mean of the model's outputs "
+    "for it over the input's sentences (--piece-vectors corpus; text records, e.g. sembed convert --from prose) or its "
+    "vector alone (--piece-vectors alone, model2vec's distillation), reduced by PCA to --dim and weighted "
+    "(--weighting; sif counts the pieces of the input). --fit teacher then learns the weights (--fit-vectors: "
+    "and the vectors) on the input's sentences against the model's own sentence vectors; --fit nws learns NWS "
     "scores instead (as --method nws, the pieces as its words). DIR is a "
     "sentence-transformers StaticEmbedding model: `sembed embed -m DIR` embeds with numpy and tokenizers only "
     "(no torch), and plain sentence-transformers loads it too.",
