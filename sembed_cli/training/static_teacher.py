@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,8 +164,10 @@ def cached_corpus_pass(cache: Path | None, key: str, run) -> CorpusPass:
                     log.info(f"the teacher's pass over the corpus read from {cache}")
                     return CorpusPass(kept["sentences"], kept["sums"], kept["counts"])
                 log.warning(f"{cache} holds another teacher's or other sentences' pass: the teacher reads them again")
-        except (OSError, ValueError, KeyError) as error:
-            raise SembedError(f"cannot read the teacher cache {cache}: {error}", "remove it, or name another file")
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+            raise SembedError(
+                f"cannot read the teacher cache {cache}: {error}", "remove it, or name another file"
+            ) from None
     corpus = run()
     if cache is not None:
         partial = temporary_sibling(cache)

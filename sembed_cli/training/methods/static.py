@@ -67,8 +67,8 @@ class Settings:
         "--teacher-cache",
         metavar="FILE",
         help=(
-            "with --piece-vectors corpus or --fit teacher: keep the model's pass over the sentences in FILE (.npz), and "
-            "read it from there when a later run has the same model and sentences (another --dim, --weighting, "
+            "with --piece-vectors corpus or --fit teacher: keep the model's pass over the sentences in FILE (.npz), "
+            "and read it from there when a later run has the same model and sentences (another --dim, --weighting, "
             "--fit or --seed)."
         ),
     )
