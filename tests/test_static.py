@@ -406,25 +406,35 @@ CORPORA = [
     ("brown", "brown", []),
 ]
 # Spearman x100 of `train --method static` (MiniLM, 256 dimensions, SIF from the shared corpora's counts) through
-# `sembed embed | sembed eval sts`, as examples/static_reproduction.sh measured it (examples/results/static.md).
-STATIC_SIF_SPEARMAN = {"stsb": 69.86, "sick": 61.31}
+# `sembed embed | sembed eval sts`: the pieces alone as examples/static_reproduction.sh measures them
+# (examples/results/static.md), and corpus vectors from 2,000 corpus sentences (the default reads 100,000: 17
+# minutes on 2 cores). Measured on Intel AVX-512 (alone) and AMD Zen 3 AVX2 (both) alike.
+STATIC_SPEARMAN = {
+    ("alone", "stsb"): 69.86,
+    ("alone", "sick"): 61.31,
+    ("corpus", "stsb"): 71.29,
+    ("corpus", "sick"): 60.04,
+}
 
 
 @pytest.mark.e2e
-def test_minilm_distilled_with_the_corpora_counts_scores_as_the_reproduction(data_dir, tmp_path):
+@pytest.mark.parametrize("vectors, options", [("alone", []), ("corpus", ["--teacher-sentences", "2000"])])
+def test_minilm_distilled_with_the_corpora_scores_as_measured(data_dir, tmp_path, vectors, options):
     corpus = "".join(
         sembed("convert", "-q", "--from", kind, str(data_dir / "corpora" / folder), *extra).stdout
         for kind, folder, extra in CORPORA
     )
+    out = str(tmp_path / "static")
     trained = sembed(
-        "train", "--method", "static", "--device", "cpu", "-o", str(tmp_path / "static"), "-q", input=corpus
-    )
+        "train", "--method", "static", "--piece-vectors", vectors, *options, "--device", "cpu", "-o", out, "-q",
+        input=corpus,
+    )  # fmt: skip
     assert trained.exit_code == 0, trained.stderr
     for kind, path in (("stsb", "stsb/sts-test.csv"), ("sick", "sick/SICK_test_annotated.txt")):
         pairs = sembed("convert", "-q", "--from", kind, str(data_dir / path))
-        vectors = sembed("embed", "-q", "-m", str(tmp_path / "static"), input=pairs.stdout)
-        result = json.loads(sembed("eval", "sts", "-q", input=vectors.stdout).stdout)
-        assert result["spearman"] == pytest.approx(STATIC_SIF_SPEARMAN[kind], abs=0.01)
+        vectors_out = sembed("embed", "-q", "-m", out, input=pairs.stdout)
+        result = json.loads(sembed("eval", "sts", "-q", input=vectors_out.stdout).stdout)
+        assert result["spearman"] == pytest.approx(STATIC_SPEARMAN[vectors, kind], abs=0.02)
 
 
 def test_a_missing_runtime_library_is_one_line_naming_the_extra(static_dir, monkeypatch):

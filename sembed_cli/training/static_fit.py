@@ -66,8 +66,8 @@ def fit_to_teacher(
     def batch_loss(chosen: np.ndarray) -> torch.Tensor:
         flat = torch.as_tensor(np.concatenate([ids[i] for i in chosen]), device=device)
         offsets = torch.as_tensor(np.concatenate(([0], np.cumsum(lengths[chosen])[:-1])), device=device)
-        rows = table[flat] * torch.exp(log_weights[flat])[:, None]
-        sentences = embedding_bag(torch.arange(len(flat), device=device), rows, offsets, mode="mean")
+        sums = embedding_bag(flat, table, offsets, mode="sum", per_sample_weights=torch.exp(log_weights[flat]))
+        sentences = sums / torch.as_tensor(lengths[chosen], device=device)[:, None]
         return (1 - cosine_similarity(sentences, goal[torch.as_tensor(chosen, device=device)])).mean()
 
     def held_out_loss() -> float:
