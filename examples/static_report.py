@@ -203,10 +203,7 @@ def sources_lines(metrics: dict, result: dict) -> list[str]:
     sources = sorted(first["groups"], key=lambda source: -first["groups"][source]["n"])
     table = {
         name: {
-            source: statistics.fmean(
-                run["groups"][source]["spearman"] for run in metrics[name]["stsb-sources"].values()
-            )
-            for source in sources
+            source: statistics.fmean(run["groups"][source]["spearman"] for run in runs.values()) for source in sources
         }
         for name, runs in ((name, metrics[name]["stsb-sources"]) for name in names)
     }
@@ -215,13 +212,12 @@ def sources_lines(metrics: dict, result: dict) -> list[str]:
         "",
         "STS-B test by source (the SemEval STS sets it was drawn from; Spearman x100, seeds averaged):",
         "",
-        "| source (pairs) | " + " | ".join(names) + " |",
-        "| --- |" + " --- |" * len(names),
-        *(
-            f"| {source} ({first['groups'][source]['n']}) | "
-            + " | ".join(f"{table[name][source]:.2f}" for name in names)
-            + " |"
-            for source in sources
+        *markdown_table(
+            ["source (pairs)", *names],
+            (
+                [f"{source} ({first['groups'][source]['n']})", *(f"{table[n][source]:.2f}" for n in names)]
+                for source in sources
+            ),
         ),
     ]
 
@@ -243,14 +239,22 @@ def failure_lines(work: Path, result: dict) -> list[str]:
         "Cosines of examples/data/static_failures.jsonl (a bag of word-pieces cannot see negation or who did what; "
         "learnt variants: their first seed):",
         "",
-        "| pair | " + " | ".join(names) + " |",
-        "| --- |" + " --- |" * len(names),
-        *(
-            f"| {pair['id']}: {pair['text_a']} / {pair['text_b']} | "
-            + " | ".join(f"{failures[name][n]['similarity']:.3f}" for name in names)
-            + " |"
-            for n, pair in enumerate(failures[names[0]])
+        *markdown_table(
+            ["pair", *names],
+            (
+                [
+                    f"{pair['id']}: {pair['text_a']} / {pair['text_b']}",
+                    *(f"{failures[m][n]['similarity']:.3f}" for m in names),
+                ]
+                for n, pair in enumerate(failures[names[0]])
+            ),
         ),
+    ]
+
+
+def markdown_table(header: list[str], rows) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "| --- |" + " --- |" * (len(header) - 1)] + [
+        "| " + " | ".join(row) + " |" for row in rows
     ]
 
 
