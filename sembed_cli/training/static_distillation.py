@@ -325,6 +325,13 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
         }
     if settings.fit == "teacher":
         assert passed is not None
+        if passed.sentences.shape[1] != raw.shape[1]:
+            raise SembedError(
+                f"--fit teacher fits the teacher's sentence vectors in the space of the piece vectors, and this "
+                f"teacher's are {passed.sentences.shape[1]}-dimensional against its outputs' {raw.shape[1]} (a layer "
+                "after its pooling)",
+                "use --piece-vectors alone",
+            )
         ids = [encoding.ids for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
         fitted = fit_to_teacher(
             vectors, weights, ids, projection(passed.sentences), job.recipe, seed, settings.fit_vectors, device
