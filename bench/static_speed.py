@@ -182,7 +182,7 @@ def summarise(runs: dict, args, texts: list[str], described: dict, show: bool = 
         "model2vec": str(args.model2vec) if args.model2vec else None,
         **described,
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        "note": "throughput ratios are per round (the same load), median of rounds; machine shared with other jobs",
+        "note": "throughput ratios are per round (the same load), median of rounds; each run's load average is in runs",
         "aim": {"static_throughput_ratio": 50},
         "best_by_threads": table,
         "runs": runs,
