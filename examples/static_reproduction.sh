@@ -12,7 +12,7 @@
 #    - the learnt variants, once per seed of SEEDS: --fit nws (NWS scores of the pieces, the paper's objective),
 #      --fit teacher (the weights) and --fit teacher --fit-vectors (weights and vectors).
 # 3. STS-B test and SICK-R test are embedded with each, with MiniLM itself (torch fp32 and ONNX int8), and with
-#    model2vec's own `distill` of the same MiniLM (M2V_PYTHON: a Python with model2vec[distill]; left out
+#    model2vec's own `distill` of the same MiniLM (M2V_PYTHON: a Python with model2vec[distill,quantization]; left out
 #    when unset), and scored by `sembed eval sts`, STS-B also by its source sets (--group-by source: the
 #    SemEval 2012-2017 sets STS-B was drawn from).
 # 4. `sembed eval sts --versus`, a paired bootstrap 95% interval of the Spearman difference over the test pairs:
