@@ -237,7 +237,7 @@ def failure_lines(work: Path, result: dict) -> list[str]:
     return [
         "",
         "Cosines of examples/data/static_failures.jsonl (a bag of word-pieces cannot see negation or who did what; "
-        "learnt variants: their first seed):",
+        f"learnt variants: seed {first_seed}):",
         "",
         *markdown_table(
             ["pair", *names],

@@ -54,7 +54,7 @@ evaluate() {  # evaluate NAME [embed options]
   done
   sembed eval sts -q --group-by source "$WORK/vectors/$name.stsb.jsonl" > "$WORK/metrics/$name.stsb-sources.json"
   sembed embed -q examples/data/static_failures.jsonl "$@" \
-    | sembed eval sts -q --pairs "$WORK/failures/$name.jsonl" > /dev/null
+    | sembed eval sts -q --force --pairs "$WORK/failures/$name.jsonl" > /dev/null
 }
 
 distil() {  # distil NAME [train options]
@@ -88,6 +88,7 @@ if [ -n "${M2V_PYTHON:-}" ]; then
       "$M2V_PYTHON" examples/static_peer.py embed "$WORK/model2vec" < "$WORK/$data-test.jsonl" \
         | tee "$WORK/vectors/model2vec.$data.jsonl" | sembed eval sts -q > "$WORK/metrics/model2vec.$data.json"
     done
+    sembed eval sts -q --group-by source "$WORK/vectors/model2vec.stsb.jsonl" > "$WORK/metrics/model2vec.stsb-sources.json"
   }
   stage "embed+eval model2vec" peer
 fi
