@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, jsonl, sembed
+from conftest import DATA, ROOT, jsonl, sembed
 from test_onnx import IMPORTS_PROBE
 
 from sembed_cli.models import sentence_models, static_model
@@ -417,17 +417,25 @@ STATIC_SPEARMAN = {
 }
 
 
-@pytest.mark.e2e
-@pytest.mark.parametrize("vectors, options", [("alone", []), ("corpus", ["--teacher-sentences", "2000"])])
-def test_minilm_distilled_with_the_corpora_scores_as_measured(data_dir, tmp_path, vectors, options):
-    corpus = "".join(
-        sembed("convert", "-q", "--from", kind, str(data_dir / "corpora" / folder), *extra).stdout
+@pytest.fixture(scope="module")
+def corpora() -> str:
+    """The shared corpora as text records, converted as examples/stages.sh's corpus_records does (once for the
+    module)."""
+    if not DATA.is_dir():
+        pytest.skip(f"shared data not found at {DATA} (set SEMBED_DATA)")
+    return "".join(
+        sembed("convert", "-q", "--from", kind, str(DATA / "corpora" / folder), *extra).stdout
         for kind, folder, extra in CORPORA
     )
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("vectors, options", [("alone", []), ("corpus", ["--teacher-sentences", "2000"])])
+def test_minilm_distilled_with_the_corpora_scores_as_measured(corpora, tmp_path, data_dir, vectors, options):
     out = str(tmp_path / "static")
     trained = sembed(
         "train", "--method", "static", "--piece-vectors", vectors, *options, "--device", "cpu", "-o", out, "-q",
-        input=corpus,
+        input=corpora,
     )  # fmt: skip
     assert trained.exit_code == 0, trained.stderr
     for kind, path in (("stsb", "stsb/sts-test.csv"), ("sick", "sick/SICK_test_annotated.txt")):
