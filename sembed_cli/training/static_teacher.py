@@ -18,9 +18,9 @@ Two passes, both forward only:
   sentence, the mean of its pieces' contextual vectors, is its first-order
   approximation.
 
-The corpus pass is the slow part (about 100-250 sentences/s for MiniLM on 2
-CPU cores), so `--teacher-cache FILE` keeps it: a later run with the same
-teacher and the same sentences reads it back.
+The corpus pass is the slow part (docs/static-mode.md has its time), so
+`--teacher-cache FILE` keeps it: a later run with the same teacher and the
+same sentences reads it back.
 """
 
 from __future__ import annotations
