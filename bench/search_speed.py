@@ -36,9 +36,9 @@ from poi_report import perturb_one
 
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.indexes.entries import unit_rows
+from sembed_cli.indexes.search import search_records
 from sembed_cli.io import RecordSink, RecordSource
 from sembed_cli.models import sentence_models
-from sembed_cli.models.index_search import search_records
 from sembed_cli.readers.gazetteer import name_key
 
 

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from common import log, save
 
+from sembed_cli.indexes.taste_vote import taste_records
 from sembed_cli.io import RecordSink, RecordSource, TextFields
-from sembed_cli.models.taste import Taster, taste_records
+from sembed_cli.models.taste import Taster
 from sembed_cli.readers import FORMATS, ReadSettings
 
 

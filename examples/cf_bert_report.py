@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import verdict  # noqa: E402  (examples/verdict.py, beside this file)
+import verdict
 
 # Table 5: SICK-R Pearson r, Spearman rho; STS-B r, rho (x100). Table 6: SICK-E accuracy.
 PAPER = [

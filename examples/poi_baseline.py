@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sembed_cli.evaluation import poi  # noqa: E402
+from sembed_cli.evaluation import poi
 
 
 def vectorizer():

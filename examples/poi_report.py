@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import os
+import platform
 import random
 import re
 import sys
@@ -25,7 +25,7 @@ import unicodedata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sembed_cli.readers.gazetteer import name_key  # noqa: E402
+from sembed_cli.readers.gazetteer import name_key
 
 PAPER = {"lm": {"train": 0.84, "dev/test": 0.84}, "lm+tri": {"train": 0.90, "dev/test": 0.89}}
 SUFFIXES = (
@@ -278,10 +278,10 @@ def speed(args) -> None:
     the names' words, as every search --spelling does: timed, and that build alone too), with the load average."""
     import torch
 
-    from sembed_cli.models import sentence_models
-    from sembed_cli.models.index_search import search_records
-    from sembed_cli.models.poi_lookup import SpellingReranker
     from sembed_cli.indexes.directory import VectorIndex
+    from sembed_cli.indexes.search import search_records
+    from sembed_cli.models import sentence_models
+    from sembed_cli.models.poi_lookup import SpellingReranker
 
     work = Path(args.work)
     index = VectorIndex.load(work / "poi-index")
@@ -433,7 +433,7 @@ def table(args) -> None:
         "| model | score | threshold | precision | recall | F0.5 | paper F0.5 (dev/test) |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    from sembed_cli.models.neighbour_vote import default_vote_weight
+    from sembed_cli.indexes.neighbour_vote import default_vote_weight
 
     words = (work / "word-index").is_dir()  # the second vote (WORD_MODEL) was cast
     weight = default_vote_weight(2 if words else 1)

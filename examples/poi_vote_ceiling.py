@@ -26,9 +26,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from poi_baseline import classifier, nearest, read, vectorizer  # noqa: E402
-from sembed_cli.evaluation.poi import best_threshold, metrics  # noqa: E402
-from sembed_cli.models.neighbour_vote import weighted_share  # noqa: E402
+from poi_baseline import classifier, nearest, read, vectorizer
+
+from sembed_cli.evaluation.poi import best_threshold, metrics
+from sembed_cli.indexes.neighbour_vote import weighted_share
 
 GRID_K, GRID_P = (5, 10, 20, 30, 50, 100), (1, 4, 8, 16)
 

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import verdict  # noqa: E402  (examples/verdict.py, beside this file)
+import verdict
 
 ROWS = [
     ("mean", "SBERT-NLI (mean pooling)", "SBERT-NLI-base"),
@@ -160,7 +160,7 @@ def stability(work: Path, args: argparse.Namespace) -> tuple[str, dict]:
         "(Fig. 9, BERT-base on full NLI): without reconstruction the accuracy spreads and drops as the learning "
         "rate grows; with it, it stays stable.",
         "",
-        f"Run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}, {args.seconds / 60:.0f} minutes.",
+        f"Run {datetime.datetime.now(datetime.UTC):%Y-%m-%d}, {args.seconds / 60:.0f} minutes.",
     ]
     if args.png:
         import matplotlib

@@ -135,8 +135,8 @@ def search(index: str | Path | VectorIndex, queries: Sequence[str], k: int = 10)
     """`sembed search`: for each query text, its `k` nearest records [{id, text, score}, ...], best first, the
     queries embedded as the index's texts were (its model)."""
     from .indexes.directory import VectorIndex
-    from .models.index_search import search_records
-    from .models.query_encoder import QueryEncoder
+    from .indexes.query_encoder import QueryEncoder
+    from .indexes.search import search_records
 
     loaded = open_index(index) if not isinstance(index, VectorIndex) else index
     try:

@@ -482,12 +482,12 @@ def test_query_texts_on_the_command_line(index_dir):
     assert "Invalid value for '--query': either query records (INPUT) or --query texts, not both" in run.stderr
 
 
-# --- search as a library function (models/index_search.py), without the CLI ----------------------------------------
+# --- search as a library function (indexes/search.py), without the CLI ----------------------------------------
 
 
 def test_search_stream_answers_query_texts_from_the_command_line_without_the_cli(index_dir, tmp_path):
+    from sembed_cli.indexes.search import SearchSettings, search_stream
     from sembed_cli.io import StreamOptions
-    from sembed_cli.models.index_search import SearchSettings, search_stream
 
     out = tmp_path / "found.jsonl"
     with VectorIndex.load(index_dir) as index:
@@ -501,8 +501,8 @@ def test_search_stream_answers_query_texts_from_the_command_line_without_the_cli
 
 def test_command_line_queries_are_a_record_reader_with_the_skip_errors_policy():
     from sembed_cli.errors import BadRecord, SembedError
+    from sembed_cli.indexes.search import CommandLineQueries
     from sembed_cli.io import RecordReader
-    from sembed_cli.models.index_search import CommandLineQueries
 
     def check(record: dict) -> None:
         if not record["q"].strip():
@@ -517,7 +517,7 @@ def test_command_line_queries_are_a_record_reader_with_the_skip_errors_policy():
 
 def test_query_vectors_refuse_another_dimension_and_keep_the_checked_array(index_dir):
     from sembed_cli.errors import BadRecord
-    from sembed_cli.models.index_search import QueryVectors
+    from sembed_cli.indexes.search import QueryVectors
 
     with VectorIndex.load(index_dir) as index:
         vectors = QueryVectors("embedding", index.dimension, "tiny", index.identity)

@@ -17,8 +17,8 @@ from conftest import interrupt_at_call, jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
 
+from sembed_cli.indexes.neighbour_vote import NeighbourVote  # noqa: E402
 from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
-from sembed_cli.models.neighbour_vote import NeighbourVote  # noqa: E402
 from sembed_cli.models.taste import Taster  # noqa: E402
 from sembed_cli.text import char_tokenizer  # noqa: E402
 from sembed_cli.training.char_bert import mask_one  # noqa: E402
@@ -934,7 +934,7 @@ def test_a_vote_embeds_names_as_its_index_was_embedded(lookup_model, tmp_path):
     finds on that backend, not on torch's."""
     import numpy as np
 
-    from sembed_cli.models.neighbour_vote import DEFAULT_VOTE_POWER, weighted_share
+    from sembed_cli.indexes.neighbour_vote import DEFAULT_VOTE_POWER, weighted_share
 
     words = tmp_path / "words"
     run = sembed(
@@ -1121,15 +1121,15 @@ def test_wordpiece_stage1_learns_pieces_of_the_names_and_tastes_them(tmp_path):
 
 
 def test_taste_stream_votes_with_the_labelled_index_without_the_cli(lookup_model, tmp_path):
-    """models.taste.taste_stream, the function `sembed taste` calls, and the vote's settings, tested alone."""
-    from sembed_cli.io import StreamOptions, TextFields
-    from sembed_cli.models.neighbour_vote import (
+    """indexes.taste_vote.taste_stream, the function `sembed taste` calls, and the vote's settings, tested alone."""
+    from sembed_cli.indexes.neighbour_vote import (
         DEFAULT_VOTE_K,
         VoteSettings,
         default_vote_weight,
         opened_identification,
     )
-    from sembed_cli.models.taste import TasteSettings, taste_stream
+    from sembed_cli.indexes.taste_vote import TasteSettings, taste_stream
+    from sembed_cli.io import StreamOptions, TextFields
 
     assert VoteSettings().k == DEFAULT_VOTE_K and VoteSettings().weight is None
     assert default_vote_weight(1) == 0.3 and default_vote_weight(2) == 0.5

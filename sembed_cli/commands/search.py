@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from ..indexes.search import DEFAULT_K
 from ..io import StreamOptions
-from ..models.index_search import DEFAULT_K
 from ..options import (
     BACKEND_HELP,
     QUANTIZE_HELP,
@@ -194,8 +194,8 @@ def search_command(
         | grep '"is_poi":true' | sembed search --index poi-index --k 10
     """
     from ..indexes.directory import VectorIndex
-    from ..models.index_search import SearchSettings, search_stream
-    from ..models.query_encoder import index_backend
+    from ..indexes.query_encoder import index_backend
+    from ..indexes.search import SearchSettings, search_stream
 
     if query and "input" in given_on_command_line(ctx):
         raise typer.BadParameter(

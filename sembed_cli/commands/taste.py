@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from ..indexes.neighbour_vote import DEFAULT_VOTE_K, DEFAULT_VOTE_POWER, VoteSettings
 from ..io import StreamOptions, TextFields
-from ..models.neighbour_vote import DEFAULT_VOTE_K, DEFAULT_VOTE_POWER, VoteSettings
 from ..options import (
     BatchSize,
     Device,
@@ -175,7 +175,7 @@ def taste_command(
         | sembed eval poi --score-key poi_score --tune-split dev --test-split test
     """
     from ..errors import SembedError
-    from ..models.taste import TasteSettings, taste_stream
+    from ..indexes.taste_vote import TasteSettings, taste_stream
 
     if model is None:
         raise SembedError(

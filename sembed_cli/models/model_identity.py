@@ -186,6 +186,18 @@ def of_word_vector_method(vectors: Identity, method: str, salience: str | None, 
 # --- reading identities back -----------------------------------------------------------------------------------
 
 
+PROBE_TEXT = "sembed index probe: Springfield, Illinois"
+
+
+def model_fingerprint(encoder) -> str:
+    """A short hash of the model's (rounded) vector for PROBE_TEXT: the same model gives the same fingerprint. Indexes
+    written before model identities were checked by it."""
+    import numpy as np
+
+    vector = np.asarray(encoder.encode([PROBE_TEXT], show_progress_bar=False)[0], dtype=np.float32)
+    return hashlib.sha256(np.round(vector, 3).tobytes() + str(vector.shape).encode()).hexdigest()[:16]
+
+
 def read(record: dict, key: str = FIELD) -> Identity | None:
     """The record's identity, None when it has none; a BadRecord when the field is not one."""
     value = record.get(key)

@@ -1,7 +1,7 @@
 """A logistic regression over the character n-grams of labelled names, the POI vote's partner.
 
 The POI paper's route for English names, a k-NN vote over the stage-2 embeddings of labelled names
-(`neighbour_vote.NeighbourVote`), and a logistic regression over TF-IDF of character 1-4-grams, what a user has
+(`indexes/neighbour_vote.NeighbourVote`), and a logistic regression over TF-IDF of character 1-4-grams, what a user has
 for free in scikit-learn, err on different names, so their mix beats either (figures: docs/papers/poi.md):
 `taste --neighbours` writes poi_ngram, this regression's probability, beside poi_vote, and
 poi_score = w poi_vote + (1 - w) poi_ngram.

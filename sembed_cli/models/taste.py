@@ -12,9 +12,9 @@ token at its masked position: taste_prob = exp(mean_i log p(t_i | name with
 t_i masked)), the geometric mean over the n tokens, in [0, 1]: with about
 40 letters nearly every true character is a top-10 guess, so the hit ratio
 cannot rank names by how sure the model is. On English names neither score
-tells a city from a word; the k-NN vote of `neighbour_vote` does, and
-`taste_stream` adds it where --neighbours is given (figures: the docs' POI
-results).
+tells a city from a word; the k-NN vote of `indexes/neighbour_vote.py` does,
+and `indexes/taste_vote.py` adds it where --neighbours is given (figures: the
+docs' POI results).
 
 Batched: every masked copy of every name of a batch (one copy per token: a
 character for a character model, a word-piece for a word-piece model) goes
@@ -29,15 +29,10 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable, Iterator
-from contextlib import nullcontext
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 
-from ..io import StreamOptions, TextFields, derived_key, map_texts
-from .neighbour_vote import Identification, VoteSettings, opened_identification
 from .transformer_loading import loaded_window
 
 DEFAULT_TOP_K = 10
@@ -159,74 +154,3 @@ class Taster:
             found, logp = self._guesses(copy, attention, position.view(1), truth.view(1))
             hits, log_probability = hits + int(found[0]), log_probability + float(logp[0])
         return Taste(hits, int(maskable.sum()), log_probability)
-
-
-def taste_records(
-    records: Iterable[dict],
-    taster: Taster,
-    fields: TextFields,
-    batch_size: int,
-    threshold: float,
-    identification: Identification | None = None,
-) -> Iterator[dict]:
-    """`sembed taste`: each record with taste_score, taste_prob, taste_hits, taste_length, (poi_vote, poi_ngram,
-    poi_score,) and is_poi for each text field (lazy)."""
-
-    def judge(texts: list[str]) -> list[tuple]:
-        verdicts = identification.judge(texts) if identification is not None else [None] * len(texts)
-        return list(zip(taster.taste(texts), verdicts))
-
-    def store(record: dict, key: str, judged) -> None:
-        taste, verdict = judged
-        prediction = derived_key(key, "is_poi")
-        if prediction in record:
-            record[prediction + "_gold"] = record.pop(prediction)
-        record[derived_key(key, "taste_score")] = round(taste.score, 6)
-        record[derived_key(key, "taste_prob")] = round(taste.probability, 6)
-        record[derived_key(key, "taste_hits")] = taste.hits
-        record[derived_key(key, "taste_length")] = taste.length
-        if verdict is None:
-            record[prediction] = taste.length > 0 and taste.score >= threshold
-        else:
-            for name, value in zip(("poi_vote", "poi_ngram", "poi_score"), verdict):
-                record[derived_key(key, name)] = value
-            record[prediction] = taste.length > 0 and verdict[2] >= threshold
-
-    return map_texts(records, fields, batch_size, judge, store)
-
-
-@dataclass(frozen=True)
-class TasteSettings:
-    """What `sembed taste` tastes with: the masked-LM directory and how it runs, the hit rule (--top-k) and the
-    is_poi threshold, and the labelled-name indexes that vote (none: the taste alone decides)."""
-
-    model: str
-    device: str = "auto"
-    precision: str = "auto"
-    top_k: int = DEFAULT_TOP_K
-    threshold: float = DEFAULT_THRESHOLD
-    batch_size: int = 256
-    neighbours: tuple[Path, ...] = ()
-    vote: VoteSettings = field(default_factory=VoteSettings)
-
-
-def taste_stream(stream: StreamOptions, fields: TextFields, settings: TasteSettings) -> int:
-    """`sembed taste`: load the masked-LM (and the --neighbours indexes), taste the stream's records into its
-    output; returns the count written."""
-    from .masked_lm import load_masked_lm
-    from .precision import resolve
-    from .sentence_models import resolve_device
-
-    device = resolve_device(settings.device)
-    lm, tokenizer = load_masked_lm(settings.model, device, resolve(settings.precision, device, cpu_bf16=True))
-    taster = Taster(lm, tokenizer, settings.top_k)
-    voting = opened_identification(settings.neighbours, device, settings.vote) if settings.neighbours else nullcontext()
-    with voting as identification:
-        return stream.run(
-            fields.of,
-            lambda records: taste_records(
-                records, taster, fields, settings.batch_size, settings.threshold, identification
-            ),
-            settings.batch_size,
-            "tasting",
-        )

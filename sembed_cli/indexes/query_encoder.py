@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SembedError
-from . import sentence_models
+from ..models import sentence_models
 
 if TYPE_CHECKING:
-    from .sentence_embedding import LongTexts
+    from ..models.sentence_embedding import LongTexts
 
 
 def index_backend(loaded, backend: str | None = None, quantize: str | None = None) -> tuple[str, str]:
@@ -49,7 +49,7 @@ class QueryEncoder:
 
     def long_texts(self):
         """The query model's long-text policy (None for word-vector queries, which have no window)."""
-        from .sentence_embedding import LongTexts
+        from ..models.sentence_embedding import LongTexts
 
         encoder = self.check()
         if self._long_texts is None and not isinstance(encoder, WordVectorQueries):
@@ -69,14 +69,13 @@ class QueryEncoder:
         """The sentence-transformers model for the queries, after making sure it is the index's."""
         if self._encoder is not None:
             return self._encoder
-        from . import model_identity
-        from .vector_index import model_fingerprint
+        from ..models import model_identity
 
         identity, metadata = self.loaded.identity, self.loaded.metadata
         if identity is None:  # an index written before identities: its fingerprint decides
             name = self.model or metadata.get("model_path") or metadata["model"]
             encoder = self.load(name)
-            self.loaded.check_model(name, model_fingerprint(encoder))
+            self.loaded.check_model(name, model_identity.model_fingerprint(encoder))
             self._encoder = encoder
             return encoder
         settings = dict(identity.settings)
@@ -119,7 +118,7 @@ class QueryEncoder:
         import numpy as np
 
         from ..io import TextFields, derived_key
-        from .sentence_embedding import embed_records
+        from ..models.sentence_embedding import embed_records
 
         encoder = self.check()
         if isinstance(encoder, WordVectorQueries):
@@ -138,8 +137,8 @@ class WordVectorQueries:
     salience table its identity names, checked against the digests recorded there."""
 
     def __init__(self, identity, index_path: Path):
-        from . import model_identity, word_vectors
-        from .salience import SalienceTable, SentenceEmbedder
+        from ..models import model_identity, word_vectors
+        from ..models.salience import SalienceTable, SentenceEmbedder
 
         settings = dict(identity.settings)
         salience = model_identity.Identity.parse(settings["salience"]).name if "salience" in settings else None

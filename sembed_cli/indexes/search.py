@@ -53,7 +53,7 @@ class QueryVectors:
     def check_model(self, record: dict) -> None:
         """A query vector labelled with another model than the index's is refused; an unlabelled one is taken to
         be of the index's model, said once on stderr."""
-        from .model_identity import FIELD, read, refuse_another_model
+        from ..models.model_identity import FIELD, read, refuse_another_model
 
         label = record.get(FIELD)
         if label in self._same:
@@ -115,7 +115,7 @@ def search_records(
 
     import numpy as np
 
-    from .poi_lookup import SPELLING_CANDIDATES, SpellingReranker
+    from ..models.poi_lookup import SPELLING_CANDIDATES, SpellingReranker
 
     take = (
         query_vectors.take

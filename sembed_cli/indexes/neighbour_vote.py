@@ -124,8 +124,8 @@ def opened_identification(
     index's names embedded as its own were: its model, backend and quantization. The n-gram regression is the
     first index's (saved with it, else fitted now)."""
     from ..errors import SembedError
-    from ..indexes.directory import VectorIndex
-    from . import ngram_classifier
+    from ..models import ngram_classifier
+    from .directory import VectorIndex
     from .query_encoder import QueryEncoder, index_backend
 
     with ExitStack() as opened:
