@@ -22,39 +22,55 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .indexes.directory import VectorIndex
+    from .models.embedder import Embedder
 
 log = logging.getLogger(__name__)
 
 Records = str | Path | Iterable[dict]  # a JSONL file, or the records themselves
 
 
-def load_model(model: str = DEFAULT_MODEL, device: str = "auto", backend: str = "torch", quantize: str = "none"):
-    """A sentence encoder: the packaged all-MiniLM-L6-v2 by default, a model directory `sembed train` wrote, a
-    static model; `backend="onnx"` (and `quantize="int8"`) runs it without torch, as `embed --backend` does."""
-    from .models.sentence_models import load_encoder
+def load_model(
+    model: str = DEFAULT_MODEL, device: str = "auto", backend: str = "torch", quantize: str = "none"
+) -> Embedder:
+    """The Embedder `sembed embed -m MODEL` opens: the packaged all-MiniLM-L6-v2 by default, a model directory
+    `sembed train` wrote (with the recipe it saved: CF-BERT's W_cf), a static model; `backend="onnx"` (and
+    `quantize="int8"`) runs it without torch, as `embed --backend` does. Its `encode(texts)` gives the rows,
+    `identity` the `embedding_model` they carry, `dimension` their length."""
+    from .models.embedder import Embedder
 
-    encoder, _ = load_encoder(model, device=device, backend=backend, quantize=quantize)
-    return encoder
+    return Embedder.open(model, backend=backend, quantize=quantize, device=device)
 
 
 def embed(texts: Sequence[str], model: Any = DEFAULT_MODEL, batch_size: int = 32) -> np.ndarray:
     """float32 vectors, one row per text, in order, as `sembed embed` writes them. `model`: a name or path
-    (loaded with `load_model`'s defaults) or an encoder `load_model` returned (load it once for many calls)."""
-    from .models.sentence_embedding import encode
-
-    return encode(_encoder(model), list(texts), batch_size=batch_size)
+    (opened with `load_model`'s defaults) or an Embedder `load_model` returned (open it once for many calls)."""
+    return _embedder(model).with_batch_size(batch_size).encode(list(texts))
 
 
 def embed_records(records: Iterable[dict], model: Any = DEFAULT_MODEL, batch_size: int = 1000) -> Iterator[dict]:
-    """Each record with its `embedding` added (the text field found as the commands find it), lazily: a
-    generator of records works, a window of `batch_size` at a time."""
-    from .models.sentence_embedding import embed_records as embedded
+    """A copy of each record with its `embedding` and `embedding_model` added, as `sembed embed` writes them (the
+    text field found as the commands find it; records holding another model's vectors refused), lazily: a
+    generator of records works, a window of `batch_size` at a time. The records given are left as they were."""
+    from .io import TextFields
+    from .models.embed_stream import check_record
+    from .models.embed_stream import embed_records as embedded
+    from .models.model_identity import Stamp
 
-    return embedded(records, _encoder(model), batch_size=batch_size)
+    embedder, fields = _embedder(model), TextFields()
+    stamp = Stamp(embedder.identity)
+    check = check_record(fields, embedder.focus, stamp, embedder)
+
+    def copies() -> Iterator[dict]:
+        for record in records:
+            record = dict(record)
+            check(record)
+            yield record
+
+    return stamp.label(embedded(copies(), embedder, fields, batch_size))
 
 
-def _encoder(model: Any):
-    """An encoder `load_model` returned, as given, or the one a name or path loads."""
+def _embedder(model: Any) -> Embedder:
+    """An Embedder `load_model` returned, as given, or the one a name or path opens."""
     return load_model(str(model)) if isinstance(model, (str, Path)) else model
 
 
@@ -135,13 +151,13 @@ def search(index: str | Path | VectorIndex, queries: Sequence[str], k: int = 10)
     """`sembed search`: for each query text, its `k` nearest records [{id, text, score}, ...], best first, the
     queries embedded as the index's texts were (its model)."""
     from .indexes.directory import VectorIndex
-    from .indexes.query_encoder import QueryEncoder
+    from .indexes.query_encoder import QueryEmbedder, index_backend
     from .indexes.search import search_records
 
     loaded = open_index(index) if not isinstance(index, VectorIndex) else index
     try:
         text_key = loaded.settings.get("text_key", "text")
-        encoder = QueryEncoder(loaded, None, "auto", text_key)
+        encoder = QueryEmbedder(loaded, None, "auto", "truncate", *index_backend(loaded))
         found = search_records(
             ({text_key: query} for query in queries), loaded, encoder, k, text_key, "embedding", batch_size=1000
         )

@@ -12,7 +12,10 @@ from conftest import TINY_DIM, jsonl, sembed
 
 from sembed_cli.io import TextFields
 from sembed_cli.models import sentence_models
-from sembed_cli.models.sentence_embedding import VectorFile, embed_records, encode
+from sembed_cli.models.embed_stream import embed_records
+from sembed_cli.models.embedder import Embedder
+from sembed_cli.models.model_identity import Identity
+from sembed_cli.models.sentence_embedding import VectorFile, encode
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +56,13 @@ class CountingModel:
         return np.array([[len(t), sum(map(ord, t)) % 97, t.count(" ")] for t in texts], dtype=np.float32)
 
 
+COUNTING = Identity("counting", "0" * 12)  # the fake model's identity
+
+
 def test_one_encode_call_per_window_order_kept_and_repeats_encoded_once():
     model = CountingModel()
     records = [{"id": n, "text": SENTENCES[n % len(SENTENCES)]} for n in range(10)]
-    out = list(embed_records(iter(records), model, TextFields(), batch_size=4))
+    out = list(embed_records(iter(records), Embedder(model, COUNTING), TextFields(), batch_size=4))
     assert [r["id"] for r in out] == list(range(10))
     assert [len(c) for c in model.calls] == [4, 4, 2]  # distinct texts of each window of 4, 4, 2 records
     for record in out:
@@ -67,7 +73,7 @@ def test_one_encode_call_per_window_order_kept_and_repeats_encoded_once():
 def test_cf_parts_are_encoded_in_the_same_call_and_combined():
     model = CountingModel()
     records = [{"text_a": "A man attacks a woman", "s_cf_a": "man attacks woman", "text_b": "x y", "s_cf_b": "x"}]
-    [out] = embed_records(records, model, TextFields(), cf_weight=0.5, keep_parts=True)
+    [out] = embed_records(records, Embedder(model, COUNTING, cf_weight=0.5), TextFields(), keep_parts=True)
     assert model.calls == [["A man attacks a woman", "x y", "man attacks woman", "x"]]
     for side in "ab":
         assert close(out[f"embedding_{side}"], out[f"embedding_basic_{side}"] + 0.5 * out[f"embedding_cf_{side}"], 0)
@@ -77,7 +83,8 @@ def test_vector_file_rows_in_output_order(tmp_path):
     model = CountingModel()
     records = [{"text": "a b", "s_cf": "b"}, {"text_a": "c", "text_b": "d e f", "s_cf_a": "c", "s_cf_b": "d f"}]
     with VectorFile(tmp_path / "v.npy") as vectors:
-        out = list(embed_records(records, model, TextFields(), cf_weight=1.0, keep_parts=True, vectors=vectors))
+        embedder = Embedder(model, COUNTING, cf_weight=1.0)
+        out = list(embed_records(records, embedder, TextFields(), keep_parts=True, vectors=vectors))
     assert [sorted(k for k in r if k.endswith("_row") or "_row_" in k) for r in out] == [
         ["embedding_basic_row", "embedding_cf_row", "embedding_row"],
         [
@@ -399,8 +406,8 @@ def test_embed_modes_run_as_library_functions_without_the_cli(tiny_model, tmp_pa
         WordVectorSettings,
         embed_sentences,
         embed_with_word_vectors,
-        encode_batch_for,
     )
+    from sembed_cli.models.embedder import encode_batch_for
 
     assert encode_batch_for("cpu", None) == 32 and encode_batch_for("cuda:0", None) == 128
     assert encode_batch_for("cpu", 7) == 7

@@ -6,10 +6,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from ..models.embed_stream import (
-    CPU_ENCODE_BATCH,
-    CUDA_ENCODE_BATCH,
-)
+from ..models.embedder import CPU_ENCODE_BATCH, CUDA_ENCODE_BATCH
 from ..options import (
     Mode,
     Only,

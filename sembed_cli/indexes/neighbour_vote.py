@@ -14,6 +14,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .directory import VectorIndex
+    from .query_encoder import QueryEmbedder
 
 DEFAULT_VOTE_K = 20  # labelled neighbours a vote counts
 DEFAULT_VOTE_POWER = 4.0  # a neighbour weighs its cosine to this power: the closest names decide
@@ -51,7 +56,7 @@ class NeighbourVote:
     by similarity, a larger p lets the closest names decide.
     """
 
-    def __init__(self, index, encoder, k: int, power: float, label_key: str = "is_poi"):
+    def __init__(self, index: VectorIndex, encoder: QueryEmbedder, k: int, power: float, label_key: str = "is_poi"):
         import numpy as np
 
         from ..errors import SembedError
@@ -78,7 +83,7 @@ class NeighbourVote:
 
         if not texts:
             return []
-        vectors = self.encoder.encode(texts, batch_size=256, show_progress_bar=False, convert_to_numpy=True)
+        vectors = self.encoder.encode(texts)
         scores, rows = self.index.search(np.asarray(vectors, dtype=np.float32), self.k, ef_search=VOTE_EF_SEARCH)
         return [round(float(v), 6) for v in weighted_share(scores, rows, self.labels, self.power)]
 
@@ -126,14 +131,14 @@ def opened_identification(
     from ..errors import SembedError
     from ..models import ngram_classifier
     from .directory import VectorIndex
-    from .query_encoder import QueryEncoder, index_backend
+    from .query_encoder import QueryEmbedder, index_backend
 
     with ExitStack() as opened:
         voters = []
         for directory in directories:
             labelled = opened.enter_context(VectorIndex.load(directory))
-            encoder = QueryEncoder(labelled, None, device, "text", "truncate", *index_backend(labelled))
-            encoder.check()
+            encoder = QueryEmbedder(labelled, None, device, "truncate", *index_backend(labelled))
+            encoder.open()
             voters.append(NeighbourVote(labelled, encoder, settings.k, settings.power))
         regression = ngram_classifier.for_index(voters[0].index)
         if regression is None:

@@ -1,18 +1,23 @@
 """The nearest indexed records of each query: `sembed search` as a function.
 
 Queries are records with a vector (checked to be of the index's model and dimension) or a text (embedded as the
-index's own texts were, by `QueryEncoder`), read from a stream or, for --query, from the command line
+index's own texts were, by `QueryEmbedder`), read from a stream or, for --query, from the command line
 (`CommandLineQueries`); `search_stream` writes each with its `neighbors`, best first.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import BadRecord, SembedError
 from ..io import ReadPosition, RecordReader, Rejects, StreamOptions, batched, check_text
+
+if TYPE_CHECKING:
+    from .directory import VectorIndex
+    from .query_encoder import QueryEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -94,9 +99,9 @@ class QueryVectors:
 
 
 def search_records(
-    records,
-    index,
-    encoder,
+    records: Iterable[dict],
+    index: VectorIndex,
+    encoder: QueryEmbedder,
     k: int,
     text_key: str,
     embedding_key: str,
@@ -104,7 +109,7 @@ def search_records(
     payload: bool = False,
     query_vectors: QueryVectors | None = None,
     spelling: bool = False,
-):
+) -> Iterator[dict]:
     """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator).
 
     FAISS releases the GIL, so batch n is searched in a worker thread while this one writes out batch n - 1
@@ -130,9 +135,7 @@ def search_records(
         if given:
             vectors[given] = np.stack([take(batch[i]) for i in given])
         if texts:
-            vectors[texts] = encoder.encode(
-                [batch[i][text_key] for i in texts], batch_size=256, show_progress_bar=False, convert_to_numpy=True
-            )
+            vectors[texts] = encoder.encode([batch[i][text_key] for i in texts])
         return vectors
 
     def finish(batch: list[dict], searched) -> list[dict]:
@@ -198,7 +201,9 @@ class CommandLineQueries:
         return self.rejects.summary()
 
 
-def query_check(query_vectors: QueryVectors, encoder, text_key: str, embedding_key: str) -> Callable[[dict], None]:
+def query_check(
+    query_vectors: QueryVectors, encoder: QueryEmbedder, text_key: str, embedding_key: str
+) -> Callable[[dict], None]:
     """The per-record check of a query: a vector of the index's model and dimension, or a usable text."""
 
     def check(record: dict) -> None:
@@ -213,22 +218,18 @@ def query_check(query_vectors: QueryVectors, encoder, text_key: str, embedding_k
     return check
 
 
-def search_stream(stream: StreamOptions, index, settings: SearchSettings, queries: Sequence[str] = ()) -> int:
+def search_stream(
+    stream: StreamOptions, index: VectorIndex, settings: SearchSettings, queries: Sequence[str] = ()
+) -> int:
     """`sembed search` over the loaded `index` (indexes.directory.VectorIndex): the stream's query records, or
     the `queries` texts when given, each written with its neighbours; returns the count written."""
-    from .query_encoder import QueryEncoder
+    from .query_encoder import QueryEmbedder
 
-    encoder = QueryEncoder(
-        index,
-        settings.model,
-        settings.device,
-        settings.text_key,
-        settings.long_text,
-        settings.backend,
-        settings.quantize,
+    encoder = QueryEmbedder(
+        index, settings.model, settings.device, settings.long_text, settings.backend, settings.quantize
     )
     if settings.model is not None or queries:
-        encoder.check()  # a wrong --model is refused before any query is read
+        encoder.open()  # a wrong --model is refused before any query is read
     name = str(index.identity or index.metadata["model"])
     log.info(f"searching {index.count} vectors ({index.metadata.get('type')}) of {name}")
     query_vectors = QueryVectors(settings.embedding_key, index.dimension, name, index.identity)

@@ -16,20 +16,19 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import SembedError
-from ..io import StreamOptions, TextFields, check_text, derived_key
+from ..io import StreamOptions, TextFields, batched, check_text, derived_key, text_jobs
 from . import model_identity, sentence_models
+from .embedder import Embedder, encode_batch_for
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .sentence_embedding import VectorFile
 
 log = logging.getLogger(__name__)
-
-CPU_ENCODE_BATCH = 32  # sentence-transformers' own default
-CUDA_ENCODE_BATCH = 128  # a GPU wants more texts per pass
-
-
-def encode_batch_for(device: str, given: int | None) -> int:
-    """Texts per forward pass: the one given, else the default of the (resolved) device."""
-    return given or (CUDA_ENCODE_BATCH if device.startswith("cuda") else CPU_ENCODE_BATCH)
 
 
 @dataclass(frozen=True)
@@ -52,22 +51,25 @@ class SentenceVectorSettings:
 
 
 def check_record(
-    fields: TextFields, component_focus: bool, stamp: model_identity.Stamp | None = None, long_texts=None
+    fields: TextFields,
+    component_focus: bool,
+    stamp: model_identity.Stamp | None = None,
+    embedder: Embedder | None = None,
 ) -> Callable[[dict], None]:
     """The per-record check: usable text fields (not too long for the model under --long-text error); with
     component focusing, a usable s_cf (or tokens to build it); with a `stamp`, no vectors of another model left
     in the record."""
     from ..text import spacy_pipeline
+    from ..text.component_focus import S_CF
     from ..text.dependency import check_tokens
-    from .sentence_embedding import S_CF
 
     def check(record: dict) -> None:
         keys = fields.of(record)
         if stamp is not None:
             stamp.check(record, keys)
-        if long_texts is not None:
+        if embedder is not None:
             for key in keys:
-                long_texts.check(record, key)
+                embedder.check_long(record, key)
         if not component_focus:
             return
         for key in keys:
@@ -102,39 +104,22 @@ def embed_sentences(
     """--method model: each record with its text fields' sentence vectors; `show` is given each text's Token
     Attention weights, [[word, weight], ...], as its record goes out (the command's --plain display; needs
     settings.explain). Returns the count written."""
-    from .sentence_embedding import TOKEN_WEIGHTS, LongTexts, VectorFile, embed_records, has_token_attention
+    from .sentence_embedding import TOKEN_WEIGHTS, VectorFile, has_token_attention
 
     matrix_file = VectorFile(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
-    weight = settings.cf_weight if settings.cf_weight is not None else sentence_models.saved_cf_weight(settings.model)
-    if settings.cf_weight is None and weight is not None:
-        log.info(f"using the W_cf = {weight:g} saved with the model (--cf-weight overrides it)")
-    encoder, resolved = sentence_models.load_encoder(
-        settings.model, settings.device, settings.precision, settings.backend, settings.quantize
-    )
-    if settings.explain and not has_token_attention(encoder):
+    embedder = open_embedder(settings)
+    if settings.explain and not has_token_attention(embedder.encoder):
         raise SembedError(
             f"the model at '{sentence_models.resolve_path(settings.model)}' has no Token Attention pooling",
             "--explain and --plain need a model that `sembed train --method ta` wrote",
         )
-    encode_batch = encode_batch_for(resolved, settings.encode_batch_size)
-    identity = model_identity.of_sentence_model(settings.model)  # like precision, the backend is not part of it
     names = ("embedding", "embedding_basic", "embedding_cf") if settings.keep_parts else ("embedding",)
-    stamp = stamp_for(identity.with_setting("cf", weight) if weight else identity, names, matrix_file)
-    long_texts = LongTexts(encoder, settings.long_text)
+    stamp = stamp_for(embedder.identity, names, matrix_file)
 
     def transform(records: Iterable[dict]) -> Iterable[dict]:
         embedded = stamp.label(
             embed_records(
-                records,
-                encoder,
-                fields,
-                settings.batch_size,
-                weight,
-                settings.keep_parts,
-                encode_batch,
-                matrix_file,
-                settings.explain,
-                long_texts,
+                records, embedder, fields, settings.batch_size, settings.keep_parts, matrix_file, settings.explain
             )
         )
         return embedded if show is None else _shown(embedded, fields, TOKEN_WEIGHTS, show)
@@ -142,15 +127,103 @@ def embed_sentences(
     try:
         with matrix_file if matrix_file is not None else nullcontext():
             count = stream.run(
-                check_record(fields, settings.keep_parts or bool(weight), stamp, long_texts),
+                check_record(fields, settings.keep_parts or embedder.focus, stamp, embedder),
                 transform,
                 settings.batch_size,
                 "embedding",
             )
     finally:
-        long_texts.report()
+        embedder.report()
     _report_matrix(matrix_file)
     return count
+
+
+def open_embedder(settings: SentenceVectorSettings) -> Embedder:
+    """The Embedder of --method model's settings (the one `embed` and `parts` run)."""
+    return Embedder.open(
+        settings.model,
+        backend=settings.backend,
+        quantize=settings.quantize,
+        precision=settings.precision,
+        cf_weight=settings.cf_weight,
+        long_text=settings.long_text,
+        device=settings.device,
+    ).with_batch_size(settings.encode_batch_size)
+
+
+def embed_records(
+    records: Iterable[dict],
+    embedder: Embedder,
+    fields: TextFields = TextFields(),
+    batch_size: int = 1000,
+    keep_parts: bool = False,
+    vectors: VectorFile | None = None,
+    explain: bool = False,
+) -> Iterator[dict]:
+    """Add `embedding` (suffixed like the text field) to every record, a window of `batch_size` records at a time.
+
+    Every text of the window goes through `embedder` in one pass. With the
+    embedder's W_cf, embedding = emb(text) + W * emb(s_cf) (CF-BERT eq. 1,
+    the record's s_cf where it has one, else built from its parse);
+    `keep_parts` also stores `embedding_basic` = emb(text) and
+    `embedding_cf` = emb(s_cf) (W is then 0 unless the embedder has one).
+    With `vectors` the records get row numbers (`embedding_row`...) into that
+    file instead of the vectors. `explain` (a Token Attention model) adds
+    `token_weights`, each text's words with their weights. Records must have
+    passed `TextFields.of` (and, with component focusing, carry a string s_cf
+    where they carry one at all).
+    """
+    from ..text.component_focus import S_CF, add_missing_s_cf
+    from .sentence_embedding import BASIC, CF, EMBEDDING, TOKEN_WEIGHTS, encode_explained
+
+    focus = keep_parts or embedder.focus
+    for batch in batched(records, batch_size):
+        jobs = text_jobs(batch, fields)
+        texts = [record[key] for record, key in jobs]
+        s_cf = None
+        if focus:
+            add_missing_s_cf(jobs)
+            s_cf = [record[derived_key(key, S_CF)] for record, key in jobs]
+        if explain:
+            both = texts + (s_cf or [])
+            long_texts = embedder.long_texts
+            if long_texts is not None:
+                long_texts.count += len(long_texts.lengths(both))  # Token Attention is shown on the first window
+            matrix, explained = encode_explained(embedder.encoder, both, embedder.encode_batch_size)
+            for (record, key), words in zip(jobs, explained):
+                record[derived_key(key, TOKEN_WEIGHTS)] = words
+            basic, cf = matrix[: len(jobs)], matrix[len(jobs) :]
+        elif focus:
+            basic, cf = embedder.encode_parts(texts, s_cf)
+        else:
+            basic, cf = embedder.encode_plain(texts), None
+        outputs = {EMBEDDING: basic}
+        if focus and cf is not None:
+            outputs[EMBEDDING] = basic + embedder.weight() * cf  # CF-BERT eq. 1
+            if keep_parts:
+                outputs[BASIC], outputs[CF] = basic, cf
+        if vectors is None:
+            for n, (record, key) in enumerate(jobs):
+                for name, values in outputs.items():
+                    record[derived_key(key, name)] = values[n]  # a float32 row: the sink writes it as a JSON list
+        else:
+            store_rows(jobs, outputs, vectors)
+        yield from batch
+
+
+def store_rows(jobs: list[tuple[dict, str]], outputs: dict[str, np.ndarray], vectors: VectorFile) -> None:
+    """Append a window's vectors to `vectors` in output order (record by record, text by text, field by
+    field) and give each record the row numbers."""
+    import numpy as np
+
+    from .sentence_embedding import ROW
+
+    names = list(outputs)
+    rows = np.stack([outputs[name] for name in names], axis=1).reshape(len(jobs) * len(names), -1)
+    first = vectors.append(rows)
+    for n, (record, key) in enumerate(jobs):
+        for offset, name in enumerate(names):
+            record[derived_key(key, name + ROW)] = first + n * len(names) + offset
 
 
 def _shown(records: Iterable[dict], fields: TextFields, weights: str, show: Callable[[list], None]) -> Iterator[dict]:
@@ -174,17 +247,13 @@ class WordVectorSettings:
 
 def embed_with_word_vectors(stream: StreamOptions, fields: TextFields, settings: WordVectorSettings) -> int:
     """Word-vector sentence embeddings of each record's text fields (salience.py); returns the count written."""
-    from . import word_vectors
-    from .salience import SalienceTable, SentenceEmbedder, embed_records
-
-    table = SalienceTable.load(settings.salience) if settings.salience is not None else None
-    spec = settings.vectors or (table.vectors if table is not None else word_vectors.DEFAULT_VECTORS)
-    embedder = SentenceEmbedder(settings.method, word_vectors.load(spec), table, settings.sif_component)
-    stamp = model_identity.Stamp(
-        model_identity.of_word_vector_method(
-            word_vectors.identity(embedder.vectors), settings.method, settings.salience, settings.sif_component
-        )
+    embedder = Embedder.open(
+        settings.vectors,
+        method=settings.method,
+        salience=settings.salience,
+        sif_component=settings.sif_component,
     )
+    stamp = model_identity.Stamp(embedder.identity)
     count = stream.run(
         lambda record: stamp.check(record, fields.of(record)),
         lambda records: stamp.label(embed_records(records, embedder, fields, settings.batch_size)),

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +36,6 @@ import numpy as np
 
 from ..artifacts import write_metadata
 from ..errors import SembedError
-from ..io import TextFields, batched, derived_key, text_jobs
 from .word_vectors import Coverage, WordVectors
 
 log = logging.getLogger(__name__)
@@ -162,7 +161,10 @@ class SalienceTable:
 
 
 class SentenceEmbedder:
-    """AVG, ISF, SIF or NWS sentence vectors from word vectors (and a salience table for all but avg)."""
+    """AVG, ISF, SIF or NWS sentence vectors from word vectors (and a salience table for all but avg): an
+    `embedder.Encoder`, with no window (a text of any length is one weighted sum)."""
+
+    max_seq_length = 1 << 30
 
     def __init__(
         self, method: str, vectors: WordVectors, table: SalienceTable | None = None, sif_component: str = "corpus"
@@ -197,8 +199,19 @@ class SentenceEmbedder:
                 raise SembedError("the salience table has no SIF component", "use --sif-component batch")
             self.component = table.sif_component
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """One vector a text (float32); a text with no known word gets the zero vector."""
+    def get_embedding_dimension(self) -> int:
+        return self.vectors.dim
+
+    def encode(
+        self,
+        sentences: Sequence[str],
+        batch_size: int = 32,
+        show_progress_bar: bool | None = None,
+        convert_to_numpy: bool = True,
+    ) -> np.ndarray:
+        """One vector a text (float32), all in one pass (--sif-component batch takes its component from them); a
+        text with no known word gets the zero vector."""
+        texts = list(sentences)
         word_ids: list[int] = []
         word_counts: list[int] = []
         for text in texts:
@@ -247,18 +260,6 @@ class SentenceEmbedder:
             )
         if self.coverage.empty:
             log.warning(f"{self.coverage.empty} text(s) have no word with a vector: their embedding is the zero vector")
-
-
-def embed_records(
-    records: Iterable[dict], embedder: SentenceEmbedder, fields: TextFields, batch_size: int
-) -> Iterator[dict]:
-    """Add embedding (embedding_a, ...) to each record, a batch at a time."""
-    for batch in batched(records, batch_size):
-        jobs = text_jobs(batch, fields)
-        vectors = embedder.embed([record[key] for record, key in jobs])
-        for (record, key), vector in zip(jobs, vectors):
-            record[derived_key(key, "embedding")] = vector
-        yield from batch
 
 
 def correlation_with_norms(table: SalienceTable, norms: list[tuple[str, float]]) -> dict:

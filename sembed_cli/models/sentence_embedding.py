@@ -18,15 +18,14 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
 from ..errors import BadRecord, SembedError
-from ..io import TextFields, batched, derived_key, temporary_sibling, text_jobs, write_json_atomic
-from ..text.component_focus import S_CF, add_missing_s_cf
+from ..io import temporary_sibling, write_json_atomic
 from .poi_lookup import LookupEncoder
 
 log = logging.getLogger(__name__)
@@ -225,75 +224,6 @@ def word_weights(model, text: str, output: dict) -> list[list]:
             merged.append([tokens[n] if word is None else text[start:end], weights[n], start])
         last_word = word
     return [[word, round(weight, 6)] for word, weight, _ in merged]
-
-
-def embed_records(
-    records: Iterable[dict],
-    model,
-    fields: TextFields = TextFields(),
-    batch_size: int = 1000,
-    cf_weight: float | None = None,
-    keep_parts: bool = False,
-    encode_batch_size: int = 32,
-    vectors: VectorFile | None = None,
-    explain: bool = False,
-    long_texts: LongTexts | None = None,
-) -> Iterator[dict]:
-    """Add `embedding` (suffixed like the text field) to every record, a window of `batch_size` records at a time.
-
-    `model` is a SentenceTransformer (anything with its `encode`). With a
-    non-zero `cf_weight` W, embedding = emb(text) + W * emb(s_cf) (CF-BERT
-    eq. 1); `keep_parts` also stores `embedding_basic` = emb(text) and
-    `embedding_cf` = emb(s_cf) (W is then 0 unless given). With `vectors`
-    the records get row numbers (`embedding_row`...) into that file instead
-    of the vectors. `explain` (a Token Attention model) adds `token_weights`,
-    each text's words with their weights. `long_texts` counts (and with its window policy embeds whole) the
-    texts longer than the model's window. Records must have passed `TextFields.of` (and, with
-    component focusing, carry a string s_cf where they carry one at all).
-    """
-    focus = keep_parts or bool(cf_weight)
-    weight = np.float32(cf_weight or 0.0)
-    for batch in batched(records, batch_size):
-        jobs = text_jobs(batch, fields)
-        texts = [record[key] for record, key in jobs]
-        if focus:
-            add_missing_s_cf(jobs)
-            texts += [record[derived_key(key, S_CF)] for record, key in jobs]
-        if explain:
-            if long_texts is not None:
-                long_texts.count += len(long_texts.lengths(texts))  # Token Attention is shown on the first window
-            matrix, explained = encode_explained(model, texts, encode_batch_size)
-            for (record, key), words in zip(jobs, explained):
-                record[derived_key(key, TOKEN_WEIGHTS)] = words
-        elif long_texts is not None:
-            matrix = long_texts.encode(texts, encode_batch_size)
-        else:
-            matrix = encode(model, texts, encode_batch_size)
-        basic = matrix[: len(jobs)]
-        outputs = {EMBEDDING: basic}
-        if focus:
-            cf = matrix[len(jobs) :]
-            outputs[EMBEDDING] = basic + weight * cf  # CF-BERT eq. 1
-            if keep_parts:
-                outputs[BASIC], outputs[CF] = basic, cf
-        if vectors is None:
-            for n, (record, key) in enumerate(jobs):
-                for name, values in outputs.items():
-                    record[derived_key(key, name)] = values[n]  # a float32 row: the sink writes it as a JSON list
-        else:
-            store_rows(jobs, outputs, vectors)
-        yield from batch
-
-
-def store_rows(jobs: list[tuple[dict, str]], outputs: dict[str, np.ndarray], vectors: VectorFile) -> None:
-    """Append a window's vectors to `vectors` in output order (record by record, text by text, field by
-    field) and give each record the row numbers."""
-    names = list(outputs)
-    rows = np.stack([outputs[name] for name in names], axis=1).reshape(len(jobs) * len(names), -1)
-    first = vectors.append(rows)
-    for n, (record, key) in enumerate(jobs):
-        for offset, name in enumerate(names):
-            record[derived_key(key, name + ROW)] = first + n * len(names) + offset
 
 
 NPY_MAGIC = b"\x93NUMPY\x01\x00"  # .npy format version 1.0
