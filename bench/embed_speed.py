@@ -50,7 +50,7 @@ from common import DATA, ROOT, cpu_description, log, save, time_process, write_j
 from sembed_cli.io import RecordSink, RecordSource, TextFields
 from sembed_cli.models import sentence_models
 from sembed_cli.models.embed_stream import CPU_ENCODE_BATCH
-from sembed_cli.models.sentence_embedding import VectorFile, embed_records
+from sembed_cli.models.sentence_embedding import NpyMatrix, embed_records
 
 WINDOW = 1000  # records per sembed batch: the command's default
 
@@ -91,7 +91,7 @@ def time_sembed(model, src: Path, dst: Path, npy: Path | None = None) -> Clock:
                     embed_records(source.checked(fields.of), model, fields, WINDOW, encode_batch_size=CPU_ENCODE_BATCH)
                 )
             else:
-                with VectorFile(npy, force=True) as vectors:
+                with NpyMatrix(npy, force=True) as vectors:
                     sink.write_all(
                         embed_records(
                             source.checked(fields.of),

@@ -102,9 +102,9 @@ def embed_sentences(
     """--method model: each record with its text fields' sentence vectors; `show` is given each text's Token
     Attention weights, [[word, weight], ...], as its record goes out (the command's --plain display; needs
     settings.explain). Returns the count written."""
-    from .sentence_embedding import TOKEN_WEIGHTS, LongTexts, VectorFile, embed_records, has_token_attention
+    from .sentence_embedding import TOKEN_WEIGHTS, LongTexts, NpyMatrix, embed_records, has_token_attention
 
-    matrix_file = VectorFile(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
+    matrix_file = NpyMatrix(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
     weight = settings.cf_weight if settings.cf_weight is not None else sentence_models.saved_cf_weight(settings.model)
     if settings.cf_weight is None and weight is not None:
         log.info(f"using the W_cf = {weight:g} saved with the model (--cf-weight overrides it)")
@@ -226,11 +226,11 @@ def embed_words(stream: StreamOptions, settings: WordRecordSettings, transformat
     Returns the count of word records written."""
     from .. import console
     from .contextual_words import WordEncoder
-    from .sentence_embedding import VectorFile
+    from .sentence_embedding import NpyMatrix
     from .word_records import check_record as check_words
     from .word_records import word_batches
 
-    matrix_file = VectorFile(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
+    matrix_file = NpyMatrix(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
     if transformation is not None:
         encoder = WordEncoder.from_description(transformation.encoder, device=settings.device)
     else:
