@@ -51,7 +51,7 @@ from sembed_cli.io import RecordSink, RecordSource, TextFields
 from sembed_cli.models import sentence_models
 from sembed_cli.models.embed_stream import embed_records
 from sembed_cli.models.embedder import CPU_ENCODE_BATCH, Embedder
-from sembed_cli.models.sentence_embedding import VectorFile
+from sembed_cli.models.sentence_embedding import NpyMatrix
 
 WINDOW = 1000  # records per sembed batch: the command's default
 
@@ -93,7 +93,7 @@ def time_sembed(model: Embedder, src: Path, dst: Path, npy: Path | None = None) 
                     embed_records(source.checked(fields.of), model, fields, WINDOW)
                 )
             else:
-                with VectorFile(npy, force=True) as vectors:
+                with NpyMatrix(npy, force=True) as vectors:
                     sink.write_all(
                         embed_records(
                             source.checked(fields.of),

@@ -32,9 +32,10 @@ from pathlib import Path
 
 from common import DATA, ROOT, log, save
 
+from sembed_cli.models.masked_lm import MaskedLM
 from sembed_cli.models.precision import PRECISIONS, resolve
 from sembed_cli.text import spacy_pipeline
-from sembed_cli.text.structural_sets import MaskedLM, SetGenerator, Tagger, default_mlm, replaceable
+from sembed_cli.text.structural_sets import SetGenerator, Tagger, default_mlm, replaceable
 
 PROSE = [("--doc-break", "blank", "abc"), ("state_union",), ("inaugural",)]
 MIN_WORDS, MAX_WORDS = 6, 30

@@ -9,7 +9,7 @@ among the k best word pieces. Reported: top-1 and top-10 recovery, overall,
 by corpus and by part of speech, with the model's training time and steps.
 The same ranks are also taken among the entries `gensets` draws its
 candidates from (whole Latin words of two letters or more, no function words:
-`structural_sets.MaskedLM`), which leaves out the punctuation, pronouns and
+`models/masked_lm.MaskedLM`), which leaves out the punctuation, pronouns and
 word pieces a small model still puts among its ten best for a content word:
 `candidates_top1` and `candidates_top10`, the recovery `gensets` sees.
 
@@ -107,7 +107,7 @@ def top_ranks(
     whole vocabulary, and among the entries gensets may substitute."""
     import torch
 
-    from sembed_cli.text.structural_sets import MaskedLM
+    from sembed_cli.models.masked_lm import MaskedLM
 
     blocked = MaskedLM(model, tokenizer).blocked
     tops, candidates = [], []

@@ -19,53 +19,38 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # as a script, for test_layers
 
-from test_layers import PACKAGE, import_graph  # noqa: E402
+from test_layers import LAYERS, PACKAGE, import_graph, layers  # noqa: E402
 
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 API = ROOT / "docs" / "api.md"
 GRAPH = re.compile(r"(<!-- BEGIN IMPORT GRAPH -->\n).*?(<!-- END IMPORT GRAPH -->)", re.S)
-SHELL = {
-    f"{PACKAGE}.main",
-    f"{PACKAGE}.__main__",
-    f"{PACKAGE}.manpage",
-}  # the CLI shell: the root command and its pages
 
 
-def package_of(module: str, root: Path = ROOT) -> str:
-    """The box a module is drawn in: its top package under sembed_cli (training.methods on its own: the registry
-    of methods), `main` for the CLI shell, `root` for the other modules at the top."""
-    parts = module.split(".")[1:]
-    if module in SHELL:
-        return "main"
-    if not parts or not (root / PACKAGE / parts[0]).is_dir():
-        return "root"
-    return "training.methods" if parts[:2] == ["training", "methods"] else parts[0]
+def package_of(module: str, root: Path = ROOT, placed: dict[str, int | None] | None = None) -> str:
+    """The box a module is drawn in: its layer (`test_layers.LAYERS`: a package, training/methods on its own, the
+    CLI shell `main`, the root's modules in the layer that holds them), `root` for a module no layer holds."""
+    layer = (layers(root) if placed is None else placed).get(module)
+    return "root" if layer is None else LAYERS[layer][0]
 
 
 def package_edges(graph: dict[str, set[str]], root: Path = ROOT) -> list[tuple[str, str]]:
     """(A, B) for each pair of boxes where some module of A imports some module of B."""
-    return sorted(
-        {
-            (package_of(a, root), package_of(b, root))
-            for a, targets in graph.items()
-            for b in targets
-            if package_of(a, root) != package_of(b, root)
-        }
-    )
+    placed = layers(root)
+    boxes = {module: package_of(module, root, placed) for module in graph}
+    return sorted({(boxes[a], boxes[b]) for a, targets in graph.items() for b in targets if boxes[a] != boxes[b]})
 
 
-LABELS = {
-    "main": "main.py, __main__.py, manpage.py: the CLI shell",
-    "root": "the other root modules: io.py, options.py, console.py, ...",
-}
+SUFFIX = {"main": ": the CLI shell", "root": ": the base"}
+LABELS = {name: ", ".join(entries) + SUFFIX.get(name, "") for name, entries in LAYERS}
 
 
 def mermaid(edges: list[tuple[str, str]]) -> str:
-    """A Mermaid flowchart of the edges: each box once with its label (a package shown as its folder), then the
-    arrows."""
-    names = sorted({name for edge in edges for name in edge})
+    """A Mermaid flowchart of the edges: each box once with its label (what its layer holds), top layer first, then
+    the arrows."""
+    order = [name for name, _ in LAYERS]
+    names = sorted({name for edge in edges for name in edge}, key=lambda n: (order.index(n) if n in order else 0, n))
     ident = {name: name.replace(".", "_") for name in names}
-    boxes = "".join(f'    {ident[n]}["{LABELS.get(n, n.replace(".", "/") + "/")}"]\n' for n in names)
+    boxes = "".join(f'    {ident[n]}["{LABELS.get(n, n)}"]\n' for n in names)
     arrows = "".join(f"    {ident[a]} --> {ident[b]}\n" for a, b in edges)
     return f"```mermaid\nflowchart TD\n{boxes}{arrows}```\n"
 

@@ -15,7 +15,7 @@ from sembed_cli.models import sentence_models
 from sembed_cli.models.embed_stream import embed_records
 from sembed_cli.models.embedder import Embedder
 from sembed_cli.models.model_identity import Identity
-from sembed_cli.models.sentence_embedding import VectorFile, encode
+from sembed_cli.models.sentence_embedding import NpyMatrix, encode
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ def test_cf_parts_are_encoded_in_the_same_call_and_combined():
 def test_vector_file_rows_in_output_order(tmp_path):
     model = CountingModel()
     records = [{"text": "a b", "s_cf": "b"}, {"text_a": "c", "text_b": "d e f", "s_cf_a": "c", "s_cf_b": "d f"}]
-    with VectorFile(tmp_path / "v.npy") as vectors:
+    with NpyMatrix(tmp_path / "v.npy") as vectors:
         embedder = Embedder(model, COUNTING, cf_weight=1.0)
         out = list(embed_records(records, embedder, TextFields(), keep_parts=True, vectors=vectors))
     assert [sorted(k for k in r if k.endswith("_row") or "_row_" in k) for r in out] == [
@@ -107,7 +107,7 @@ def test_vector_file_rows_in_output_order(tmp_path):
 @pytest.mark.parametrize("rows, dim", [(0, 0), (1, 384), (12345, 7)])
 def test_vector_file_loads_with_numpy(tmp_path, rows, dim):
     data = np.arange(rows * dim, dtype=np.float32).reshape(rows, dim)
-    with VectorFile(tmp_path / "m.npy") as vectors:
+    with NpyMatrix(tmp_path / "m.npy") as vectors:
         for start in range(0, rows, 1000):
             assert vectors.append(data[start : start + 1000]) == start
     assert np.array_equal(np.load(tmp_path / "m.npy"), data)
@@ -116,7 +116,7 @@ def test_vector_file_loads_with_numpy(tmp_path, rows, dim):
 
 
 def test_vector_file_left_out_after_an_internal_error(tmp_path):
-    with pytest.raises(ZeroDivisionError), VectorFile(tmp_path / "m.npy") as vectors:
+    with pytest.raises(ZeroDivisionError), NpyMatrix(tmp_path / "m.npy") as vectors:
         vectors.append(np.ones((2, 3), dtype=np.float32))
         raise ZeroDivisionError("an internal error")
     assert list(tmp_path.iterdir()) == []

@@ -16,10 +16,10 @@ from conftest import jsonl, sembed
 
 torch = pytest.importorskip("torch")
 
+from sembed_cli.models.masked_lm import MaskedLM  # noqa: E402
 from sembed_cli.text import spacy_pipeline  # noqa: E402
 from sembed_cli.text.structural_sets import (  # noqa: E402
     FUNCTION_WORDS,
-    MaskedLM,
     SetGenerator,
     Tagger,
     candidate_word,

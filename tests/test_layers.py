@@ -1,10 +1,14 @@
-"""The layers of sembed_cli: `commands/` is a leaf, library code loads no CLI, no module is part of an import
-circle, and the README's paper table is true.
+"""The layers of sembed_cli: every import runs down the layers (`LAYERS`), `commands/` is a leaf, library code
+loads no CLI, no module is part of an import circle, and the README's paper table is true.
 
 spaCy's library never imports its `cli/`; sembed's library modules (text/,
 models/, training/, evaluation/, readers/ and the root's stream) never import
 `sembed_cli.commands` either: only the commands themselves and `main.py` do.
-The check reads the source with `ast`, so an import inside a function counts.
+More generally a module imports modules of its own layer and of the layers
+below it, never above (`upward_imports` names each "module -> module" that
+does). The check reads the source with `ast`, so an import inside a function
+counts, and so does one under `if TYPE_CHECKING`: a type from above is still
+an arrow up.
 
 Run as a script, this file prints the import graph between sembed modules
 (one line per module: the sembed modules it imports), for any checkout:
@@ -26,6 +30,26 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "sembed_cli"
 CLI = "sembed_cli.commands"
 CLI_SHELL = {"sembed_cli.main"}  # the root command registers the subcommands
+# The layers, top to bottom, each a name and what it holds: paths under sembed_cli/, a folder (`x/`) for every module
+# in it, a file (`x.py`) for a module of the root; the longest path that holds a module places it. A module may import
+# its own layer's modules and those of the layers below, never a layer above. Every module has a layer: a new root
+# module is placed here.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("main", ("main.py", "__main__.py", "manpage.py")),  # the CLI shell: the root command, `python -m`, man pages
+    ("commands", ("commands/",)),  # one thin typer command each
+    ("options", ("options.py",)),  # the typer options the commands share
+    ("api", ("__init__.py", "api.py")),  # the Python API: `import sembed_cli`
+    ("parts", ("parts/",)),  # `parts run`: a corpus embedded in parts, and put back together
+    ("training.methods", ("training/methods/",)),  # the registry of `train --method`
+    ("training", ("training/",)),  # the trainers
+    ("evaluation", ("evaluation/",)),  # `eval`'s tasks and their metrics
+    ("indexes", ("indexes/",)),  # the index directory: build, update, merge, search, the votes over neighbours
+    ("models", ("models/", "vector_rows.py", "token_attention.py")),  # models, what runs them, their vectors' rows
+    ("readers", ("readers/",)),  # the formats of `convert`
+    ("text", ("text/",)),  # spaCy, parses, S_cf, base forms, structural sets, name words
+    ("io", ("io/", "artifacts.py")),  # the record stream, and the artifact directories written atomically
+    ("root", ("errors.py", "console.py", "threads.py", "signals.py", "version.py", "distributed.py")),  # the base
+)
 PAPER_TABLE = re.compile(r"<!-- BEGIN PAPER FILES -->\n(.*?)<!-- END PAPER FILES -->", re.S)
 
 
@@ -73,6 +97,39 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     """module -> the sembed modules it imports, for every module of the checkout at `root`."""
     known = modules(root)
     return {name: imported(name, path, known) for name, path in known.items()}
+
+
+def layer_of(path: Path, root: Path = ROOT) -> int | None:
+    """The position in `LAYERS` (0 at the top) of the module at `path`, None for a module no layer holds."""
+    relative = path.relative_to(root / PACKAGE).as_posix()
+    held = [
+        (len(entry), n)
+        for n, (_, entries) in enumerate(LAYERS)
+        for entry in entries
+        if relative == entry or (entry.endswith("/") and relative.startswith(entry))
+    ]
+    return max(held)[1] if held else None
+
+
+def layers(root: Path = ROOT) -> dict[str, int | None]:
+    """module -> its position in `LAYERS`, for every module of the checkout at `root`."""
+    return {name: layer_of(path, root) for name, path in modules(root).items()}
+
+
+def unplaced(root: Path = ROOT) -> list[str]:
+    """The modules no layer holds."""
+    return sorted(name for name, layer in layers(root).items() if layer is None)
+
+
+def upward_imports(graph: dict[str, set[str]], placed: dict[str, int | None]) -> list[str]:
+    """ "module -> module (layer -> a layer above)" for every import of a layer above the importer's."""
+    return [
+        f"{module} -> {target} ({LAYERS[low][0]} -> {LAYERS[high][0]}, a layer above)"
+        for module, targets in sorted(graph.items())
+        if (low := placed.get(module)) is not None
+        for target in sorted(targets)
+        if (high := placed.get(target)) is not None and high < low
+    ]
 
 
 def is_cli(module: str) -> bool:
@@ -156,6 +213,44 @@ def test_no_module_outside_commands_and_main_imports_the_commands():
     assert imports_of_the_cli(import_graph()) == []
 
 
+def test_every_module_has_a_layer():
+    assert unplaced() == [], "place each in LAYERS (tests/test_layers.py)"
+
+
+def test_every_import_runs_down_the_layers():
+    """An arrow up (models/ importing evaluation/, text/ importing models/) ties a lower layer to one above it: the
+    code moves to the layer that owns what it uses, or the lower layer declares what it needs (a Protocol)."""
+    found = upward_imports(import_graph(), layers())
+    assert not found, f"{len(found)} import(s) up the layers: " + "; ".join(found)
+
+
+def test_the_layers_name_each_upward_import(tmp_path):
+    package = tmp_path / PACKAGE
+    for name in ("__init__.py", "errors.py", "models/__init__.py", "text/__init__.py", "text/sets.py", "stray.py"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text("")
+    (package / "models/__init__.py").write_text("from ..text import sets\nfrom .. import errors\n")
+    (package / "text/sets.py").write_text(
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from ..models import Model\n"
+    )
+    (package / "errors.py").write_text("def hint():\n    from .text import sets\n")
+    assert upward_imports(import_graph(tmp_path), layers(tmp_path)) == [
+        f"{PACKAGE}.errors -> {PACKAGE}.text.sets (root -> text, a layer above)",
+        f"{PACKAGE}.text.sets -> {PACKAGE}.models (text -> models, a layer above)",
+    ]
+    assert unplaced(tmp_path) == [f"{PACKAGE}.stray"]
+
+
+def test_the_longest_path_places_a_module(tmp_path):
+    def layer(name: str) -> str | None:
+        found = layer_of(tmp_path / PACKAGE / name, tmp_path)
+        return None if found is None else LAYERS[found][0]
+
+    assert layer("training/methods/cf.py") == "training.methods"
+    assert layer("training/x.py") == "training"
+    assert layer("io.py") is None  # the folder io/ is a layer; a module io.py is not in it
+
+
 def test_no_import_circle_among_sembed_modules():
     """Layers import downwards only: a circle (two modules that import each other, or a longer loop) means two
     sources of truth held together by import order, as the trainers and the method registry once were."""
@@ -237,6 +332,12 @@ def main() -> None:
     print(f"{len(loops)} import circle(s)")
     for circle in loops:
         print(f"  {' <-> '.join(circle)}")
+    upward = upward_imports(graph, layers(root))
+    print(f"{len(upward)} import(s) up the layers ({' > '.join(name for name, _ in LAYERS)})")
+    for line in upward:
+        print(f"  {line}")
+    for module in unplaced(root):
+        print(f"  {module}: in no layer")
 
 
 if __name__ == "__main__":

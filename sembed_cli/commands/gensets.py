@@ -138,8 +138,9 @@ def gensets_command(
       sembed train sets.jsonl --method syntax -o syntax-map
     """
     from ..models import sentence_models
+    from ..models.masked_lm import MaskedLM
     from ..models.precision import resolve
-    from ..text.structural_sets import MaskedLM, Tagger
+    from ..text.structural_sets import Tagger
 
     path = resolve_mlm(mlm)
     resolved = sentence_models.resolve_device(device)

@@ -14,11 +14,14 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from .. import console
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_number, check_text, text_lines
-from ..models.salience import SalienceTable, correlation_with_norms
+from ..models.salience import SalienceTable
 from . import tables
+from .statistics import correlation
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +79,29 @@ def read_norms(
             f"no rated words in {source.rejects.name}", "give word and rating fields (--word-key, --rating-key)"
         )
     return norms, source
+
+
+def correlation_with_norms(table: SalienceTable, norms: list[tuple[str, float]]) -> dict:
+    """Pearson and Spearman (x100, Fisher 95% CI) of the scores of the words in `norms` with their ratings."""
+    index = {word: i for i, word in enumerate(table.words)}
+    lowercase = bool(table.metadata["vectors"].get("lowercase"))
+    scores, ratings, missing = [], [], []
+    for word, rating in norms:
+        i = index.get(word)
+        if i is None and lowercase:
+            i = index.get(word.lower())
+        if i is None:
+            missing.append(word)
+            continue
+        scores.append(table.scores[i])
+        ratings.append(rating)
+    if len(scores) < 3:
+        raise SembedError(
+            f"only {len(scores)} of the {len(norms)} rated words are in the salience table",
+            "the correlation needs at least 3",
+        )
+    result = correlation(np.array(scores, dtype=np.float64), np.array(ratings, dtype=np.float64), "salience", "rating")
+    return {"rated": len(norms), "missing": len(missing), "missing_examples": missing[:10], **result.as_dict()}
 
 
 def salience_report(table_path: str, norms: list[tuple[str, float]], extremes: int, min_sentences: int) -> dict:

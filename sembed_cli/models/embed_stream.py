@@ -26,7 +26,7 @@ from .embedder import Embedder, encode_batch_for
 if TYPE_CHECKING:
     import numpy as np
 
-    from .sentence_embedding import VectorFile
+    from .sentence_embedding import NpyMatrix
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +104,9 @@ def embed_sentences(
     """--method model: each record with its text fields' sentence vectors; `show` is given each text's Token
     Attention weights, [[word, weight], ...], as its record goes out (the command's --plain display; needs
     settings.explain). Returns the count written."""
-    from .sentence_embedding import TOKEN_WEIGHTS, VectorFile, has_token_attention
+    from .sentence_embedding import TOKEN_WEIGHTS, NpyMatrix, has_token_attention
 
-    matrix_file = VectorFile(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
+    matrix_file = NpyMatrix(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
     embedder = open_embedder(settings)
     if settings.explain and not has_token_attention(embedder.encoder):
         raise SembedError(
@@ -157,7 +157,7 @@ def embed_records(
     fields: TextFields = TextFields(),
     batch_size: int = 1000,
     keep_parts: bool = False,
-    vectors: VectorFile | None = None,
+    vectors: NpyMatrix | None = None,
     explain: bool = False,
 ) -> Iterator[dict]:
     """Add `embedding` (suffixed like the text field) to every record, a window of `batch_size` records at a time.
@@ -211,7 +211,7 @@ def embed_records(
         yield from batch
 
 
-def store_rows(jobs: list[tuple[dict, str]], outputs: dict[str, np.ndarray], vectors: VectorFile) -> None:
+def store_rows(jobs: list[tuple[dict, str]], outputs: dict[str, np.ndarray], vectors: NpyMatrix) -> None:
     """Append a window's vectors to `vectors` in output order (record by record, text by text, field by
     field) and give each record the row numbers."""
     import numpy as np
@@ -295,11 +295,11 @@ def embed_words(stream: StreamOptions, settings: WordRecordSettings, transformat
     Returns the count of word records written."""
     from .. import console
     from .contextual_words import WordEncoder
-    from .sentence_embedding import VectorFile
+    from .sentence_embedding import NpyMatrix
     from .word_records import check_record as check_words
     from .word_records import word_batches
 
-    matrix_file = VectorFile(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
+    matrix_file = NpyMatrix(settings.npy, stream.force) if settings.npy else None  # refused before the model loads
     if transformation is not None:
         encoder = WordEncoder.from_description(transformation.encoder, device=settings.device)
     else:

@@ -262,31 +262,6 @@ class SentenceEmbedder:
             log.warning(f"{self.coverage.empty} text(s) have no word with a vector: their embedding is the zero vector")
 
 
-def correlation_with_norms(table: SalienceTable, norms: list[tuple[str, float]]) -> dict:
-    """Pearson and Spearman (x100, Fisher 95% CI) of the scores of the words in `norms` with their ratings."""
-    from ..evaluation.statistics import correlation
-
-    index = {word: i for i, word in enumerate(table.words)}
-    lowercase = bool(table.metadata["vectors"].get("lowercase"))
-    scores, ratings, missing = [], [], []
-    for word, rating in norms:
-        i = index.get(word)
-        if i is None and lowercase:
-            i = index.get(word.lower())
-        if i is None:
-            missing.append(word)
-            continue
-        scores.append(table.scores[i])
-        ratings.append(rating)
-    if len(scores) < 3:
-        raise SembedError(
-            f"only {len(scores)} of the {len(norms)} rated words are in the salience table",
-            "the correlation needs at least 3",
-        )
-    result = correlation(np.array(scores, dtype=np.float64), np.array(ratings, dtype=np.float64), "salience", "rating")
-    return {"rated": len(norms), "missing": len(missing), "missing_examples": missing[:10], **result.as_dict()}
-
-
 def unseen_score(init: str, sentences: int) -> float:
     """The initial score of a word the corpus has in one sentence: what a word outside the table gets."""
     return {"isf": math.log1p(sentences), "ones": 1.0, "random": 0.5}[init]

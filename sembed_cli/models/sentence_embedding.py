@@ -3,7 +3,8 @@
 `embed_records` reads records a window at a time and encodes every text of
 the window in one `encode` call (sentence-transformers sorts the texts by
 length inside it, so padding stays small), then stores each vector in its
-record, or as a row of a `VectorFile` (.npy) written alongside the stream.
+record, or as a row of an `NpyMatrix` (the .npy file of `embed --npy`;
+`vector_rows.RowVectors` reads it back) written alongside the stream.
 
 Component focusing (Yin et al. 2020, "Improving Sentence Representations via
 Component Focusing", eq. 1): emb_S = emb_basic + W_cf * emb_cf, where
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 EMBEDDING = "embedding"
 BASIC = "embedding_basic"
 CF = "embedding_cf"
-ROW = "_row"  # with a VectorFile, field F holds the row number under F_row (embedding_row, embedding_row_a, ...)
+ROW = "_row"  # with an NpyMatrix, field F holds the row number under F_row (embedding_row, embedding_row_a, ...)
 TOKEN_WEIGHTS = "token_weights"
 
 
@@ -243,8 +244,9 @@ def sidecar_path(path: str | Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
-class VectorFile:
-    """A float32 .npy matrix written a window of rows at a time, so memory stays flat.
+class NpyMatrix:
+    """The float32 .npy matrix `embed --npy` writes, a window of rows at a time, so memory stays flat (the index's
+    vector store is another format: `indexes/vector_file.VectorFile`).
 
     Rows go to a temporary file next to `path` behind a placeholder header;
     on leaving the `with` block the header gets the final shape and the file
@@ -266,7 +268,7 @@ class VectorFile:
         self._tmp = temporary_sibling(self.path)
         self._file: IO[bytes] | None = None
 
-    def __enter__(self) -> VectorFile:
+    def __enter__(self) -> NpyMatrix:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self._tmp, "wb")
@@ -277,7 +279,7 @@ class VectorFile:
 
     def append(self, matrix: np.ndarray) -> int:
         """Write rows after those already written; returns the number of the first."""
-        assert self._file is not None, "VectorFile is used inside a with block"
+        assert self._file is not None, "NpyMatrix is used inside a with block"
         matrix = np.ascontiguousarray(matrix, dtype="<f4")
         if not self.rows:
             self.dim = matrix.shape[1]
