@@ -25,6 +25,7 @@ __all__ = [
     "merge_indexes",
     "open_index",
     "search",
+    "train",
     "update_index",
 ]
 API = frozenset(__all__) - {"__version__"}
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         merge_indexes,
         open_index,
         search,
+        train,
         update_index,
     )
 

@@ -9,12 +9,14 @@ The page docs/api.md runs them.
 from __future__ import annotations
 
 import logging
+import re
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import SembedError
 from .io import RecordSource, dumps
 from .models.sentence_models import DEFAULT_MODEL
 
@@ -30,21 +32,44 @@ Records = str | Path | Iterable[dict]  # a JSONL file, or the records themselves
 
 
 def load_model(
-    model: str = DEFAULT_MODEL, device: str = "auto", backend: str = "torch", quantize: str = "none"
+    model: str | None = DEFAULT_MODEL,
+    device: str = "auto",
+    backend: str = "torch",
+    quantize: str = "none",
+    *,
+    method: str = "model",
+    salience: str | Path | None = None,
+    cf_weight: float | None = None,
+    long_text: str = "truncate",
 ) -> Embedder:
-    """The Embedder `sembed embed -m MODEL` opens: the packaged all-MiniLM-L6-v2 by default, a model directory
-    `sembed train` wrote (with the recipe it saved: CF-BERT's W_cf), a static model; `backend="onnx"` (and
-    `quantize="int8"`) runs it without torch, as `embed --backend` does. Its `encode(texts)` gives the rows,
+    """The Embedder `sembed embed -m MODEL` opens, with the recipe the model directory records: the packaged
+    all-MiniLM-L6-v2 by default, a model directory `sembed train` wrote (CF-BERT's W_cf applied to each record's
+    S_cf, TA-SBERT's Token Attention pooling, a POI model's character n-grams), a static model; `backend="onnx"`
+    (and `quantize="int8"`) runs it without torch, as `embed --backend` does. `method` avg|isf|sif|nws: sentence
+    vectors from word vectors (`model`: their file or package, None for the salience table's) weighted by the
+    salience table at `salience` (a directory `train(method="nws")` wrote). Its `encode(texts)` gives the rows,
     `identity` the `embedding_model` they carry, `dimension` their length."""
     from .models.embedder import Embedder
 
-    return Embedder.open(model, backend=backend, quantize=quantize, device=device)
+    with _in_python_terms():
+        return Embedder.open(
+            model,
+            method=method,
+            backend=backend,
+            quantize=quantize,
+            device=device,
+            cf_weight=cf_weight,
+            long_text=long_text,
+            salience=str(salience) if salience is not None else None,
+        )
 
 
 def embed(texts: Sequence[str], model: Any = DEFAULT_MODEL, batch_size: int = 32) -> np.ndarray:
     """float32 vectors, one row per text, in order, as `sembed embed` writes them. `model`: a name or path
     (opened with `load_model`'s defaults) or an Embedder `load_model` returned (open it once for many calls)."""
-    return _embedder(model).with_batch_size(batch_size).encode(list(texts))
+    embedder = _embedder(model).with_batch_size(batch_size)
+    with _in_python_terms():
+        return embedder.encode(list(texts))
 
 
 def embed_records(records: Iterable[dict], model: Any = DEFAULT_MODEL, batch_size: int = 1000) -> Iterator[dict]:
@@ -66,7 +91,7 @@ def embed_records(records: Iterable[dict], model: Any = DEFAULT_MODEL, batch_siz
             check(record)
             yield record
 
-    return stamp.label(embedded(copies(), embedder, fields, batch_size))
+    return _python_errors(stamp.label(embedded(copies(), embedder, fields, batch_size)))
 
 
 def _embedder(model: Any) -> Embedder:
@@ -167,10 +192,111 @@ def search(index: str | Path | VectorIndex, queries: Sequence[str], k: int = 10)
             loaded.close()
 
 
-def evaluate_sts(records: Records, group_by: str | None = None, gold_key: str = "score") -> dict:
+def evaluate_sts(
+    records: Records,
+    versus: Records | None = None,
+    group_by: str | None = None,
+    gold_key: str = "score",
+    seed: int = 0,
+) -> dict:
     """`sembed eval sts`: Pearson and Spearman (x100, Fisher 95% intervals) between the cosine of each record's
-    `embedding_a` / `embedding_b` (as `sembed embed` writes a pair's) and its gold score; per `group_by` value."""
+    `embedding_a` / `embedding_b` (as `sembed embed` writes a pair's) and its gold score; per `group_by` value.
+    Pairs embedded by two models are refused, as the command refuses them. With `versus` (the same pairs
+    embedded by another model), `sembed eval sts --versus`: both models' correlations and their paired
+    difference with a bootstrap interval (`seed` draws the resamples), the command's report."""
     from .evaluation import sts
 
-    with _source(records) as source:
-        return sts.evaluate(source.path, gold_key=gold_key, group_by=group_by)
+    with _in_python_terms(), _source(records) as source:
+        if versus is None:
+            return sts.evaluate(source.path, gold_key=gold_key, group_by=group_by)
+        with _source(versus) as other:
+            return sts.evaluate_versus(source.path, other.path, gold_key=gold_key, seed=seed, group_by=group_by)
+
+
+def train(
+    records: Records,
+    method: str,
+    output: str | Path,
+    *,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    lr: float | None = None,
+    warmup: float | None = None,
+    text_keys: Sequence[str] | None = None,
+    seed: int = 42,
+    device: str = "auto",
+    resume: bool = False,
+    force: bool = False,
+    **settings: Any,
+) -> Path:
+    """`sembed train --method METHOD -o OUTPUT`: any registered method (sbert, cf, ta, nws, mlm, poi, syntax,
+    static) trained on `records`, written to `output` with its sembed.json and model card; returns `output`, ready
+    for `load_model`. `settings` are the method's own options by their Python names (`--cf-weight` is
+    `cf_weight=`, `--model` `model=`; `sembed train --help` lists them); `epochs`, `batch_size`, `lr` and
+    `warmup` override the method's recipe."""
+    from dataclasses import fields, replace
+
+    from .training.methods import METHODS, OptionError
+    from .training.methods import train as run
+
+    if method not in METHODS:
+        raise SembedError(f"unknown method '{method}'", f"method= one of {', '.join(METHODS)}")
+    chosen = METHODS[method]
+    known = sorted(f.name for f in fields(chosen.settings))
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise SembedError(f"method '{method}' has no setting {unknown[0]}=", f"its settings: {', '.join(known)}")
+    values = chosen.settings(**settings)
+    keys = tuple(text_keys) if text_keys is not None else None
+    given = frozenset(settings) | ({"text_keys"} if keys is not None else frozenset())
+    try:
+        chosen.check_usage(values, keys, given)
+    except OptionError as e:
+        raise SembedError(f"{e.name}=: {e}") from None
+    overrides: dict[str, Any] = {"epochs": epochs, "batch_size": batch_size, "lr": lr, "warmup": warmup}
+    recipe = replace(chosen.recipe_for(values), **{k: v for k, v in overrides.items() if v is not None})
+    with _in_python_terms(), _source(records) as source:
+        run(
+            chosen,
+            values,
+            source,
+            Path(output),
+            recipe,
+            text_keys=keys,
+            seed=seed,
+            device=device,
+            resume=resume,
+            force=force,
+        )
+    return Path(output)
+
+
+FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?: ([A-Z][A-Z_]*\b|(?:avg|isf|sif|nws|onnx|torch|int8|none|window|error)\b))?")
+
+
+def in_python_terms(text: str | None) -> str | None:
+    """A message of the library with its command-line flags named as this module's arguments:
+    "pass --salience DIR" -> "pass salience=DIR", "--method nws" -> 'method="nws"'."""
+    if text is None:
+        return None
+
+    def argument(match: re.Match) -> str:
+        name, value = match.group(1).replace("-", "_"), match.group(2) or ""
+        return f'{name}="{value}"' if value and not value.isupper() else f"{name}={value}"
+
+    return FLAG.sub(argument, text)
+
+
+@contextmanager
+def _in_python_terms() -> Iterator[None]:
+    """Errors raised inside name Python arguments, not flags (the library's messages are the command line's)."""
+    try:
+        yield
+    except SembedError as e:
+        raise type(e)(in_python_terms(e.message) or "", in_python_terms(e.hint)) from None
+
+
+def _python_errors(records: Iterator[dict]) -> Iterator[dict]:
+    """A lazy stream of records whose errors, raised as it is read, name Python arguments."""
+    with _in_python_terms():
+        yield from records

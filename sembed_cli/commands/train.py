@@ -16,7 +16,6 @@ from typing import Annotated, Any
 import typer
 
 from .. import console, distributed
-from ..artifacts import exclusive
 from ..io import RecordSource
 from ..options import (
     Device,
@@ -34,7 +33,7 @@ from ..options import (
     flag,
     given_on_command_line,
 )
-from ..training.methods import METHODS, Job, Method, OptionError
+from ..training.methods import METHODS, Method, OptionError, train
 from .train_options import (
     RECIPE_OPTIONS,
     Epochs,
@@ -146,23 +145,25 @@ def command_for(methods: dict[str, Method]) -> Callable[..., None]:
 
 
 def _train(ctx: typer.Context, method: Method, settings, recipe, text_keys, values: dict) -> None:
-    """Train `method` as the command's options say (one process, or rank 0 of a distributed run, writes DIR)."""
-    output = values["output"]
-    if distributed.is_main_process():  # rank 0 alone logs, writes DIR and its checkpoints
-        from ..training import checkpoints
-
-        ctx.with_resource(exclusive(output))  # until the command ends: a second run writing DIR refuses
-        if values["resume"] and not values["force"] and checkpoints.finished(output):
-            console.say(f"{output} is complete: nothing to resume (--force trains it again)")
-            return
-    else:
+    """Train `method` as the command's options say (training.methods.train)."""
+    if not distributed.is_main_process():
         console.set_quiet(True)
         warnings.simplefilter("ignore")  # the libraries' notices too: rank 0 shows them once
     source = RecordSource(values["input"], skip_errors=values["skip_errors"])
-    method.run(
-        Job(source, output, recipe, text_keys, values["seed"], values["device"], values["resume"], values["force"]),
+    output = values["output"]
+    if not train(
+        method,
         settings,
-    )
+        source,
+        output,
+        recipe,
+        text_keys=text_keys,
+        seed=values["seed"],
+        device=values["device"],
+        resume=values["resume"],
+        force=values["force"],
+    ):
+        console.say(f"{output} is complete: nothing to resume (--force trains it again)")
 
 
 HELP = """Train a model with one of the papers' methods and write it as a model directory.
