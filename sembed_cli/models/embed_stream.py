@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import SembedError
 from ..io import StreamOptions, TextFields, check_text, derived_key
@@ -49,6 +50,8 @@ class SentenceVectorSettings:
     precision: str = "auto"
     backend: str = "torch"
     quantize: str = "none"
+    # where the vectors go and where they are computed, not what they are: a part's manifest leaves them out
+    NOT_VECTORS: ClassVar[frozenset[str]] = frozenset({"npy", "device"})
 
 
 def check_record(
