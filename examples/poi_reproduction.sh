@@ -16,7 +16,7 @@
 #    records built with WORD_MODEL (all-MiniLM-L6-v2, an English sentence encoder: it knows words and places a model
 #    of spelling can only guess; on ONNX Runtime int8, 4x torch's speed on these short names, and taste embeds the
 #    names it votes on the same way; WORD_MODEL= leaves it out), and poi_score, the vote mixed with the n-gram
-#    regression the first index fits on the same records; sembed eval poi with the threshold tuned on dev.
+#    regression taste fits on the first index's records; sembed eval poi with the threshold tuned on dev.
 # 5. Lookup: sembed index over every POI name with the stage-2 model; sembed search --spelling with N_QUERIES
 #    perturbed real names, the kinds in turn (typo, missing word, dropped suffix, word added, word order, accents
 #    dropped, case and punctuation, abbreviation; poi_report.py perturb) and, when QUERIES=FILE is

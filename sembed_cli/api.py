@@ -129,9 +129,9 @@ def build_index(
     """`sembed index RECORDS -o OUTPUT`: an index of the records' `embedding` vectors, or of their texts
     embedded with `model`; returns the index's metadata. `index_type`: auto, flat, hnsw, ivf, ivfpq or a FAISS
     factory string (see `sembed index --help`); `trained`: an index whose trained quantiser to reuse."""
-    from .indexes.build import ModelChoice
     from .indexes.build import build_index as build
-    from .indexes.writer import IndexSettings
+    from .indexes.model_choice import ModelChoice
+    from .indexes.staging import IndexSettings
 
     settings = IndexSettings(requested_type=index_type, text_key=text_key, id_key=id_key)
     choice = ModelChoice(model, given=model != DEFAULT_MODEL, device=device)
@@ -149,9 +149,10 @@ def build_index(
 def update_index(records: Records, directory: str | Path, *, sync: bool = False, device: str = "auto") -> dict:
     """`sembed index RECORDS --update DIRECTORY`: new ids added, changed ones replaced, in place, texts embedded
     with the index's own model (with `sync`, ids absent from the records removed); returns the new metadata."""
-    from .indexes.build import ModelChoice, UpdateChoices
-    from .indexes.build import update_index as update
-    from .indexes.writer import IndexSettings
+    from .indexes.model_choice import ModelChoice
+    from .indexes.staging import IndexSettings
+    from .indexes.update import UpdateChoices
+    from .indexes.update import update_index as update
 
     choice = ModelChoice(DEFAULT_MODEL, device=device)  # replaced by the index's model: none is given
     with _source(records) as source:
@@ -160,7 +161,7 @@ def update_index(records: Records, directory: str | Path, *, sync: bool = False,
 
 def merge_indexes(pieces: Sequence[str | Path], output: str | Path, force: bool = False) -> dict:
     """`sembed index merge PIECE... -o OUTPUT`: one index from indexes of one model and one trained quantiser."""
-    from .indexes.build import merge_indexes as merge
+    from .indexes.merge import merge_indexes as merge
 
     return merge([Path(piece) for piece in pieces], Path(output), force=force)
 

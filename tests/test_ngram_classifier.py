@@ -66,3 +66,35 @@ def test_labelled_names_need_a_text_and_both_kinds():
     assert labelled(both + [{"text": "Clinton", "is_poi": 1}], "text") is None
     assert labelled(both + [{"is_poi": False}], "text") is None
     assert labelled([], "text") is None
+
+
+def test_fitted_at_the_first_vote_and_kept_beside_the_index(tmp_path, monkeypatch, caplog):
+    """The POI path fits the regression when it first opens a labelled index and keeps it there, written whole (no
+    hidden file left); an index it cannot write to has it fitted each time, with a warning."""
+    from sembed_cli.models.ngram_classifier import for_index
+
+    class Index:  # what for_index reads of a VectorIndex
+        path, metadata, settings = tmp_path, {"data": {"sha256": "digest-1"}}, {"text_key": "name"}
+
+        def rows(self):
+            names = [(t, True) for t in POI] + [(t, False) for t in WORDS]
+            return ((row, row, {"name": t, "is_poi": y}) for row, (t, y) in enumerate(names))
+
+    with caplog.at_level("INFO", logger="sembed_cli"):
+        first = for_index(Index())
+    assert "fitting the n-gram regression on the 16 labelled names" in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FILE]
+    monkeypatch.setattr(NgramClassifier, "fit", None)  # a second vote reads it: nothing to fit
+    again = for_index(Index())
+    assert np.array_equal(again.probability(POI + WORDS), first.probability(POI + WORDS))
+
+    (tmp_path / FILE).unlink()
+    monkeypatch.undo()
+
+    def refuse(self, directory):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(NgramClassifier, "save", refuse)
+    caplog.clear()
+    assert for_index(Index()) is not None
+    assert "cannot keep the n-gram regression beside the index" in caplog.text and not (tmp_path / FILE).exists()

@@ -115,6 +115,75 @@ def test_a_rerun_skips_done_parts_and_redoes_missing_partial_and_stale_ones(tmp_
     assert reason == "part-0001-of-0004.npy has 0 bytes, its manifest says 768"
 
 
+def test_a_part_written_by_an_earlier_sembed_is_still_done(tmp_path, tiny_model, one_torch_thread):
+    """Manifests written before the settings came from `PartSettings` named embed's command-line parameters (its
+    other modes' too, --plain beside --explain): a part of the same settings is still done, not redone or stale."""
+    source, parts = corpus(tmp_path), tmp_path / "parts"
+    embed_parts(source, parts, 2, tiny_model, "--batch-size", "7")
+    path = parts / "part-0001-of-0002.json"
+    manifest = orjson.loads(path.read_bytes())
+    assert manifest["settings"] == {
+        "model": tiny_model,
+        "cf_weight": None,
+        "keep_parts": False,
+        "explain": False,
+        "long_text": "truncate",
+        "batch_size": 7,
+        "encode_batch_size": None,
+        "precision": "auto",
+        "backend": "torch",
+        "quantize": "none",
+        "text_keys": [],
+        "lines": False,
+        "skip_errors": False,
+    }
+    manifest["settings"] = {  # as sembed wrote it before (issue 39)
+        "text_keys": [],
+        "batch_size": 7,
+        "long_text": "truncate",
+        "skip_errors": False,
+        "lines": False,
+        "model": tiny_model,
+        "method": "model",
+        "vectors": None,
+        "salience": None,
+        "sif_component": "corpus",
+        "cf_weight": None,
+        "keep_parts": False,
+        "explain": False,
+        "plain": False,
+        "words": False,
+        "syntax_map": None,
+        "encode_batch_size": None,
+        "precision": "auto",
+        "backend": "torch",
+        "quantize": "none",
+    }
+    path.write_bytes(orjson.dumps(manifest))
+    status = sembed("parts", str(parts))
+    assert status.exit_code == 0 and [r["state"] for r in status.records] == ["done", "done"]
+    again = embed_parts(source, parts, 2, tiny_model, "--batch-size", "7", only=[1])[0]
+    assert "part-0001-of-0002 is done" in again.stderr and "skipped (--force redoes it)" in again.stderr
+    embed_parts(source, parts, 2, tiny_model, only=[2])  # another batch size: the earlier part is stale beside it
+    assert sembed("parts", str(parts)).records[0]["reason"] == "made with other settings (batch_size)"
+
+
+def test_a_part_from_the_library_is_the_part_the_command_writes(tmp_path, tiny_model, one_torch_thread):
+    """`parts.embed_part` (what `parts run` calls, no command line) and `sembed embed --parts` make one part."""
+    from sembed_cli.io import Shard
+    from sembed_cli.models.embed_stream import SentenceVectorSettings
+    from sembed_cli.parts.embed_part import PartSettings, embed_part
+
+    source, parts = corpus(tmp_path), tmp_path / "parts"
+    settings = PartSettings(str(source), SentenceVectorSettings(tiny_model, device="cpu"))
+    assert embed_part(settings, parts, Shard(1, 2)) is True
+    assert embed_part(settings, parts, Shard(1, 2)) is False  # done
+    run = embed_parts(source, parts, 2, tiny_model, only=[1])[0]
+    assert "part-0001-of-0002 is done" in run.stderr
+    cat = embed_parts(source, parts, 2, tiny_model, only=[2]) and sembed("parts", str(parts), "--cat")
+    assert cat.exit_code == 0 and cat.stdout == sembed("embed", str(source), "-m", tiny_model).stdout
+
+
 def test_a_changed_input_makes_its_parts_stale(tmp_path, tiny_model, one_torch_thread):
     source, parts = corpus(tmp_path), tmp_path / "parts"
     embed_parts(source, parts, 2, tiny_model)

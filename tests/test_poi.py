@@ -759,6 +759,7 @@ def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp
         ).exit_code
         == 0
     )
+    assert not (labelled / "ngram-classifier.npz").exists()  # a build fits no regression: taste does, once
     run = sembed(
         "taste",
         "-q",
@@ -805,6 +806,7 @@ def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp
     )
     assert again.exit_code == 0 and again.records == run.records
     assert "fitting the n-gram regression on the 35 labelled names" in again.stderr
+    assert (labelled / "ngram-classifier.npz").is_file()  # kept again: the next taste reads it
     run = sembed(
         "taste",
         "-q",

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from .. import console
-from ..io import StreamOptions, TextFields
+from ..io import STDIN, StreamOptions, TextFields
 from ..models import sentence_models
 from ..models.embed_stream import (
     SentenceVectorSettings,
@@ -56,6 +59,9 @@ from .embed_options import (
     Words,
     WordVectorsOption,
 )
+
+if TYPE_CHECKING:
+    from ..parts.embed_part import PartSettings
 
 
 def embed_command(
@@ -177,9 +183,10 @@ def embed_command(
     """
     check_only(ctx, ONLY)
     if parts is not None:  # one part of a split, written atomically with its manifest (sembed_cli/parts/)
-        from .parts import embed_part
+        from ..parts.embed_part import embed_part
 
-        return embed_part(ctx, embed_command, parts)
+        embed_part(part_settings(ctx), parts, shard, force, console.weighted_words if plain else None)
+        return
     fields = TextFields(text_keys)
     stream = StreamOptions(input, output, lines=lines, force=force, shard=shard, skip_errors=skip_errors)
     if words:
@@ -211,8 +218,17 @@ def embed_command(
             stream, fields, WordVectorSettings(method, vectors, salience, sif_component, batch_size)
         )
         return
-    explain = explain or plain
-    check_backend(backend, quantize, device, precision)  # the other modes leave a SEMBED_BACKEND of this one be
+    settings = sentence_settings(ctx.params)
+    embed_sentences(stream, fields, settings, console.weighted_words if plain else None)
+
+
+def sentence_settings(params: Mapping[str, Any]) -> SentenceVectorSettings:
+    """--method model's settings from embed's parameters by name (the command's own, or those `sembed parts run`
+    parsed), after the usage errors of their combinations."""
+    explain = params["explain"] or params["plain"]
+    backend, long_text = params["backend"], params["long_text"]
+    # checked for this mode only: the other modes leave a SEMBED_BACKEND of this one be
+    check_backend(backend, params["quantize"], params["device"], params["precision"])
     if backend == "onnx" and explain:
         raise typer.BadParameter(
             "only for the sentence vectors of --method model (not --words, --explain, --plain)",
@@ -222,18 +238,43 @@ def embed_command(
         raise typer.BadParameter(
             "not with --explain or --plain (Token Attention is shown on one window)", param_hint="'--long-text'"
         )
-    settings = SentenceVectorSettings(
-        model,
-        cf_weight,
-        keep_parts,
+    return SentenceVectorSettings(
+        params["model"],
+        params["cf_weight"],
+        params["keep_parts"],
         explain,
-        npy,
+        params["npy"],
         long_text,
-        batch_size,
-        encode_batch_size,
-        device,
-        precision,
+        params["batch_size"],
+        params["encode_batch_size"],
+        params["device"],
+        params["precision"],
         backend,
-        quantize,
+        params["quantize"],
     )
-    embed_sentences(stream, fields, settings, console.weighted_words if plain else None)
+
+
+def part_settings(ctx: typer.Context) -> PartSettings:
+    """The settings of one part of --parts DIR, from embed's parameters (the command's own, or those `sembed parts
+    run` parsed), after the usage errors of --parts."""
+    from ..parts.embed_part import PartSettings
+
+    params = ctx.params
+    given = given_on_command_line(ctx)
+    if params["input"] == STDIN:
+        raise typer.BadParameter(
+            "a part reads INPUT twice (to know whether it is done): give a file, not stdin", param_hint="'--parts'"
+        )
+    for name in ("output", "npy"):
+        if name in given:
+            raise typer.BadParameter(
+                "not with --parts (the part's files are named after it)",
+                param_hint=f"'--{name}'" if name == "npy" else "'-o'",
+            )
+    return PartSettings(
+        params["input"],
+        sentence_settings(params),
+        tuple(params["text_keys"] or ()),
+        params["lines"],
+        params["skip_errors"],
+    )

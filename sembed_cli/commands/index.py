@@ -30,7 +30,7 @@ from ..options import (
 )
 
 if TYPE_CHECKING:
-    from ..indexes.build import IndexSource
+    from ..indexes.staging import IndexSource
 
 from .index_options import (
     ONLY,
@@ -99,10 +99,10 @@ def index_command(
     Ids: --id-key's field, or, for records without one, a hash of the
     text, so a sentence keeps its id wherever it moves in a file and the
     same sentence twice is indexed once (counted). An id twice with other
-    content is an error. Where every record carries is_poi, true for some
-    and false for others (the labelled names `sembed taste --neighbours`
-    votes with), DIR also holds the regression over their character n-grams
-    that taste mixes with the vote.
+    content is an error. For an index of names labelled is_poi, true for
+    some and false for others (those `sembed taste --neighbours` votes
+    with), taste fits the regression over their character n-grams that it
+    mixes with the vote at its first run, and keeps it in DIR.
 
     The model: records with vectors carry embedding_model (`sembed embed`
     writes it), and the index takes it from them; records of two models,
@@ -130,9 +130,11 @@ def index_command(
       sembed convert --from prose corpora/abc | sembed index -o abc-index
       sembed convert --from prose corpora/abc | sembed index --update abc-index --sync
     """
-    from ..indexes.build import ModelChoice, UpdateChoices, build_index, update_index
+    from ..indexes.build import build_index
     from ..indexes.kinds import NAMES, parses
-    from ..indexes.writer import RERANK_CHOICES, IndexSettings
+    from ..indexes.model_choice import ModelChoice
+    from ..indexes.staging import RERANK_CHOICES, IndexSettings
+    from ..indexes.update import UpdateChoices, update_index
     from ..io import RecordSource
 
     if (output is None) == (update is None):
@@ -194,7 +196,7 @@ def merge_command(
       sembed index more.txt -o piece-2
       sembed index merge piece-1 piece-2 -o corpus-index
     """
-    from ..indexes.build import merge_indexes
+    from ..indexes.merge import merge_indexes
 
     if len(pieces) < 2:
         raise typer.BadParameter("give two pieces or more", param_hint="'PIECE...'")

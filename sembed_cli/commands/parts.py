@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, cast
 
 import typer
 
 from .. import console
 from ..errors import SembedError
-from ..io import STDIN, RecordSink
-from ..options import Only, Quiet, Verbose, check_only, given_on_command_line
+from ..io import STDIN, RecordSink, Shard
+from ..options import Only, Quiet, Verbose, check_only
+
+if TYPE_CHECKING:
+    from ..parts.embed_part import PartSettings
 
 PartsDirArgument = Annotated[
     Path, typer.Argument(metavar="DIR", show_default=False, help="The directory `sembed embed --parts DIR` writes.")
@@ -162,7 +166,7 @@ def run_command(
         )
     check_only(ctx, RAY_ONLY)
     arguments += [flag for flag, wanted in (("-q", quiet), ("-v", verbose)) if wanted and flag not in arguments]
-    run_part = functools.partial(embed_part_in_process, tuple(arguments), str(directory), shards)
+    run_part = functools.partial(embed_part_here, parse_embed_arguments(arguments, directory, shards))
     indices = list(range(1, shards + 1))
     if engine == "ray":
         try:
@@ -183,57 +187,80 @@ def run_command(
     console.say(line)
 
 
-ROOT_COMMAND = "sembed_cli.main"  # the module of the `sembed` console script, whose `app` is the root command
+@dataclass(frozen=True)
+class PartsJob:
+    """What `parts run` hands each part: its settings (embed's arguments, parsed once here), the directory and the
+    split, --force, --plain's display, and the process's -q, -v and --threads (a Ray actor is a process of its
+    own: it sets them before its part)."""
+
+    settings: PartSettings
+    directory: str
+    count: int
+    force: bool = False
+    plain: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    threads: int | None = None
 
 
-def embed_part_in_process(arguments: tuple[str, ...], directory: str, count: int, index: int) -> int:
-    """`sembed embed ARGS --shard I/N --parts DIR` in this process (a Ray worker's, or this run's); its exit status
-    (errors are on stderr). The root command is found by its module's name, as the console script finds it: this
-    module is one of the commands that module registers, so it does not import it (no import circle)."""
-    import importlib
+def parse_embed_arguments(arguments: list[str], directory: Path, count: int) -> PartsJob:
+    """`sembed embed ARGS --parts DIR` parsed and checked as the command checks it, without running it: a usage
+    error is one, here, before any part runs."""
+    from .embed import embed_command, part_settings
+    from .embed_options import ONLY
 
-    root = typer.main.get_command(importlib.import_module(ROOT_COMMAND).app)
+    alone = typer.Typer(
+        rich_markup_mode=None, add_completion=False, context_settings={"help_option_names": ["-h", "--help"]}
+    )
+    alone.command("embed")(embed_command)
+    command = typer.main.get_command(alone)
+    # typer's commands make typer Contexts; the stubs name the click Context typer vendors (typer._click)
+    ctx = cast(typer.Context, command.make_context("sembed embed", [*arguments, "--parts", str(directory)]))
+    with ctx:
+        try:
+            check_only(ctx, ONLY)
+            settings = part_settings(ctx)
+        except typer.BadParameter as e:  # shown with embed's usage line, as `sembed embed` shows it
+            e.ctx = e.ctx or ctx
+            raise
+        params = ctx.params
+        return PartsJob(
+            settings,
+            str(directory),
+            count,
+            params["force"],
+            params["plain"],
+            params["quiet"],
+            params["verbose"],
+            params["threads"],
+        )
+
+
+def embed_part_here(job: PartsJob, index: int) -> int:
+    """Part `index` of the job in this process (a Ray worker's, or this run's): 0 when it is done (written now, or
+    before), 1 after a failure, shown on stderr in one line as `sembed embed` shows it."""
+    from .. import threads
+    from ..parts.embed_part import embed_part
+
+    console.set_quiet(job.quiet)
+    console.set_verbose(job.verbose)
+    threads.configure(job.threads)
     try:
-        status = root.main(
-            ["embed", *arguments, "--shard", f"{index}/{count}", "--parts", directory],
-            prog_name="sembed",
-            standalone_mode=False,
+        embed_part(
+            job.settings,
+            job.directory,
+            Shard(index, job.count),
+            job.force,
+            console.weighted_words if job.plain else None,
         )
-    except SystemExit as e:
-        return int(e.code or 0)
-    except typer.Exit as e:
-        return e.exit_code
-    except Exception as e:  # a usage error: shown as click shows it
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
-            return e.exit_code
-        raise
-    return int(status or 0)
-
-
-def embed_part(ctx: typer.Context, embed, directory: str) -> None:
-    """`sembed embed INPUT --shard I/N --parts DIR`: skip the part when its manifest matches (unless --force), else
-    run `embed` with the part's hidden file names as -o and --npy, and commit them with the manifest."""
-    from ..parts.files import Part
-
-    params = dict(ctx.params)
-    given = given_on_command_line(ctx)
-    if params["input"] == STDIN:
-        raise typer.BadParameter(
-            "a part reads INPUT twice (to know whether it is done): give a file, not stdin", param_hint="'--parts'"
-        )
-    for name in ("output", "npy"):
-        if name in given:
-            raise typer.BadParameter(
-                "not with --parts (the part's files are named after it)",
-                param_hint=f"'--{name}'" if name == "npy" else "'-o'",
-            )
-    part = Part.plan(directory, params["input"], params["shard"], params["model"], params)
-    done = part.done()
-    if done and not params["force"]:
-        console.say(f"{done}: skipped (--force redoes it)")
-        return
-    with part.writing() as (records, vectors):
-        embed(ctx, **{**params, "output": records, "npy": vectors, "force": True, "parts": None})
+    except SembedError as e:
+        if console.state.verbose:
+            console.console.print_exception()
+        console.error(str(e))
+        return 1
+    except Exception as e:  # a bug: one line, as the root command says it, and the other parts go on
+        if console.state.verbose:
+            raise
+        console.error(f"internal error: {type(e).__name__}: {e} (run with -v for the traceback)")
+        return 1
+    return 0

@@ -142,8 +142,8 @@ def taste_command(
     40 letters the true character is nearly always a top-10 guess).
     Beside it, poi_ngram: the probability of a logistic regression over
     TF-IDF of the character 1-4-grams of the same labelled names (accents
-    kept), which `sembed index` fits and saves with an index of labelled
-    names (fitted here for an index built without it). The two err on
+    kept), fitted on the first index's records at the first run over it
+    and kept in its directory for the next runs. The two err on
     different names, so they are mixed: poi_score = W poi_vote + (1 - W)
     poi_ngram (--vote-weight), and is_poi = poi_score >= --threshold. A
     second --neighbours index of the same names, built with an English

@@ -10,9 +10,14 @@ An index directory (`sembed index -o DIR`):
     vectors.f16      (lossy types only) the unit vectors, row by row, float16 (or vectors.f32), memory-mapped:
                      search re-ranks FAISS's candidates by exact cosine from them
     sembed.json      what made it: embedding_model, model, dimension, type, factory, count, settings, versions
+    ngram-classifier.npz  (an index of names labelled is_poi) the n-gram regression `taste --neighbours` fitted
+                     on its records at its first vote, kept for the next (`models/ngram_classifier`)
 
 Modules: `kinds` (which FAISS index, chosen by count; what each costs), `store` (the SQLite rows), `vector_file`
 (the re-ranking vectors), `entries` (records read into rows: ids, content hashes, one vector check), `directory`
-(a loaded index: search, payloads), `writer` (build, update, merge). Indexes of sembed 0.1 (records.jsonl) still
-load; `index --update` converts them.
+(a loaded index: search, payloads). One module per verb of `sembed index`, each that verb's whole path: `build`
+(-o DIR; also a build from an index's own rows), `update` (--update DIR), `merge` (index merge); what they share
+in `staging` (IndexSettings, records read into entries, entries staged into the store and the vector file, the
+FAISS adds and writes) and `model_choice` (which model embeds the texts, and the identity of the vectors).
+Indexes of sembed 0.1 (records.jsonl) still load (`directory`); `index --update` converts them (`legacy`).
 """

@@ -1,187 +1,39 @@
-"""`sembed index`'s work, without the command line: build an index from records, update one, merge pieces.
+"""`sembed index -o DIR`: a new index from a stream of records, without the corpus in RAM.
 
-Each function takes a record source and typed settings and writes an index directory (`writer` does the rows and
-FAISS; this module decides the model, reads the records into entries, and writes the metadata).
+`build_index` decides the model (`model_choice`), reads the records into entries and writes the metadata;
+`build_into` streams the entries into the store (SQLite) and their unit vectors into a file on disk, then chooses
+the FAISS index by the count (`kinds.choose`), trains it once on a seeded sample read from that file, and adds the
+rows a chunk at a time. `build_from_index` builds afresh from an index's own rows and vectors (`index --update
+--retrain`, and the conversion of an index of sembed 0.1).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .. import console
-from ..artifacts import building, describe, exclusive, write_metadata
+from ..artifacts import building, describe, write_metadata
 from ..errors import SembedError
-from ..io import RecordReader, Rejects, loads
+from ..io import Rejects
+from ..models.embedder import model_path
 from . import kinds
-from .directory import METADATA_FILE, VectorIndex
-from .entries import Entry, EntryReader
-
-if TYPE_CHECKING:
-    from ..models.model_identity import Identity
-
-from .writer import Built, IndexSettings, Updated, build_into, entries_of, merge_into, update_in_place
+from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, payload_record
+from .entries import Entry, EntryReader, content_digest
+from .model_choice import ModelCheck, ModelChoice, TextEmbedder, query_backend
+from .staging import Changes, Embed, IndexSettings, IndexSource, add_rows, read_entries, stage, write_faiss
+from .store import FILE as STORE_FILE
+from .store import RecordStore
+from .vector_file import VectorFile
 
 log = logging.getLogger(__name__)
 
-
-class IndexSource(RecordReader, Protocol):
-    """What an index reads: a `RecordSource` (a file or stdin), or the parts `sembed embed --parts` wrote
-    (`parts.reassemble.PartsSource`), with the --skip-errors policy and the number of the record last read."""
-
-    rejects: Rejects
-    line: int
-
-
-ENCODE_BATCH = 32  # texts per forward pass, as `sembed embed` runs them: memory stays that of embed
-
-
-@dataclass(frozen=True)
-class ModelChoice:
-    """The model that embeds records' texts (when they bring no vectors) and how: --model, --device, --backend,
-    --quantize, --long-text; `given` says whether --model was typed (it must then match labelled vectors)."""
-
-    name: str
-    given: bool = False
-    device: str = "auto"
-    backend: str = "torch"
-    quantize: str = "none"
-    long_text: str = "truncate"
-
-
-class TextEmbedder:
-    """Embeds texts with the chosen model, loaded at the first text; counts what it embedded. `check` holds the
-    identity the first record decided (named in the progress line)."""
-
-    def __init__(self, choice: ModelChoice, check: ModelCheck):
-        self.choice, self.check = choice, check
-        self.encoder: Any = None  # a sentence encoder of any backend, loaded at the first text
-        self.long_texts: Any = None  # its sentence_embedding.LongTexts
-        self.count = 0
-        self.device = choice.device
-
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        from ..models import sentence_models
-        from ..models.sentence_embedding import LongTexts
-
-        if self.encoder is None:
-            self.encoder, self.device = sentence_models.load_encoder(
-                self.choice.name, self.choice.device, backend=self.choice.backend, quantize=self.choice.quantize
-            )
-            self.long_texts = LongTexts(self.encoder, self.choice.long_text)
-            log.info(f"embedding texts with {self.check.identity} on {self.device}")
-        if self.choice.long_text == "error":
-            for text in texts:
-                self.long_texts.check({"text": text}, "text")
-        self.count += len(texts)
-        return self.long_texts.encode(texts, batch_size=ENCODE_BATCH)
-
-    def backend(self) -> dict:
-        from ..models import sentence_models
-
-        return sentence_models.backend_identity(self.encoder) if self.encoder is not None else {}
-
-    def report(self) -> None:
-        if self.long_texts is not None:
-            self.long_texts.report()
-
-
-class ModelCheck:
-    """The identity of an index's vectors, decided by the first record: the records' embedding_model for vectors
-    (a --model given must agree; an index to update must hold the same), else --model's."""
-
-    def __init__(self, reader: EntryReader, choice: ModelChoice, old: VectorIndex | None):
-        self.reader, self.choice, self.old = reader, choice, old
-        self.identity: Identity | None = None
-
-    def __call__(self) -> None:
-        from ..models import model_identity
-
-        old, choice = self.old, self.choice
-        refuse = model_identity.refuse_another_model
-        labelled = self.reader.models.identity if self.reader.uses_vectors else None
-        held, where = (old.identity, old.path) if old is not None else (None, None)
-        refuse(
-            labelled,
-            held,
-            f"the records' vectors are of '{labelled}', but the index at '{where}' holds vectors of '{held}'",
-            "embed them with the index's model, or build a new index",
-        )
-        if labelled is not None:
-            if choice.given:
-                refuse(
-                    labelled,
-                    model_identity.of_sentence_model(choice.name),
-                    f"the records' vectors are of '{labelled}', not of --model '{choice.name}'",
-                    "leave out --model: the index takes the records' model",
-                )
-            self.identity = labelled
-            return
-        identity = model_identity.of_sentence_model(choice.name)
-        refuse(
-            identity,
-            held,
-            f"the index at '{where}' holds vectors of '{held}', but '{choice.name}' is '{identity}', another model",
-            "update with the index's model (leave out --model)",
-        )
-        if self.reader.uses_vectors:
-            log.warning(f"the records' vectors carry no embedding_model: taken to be of --model '{identity}'")
-            dimension = old.dimension if old is not None else model_dimension(choice)
-            if self.reader.dimension != dimension:
-                raise SembedError(
-                    f"'{self.reader.embedding_key}' has {self.reader.dimension} dimensions, but the "
-                    f"model '{choice.name}' makes {dimension}: it was embedded with another model"
-                )
-        self.identity = identity
-
-
-def model_dimension(choice: ModelChoice) -> int:
-    from ..models import sentence_models
-
-    encoder = sentence_models.load(choice.name, sentence_models.resolve_device(choice.device))
-    return (getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension)()
-
-
-def read_entries(source: IndexSource, reader: EntryReader, check: ModelCheck) -> Iterator[Entry]:
-    """The source's records as entries, each checked as it is read (a bad one names its line)."""
-    made: list[Entry] = []
-
-    def read(record: dict) -> None:
-        entry = reader(record)
-        entry.line = source.line
-        if check.identity is None:
-            check()
-        made.append(entry)
-
-    for _ in console.progress(source.checked(read), "reading records"):
-        yield made.pop()
-
-
-def model_path(name: str) -> str | None:
-    """The resolved directory of a sentence-transformers model name, when it is one here (None otherwise)."""
-    from ..models import sentence_models
-
-    try:
-        return str(sentence_models.resolve_path(name).resolve())
-    except SembedError:
-        return None
-
-
-def query_backend(embedder: TextEmbedder, reader: EntryReader, choice: ModelChoice) -> dict:
-    """How text queries are to be embedded: as the texts were, or as the user says the vectors were made."""
-    if not reader.uses_vectors:
-        return embedder.backend()
-    if choice.backend == "torch":
-        return {}
-    return {"backend": choice.backend, **({"quantization": "int8"} if choice.quantize == "int8" else {})}
-
-
-# --- build -------------------------------------------------------------------------------------------------------
+BUILD_VECTORS = "vectors.build.f32"  # a build's vectors before the index type is known
 
 
 def build_index(
@@ -214,9 +66,6 @@ def build_index(
                 source.rejects,
                 choice.name,
             )
-            regression = labelled_regression(work, settings.text_key, built.data_sha256)
-            if regression is not None:
-                regression.save(work)
             write_metadata(work, metadata, METADATA_FILE)
     finally:
         if trained is not None:
@@ -275,234 +124,142 @@ def index_metadata(
     )
 
 
-def labelled_regression(work: Path, text_key: str, digest: str):
-    """The n-gram regression `taste --neighbours` mixes with its vote, for an index of names labelled is_poi (both
-    kinds); None for any other index (the first unlabelled row ends the look)."""
-    from ..models import ngram_classifier
-    from .store import FILE, RecordStore
+# --- the rows, the vectors and FAISS -----------------------------------------------------------------------
 
-    store = RecordStore(work / FILE)
+
+@dataclass
+class Built:
+    """What `build_into` made: the rows' changes, the FAISS recipe and the counts, for the metadata."""
+
+    changes: Changes
+    kind: kinds.Kind
+    count: int
+    dimension: int
+    trained_sha256: str
+    data_sha256: str
+
+
+def build_into(
+    work: Path,
+    entries: Iterable[Entry],
+    settings: IndexSettings,
+    embed: Embed | None,
+    rejects: Rejects,
+    trained: VectorIndex | None = None,
+) -> Built:
+    """Stream `entries` into a new index in the empty directory `work` (the store, the kept vectors and the FAISS
+    file; the caller writes sembed.json)."""
+    store = RecordStore(work / STORE_FILE, create=True)
     try:
-        payloads = []
-        for _, _, _, payload in store.rows():
-            record = loads(payload)
-            if not isinstance(record, dict) or not isinstance(record.get(ngram_classifier.LABEL_KEY), bool):
-                return None
-            payloads.append(record)
+        store.begin()
+        staging = stage(
+            store,
+            entries,
+            lambda dim: VectorFile(work / BUILD_VECTORS, dim, "float32"),
+            embed,
+            rejects,
+            settings.batch_size,
+        )
+        count = staging.next_row
+        if count == 0 or staging.vectors is None:
+            raise SembedError(f"no records to index in {rejects.name}")
+        raw = staging.vectors
+        dim = raw.dim
+        kind, index = fresh_index(trained, settings, count, dim)
+        if kinds.needs_training(index):
+            train_from_file(index, raw, count, settings.seed)
+        trained_sha256 = trained_digest(index)
+        add_rows(index, raw, 0, count)
+        keep = kind.lossy and settings.rerank != "none"
+        if keep:
+            kept = VectorFile.named(work, dim, settings.rerank)
+            for first, block in raw.chunks(count):
+                kept.append(block, at_row=first)
+            kept.sync()
+        raw.remove()
+        write_faiss(index, work / INDEX_FILE)
+        store.set_state(
+            faiss_file=INDEX_FILE,
+            next_row=count,
+            count=count,
+            vector_rows=count if keep else 0,
+            generation=0,
+            data_sha256=staging.digest.hexdigest(),
+        )
+        store.commit()
     finally:
         store.close()
-    found = ngram_classifier.labelled(payloads, text_key)
-    if found is None:
-        return None
-    log.info(f"fitting the n-gram regression of taste --neighbours on {len(found[0])} labelled names")
-    return ngram_classifier.NgramClassifier.fit(*found, digest)
+    return Built(staging.changes, kind, count, dim, trained_sha256, staging.digest.hexdigest())
 
 
-# --- update ------------------------------------------------------------------------------------------------------
+def fresh_index(trained: VectorIndex | None, settings: IndexSettings, count: int, dim: int):
+    """(kind, empty index): a copy of `trained`'s trained quantiser and codebooks, or a new index of the type."""
+    import faiss
 
-
-@dataclass(frozen=True)
-class UpdateChoices:
-    """What an update may change: the keys and model (else the index's own), mirroring, retraining."""
-
-    given: frozenset[str]
-    sync: bool = False
-    retrain: bool = False
-
-
-def update_index(
-    source: IndexSource,
-    directory: Path,
-    settings: IndexSettings,
-    choice: ModelChoice,
-    choices: UpdateChoices,
-    npy: Path | None = None,
-) -> dict:
-    """Apply the records of `source` to the index at `directory` (see writer.update_in_place); returns its new
-    metadata. An index of sembed 0.1 is converted first."""
-    with exclusive(directory):
-        loaded = VectorIndex.load(directory, writable=True)
-        if loaded.legacy:
-            loaded = convert_legacy(loaded)
-        try:
-            return _update(loaded, source, settings, choice, choices, npy)
-        finally:
-            loaded.close()
-
-
-def _update(
-    loaded: VectorIndex,
-    source: IndexSource,
-    settings: IndexSettings,
-    choice: ModelChoice,
-    choices: UpdateChoices,
-    npy: Path | None,
-) -> dict:
-    built = loaded.settings
-    given = choices.given
-    settings = replace(
-        settings,
-        **{key: built[key] for key in ("text_key", "embedding_key", "id_key") if key in built and key not in given},
-    )
-    if "model" not in given:
-        identity = loaded.identity
-        name = loaded.metadata.get("model_path") or loaded.metadata["model"]
-        if identity is not None and model_path(identity.name) is not None:
-            name = identity.name
-        choice = replace(choice, name=name)
-    if "backend" not in given and "quantize" not in given:  # embedded as the index was
-        choice = replace(
-            choice,
-            backend=built.get("backend", choice.backend),
-            quantize="int8" if built.get("quantization") else choice.quantize,
+    if trained is None:
+        kind = kinds.choose(settings.requested_type, count, dim, settings.nprobe)
+        return kind, kinds.create(kind, dim)
+    if trained.dimension != dim:
+        raise SembedError(
+            f"the vectors have {dim} dimensions, but the trained index at '{trained.path}' {trained.dimension}",
+            "train one on vectors of this model",
         )
-    reader = EntryReader(
-        settings.text_key,
-        settings.embedding_key,
-        settings.id_key,
-        npy,
-        loaded.dimension,
-        given_ids=built.get("ids", "given") == "given",
-    )
-    check = ModelCheck(reader, choice, loaded)
-    embedder = TextEmbedder(choice, check)
-    entries = read_entries(source, reader, check)
-    previous_count = loaded.count
-
-    def metadata(updated: Updated) -> dict:
-        meta = dict(loaded.metadata)
-        previous = meta.get("data", {})
-        fresh = describe("sembed index", {}, {})
-        meta.update(
-            count=updated.count,
-            command_line=fresh["command_line"],
-            created=fresh["created"],
-            versions=fresh["versions"],
-        )
-        meta["data"] = {
-            **previous,
-            "input": source.rejects.name,
-            "sha256": updated.data_sha256,
-            "update": {
-                "previous_count": previous_count,
-                **updated.changes.describe(),
-                "previous_sha256": previous.get("sha256"),
-            },
-        }
-        return meta
-
-    updated = update_in_place(loaded, entries, embedder, source.rejects, choices.sync, settings.batch_size, metadata)
-    embedder.report()
-    if source.summary():
-        log.warning(source.summary())
-    changes = updated.changes
-    log.info(
-        f"{changes.added} new, {changes.replaced} changed, {changes.unchanged} unchanged record(s)"
-        + (f", {changes.synced} removed (not in the input)" if choices.sync else "")
-        + (f", {changes.repeated} repeated (indexed once)" if changes.repeated else "")
-        + f"; {updated.count} in all"
-    )
-    if embedder.count:
-        log.info(f"embedded {embedder.count} texts")
-    if choices.retrain:
-        return rebuild(loaded.path, replace(settings, requested_type=built.get("requested_type", "auto")))
-    return metadata(updated)
+    meta = trained.settings
+    kind = kinds.Kind(meta.get("type", "factory"), meta["factory"], settings.nprobe or meta.get("nprobe"))
+    index = faiss.clone_index(trained.index)
+    index.reset()
+    return kind, index
 
 
-def rebuild(directory: Path, settings: IndexSettings) -> dict:
-    """The index at `directory` built afresh from its own rows and vectors (new cells; rows renumbered)."""
-    old = VectorIndex.load(directory, writable=True)
-    try:
-        with building(directory, force=True) as work:
-            built = build_into(work, entries_of(old), settings, None, Rejects(str(directory)))
-            meta = dict(old.metadata)
-            fresh = {**meta, "count": built.count, "type": built.kind.name}
-            fresh["settings"] = {
-                **meta.get("settings", {}),
-                **built.kind.describe(),
-                "trained_sha256": built.trained_sha256,
-                "rerank": settings.rerank if built.kind.lossy else "none",
-            }
-            fresh["data"] = {**meta.get("data", {}), "sha256": built.data_sha256, "rebuilt": True}
-            copy_regression(old.path, work)
-            write_metadata(work, fresh, METADATA_FILE)
-    finally:
-        old.close()
-    log.info(f"rebuilt {directory}: {built.count} vectors, {built.kind.name} index ({built.kind.factory})")
-    return fresh
+def train_from_file(index, vectors: VectorFile, count: int, seed: int) -> None:
+    """Train on a seeded sample of the rows (kinds.training_size of them), read from the file: never all rows."""
+    size = kinds.training_size(index, count)
+    rows = np.sort(np.random.default_rng(seed).choice(count, size=size, replace=False))
+    sample = vectors.sample(rows)
+    log.info(f"training the {kinds.unwrap(index).__class__.__name__} on {size} sampled vectors")
+    kinds.train(index, sample, seed)
+
+
+def trained_digest(index) -> str:
+    """A hash of the trained, empty index: pieces with equal digests share one quantiser and codebooks."""
+    import faiss
+
+    empty = faiss.clone_index(index)
+    empty.reset()
+    return hashlib.sha256(faiss.serialize_index(empty).tobytes()).hexdigest()
+
+
+# --- a build from an index's own rows (a rebuild, a conversion) ----------------------------------------------
+
+
+def build_from_index(work: Path, old: VectorIndex, settings: IndexSettings) -> Built:
+    """A new index in the empty directory `work` from every live row of `old` and its vectors (no model, nothing
+    embedded), with the n-gram regression taste saved beside `old` (the caller writes sembed.json)."""
+    built = build_into(work, entries_of(old), settings, None, Rejects(str(old.path)))
+    copy_regression(old.path, work)
+    return built
+
+
+def entries_of(index: VectorIndex, chunk: int = 10_000) -> Iterable[Entry]:
+    """Every live row of `index` as an Entry carrying its vector (read back from the kept vectors or FAISS)."""
+    rows = list(index.store.rows())
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        vectors = index.vectors_of(np.asarray([row for row, *_ in part], dtype=np.int64))
+        for (_row, key, digest, payload), vector in zip(part, vectors):
+            yield Entry(key, digest or legacy_digest(payload_record(payload), vector, index), payload, vector, None)
+
+
+def legacy_digest(payload: dict, vector: np.ndarray, index: VectorIndex) -> str:
+    """The content hash of a sembed 0.1 row (which kept none), as entries.EntryReader makes it for its record."""
+    text = payload.get(index.settings.get("text_key", "text"))
+    from_vectors = index.settings.get("source") == "embeddings"
+    return content_digest(text if isinstance(text, str) else None, vector if from_vectors else None)
 
 
 def copy_regression(source: Path, work: Path) -> None:
-    import shutil
-
     from ..models import ngram_classifier
 
     saved = source / ngram_classifier.FILE
     if saved.exists():
         shutil.copy(saved, work / saved.name)
-
-
-def convert_legacy(old: VectorIndex) -> VectorIndex:
-    """A sembed 0.1 index (records.jsonl) rewritten in today's format, in place (same rows, type and settings)."""
-    directory = old.path
-    log.info(f"converting {directory}, written by sembed 0.1, to the SQLite records store")
-    settings = IndexSettings(
-        requested_type=old.settings.get("requested_type", old.metadata.get("type", "auto")),
-        text_key=old.settings.get("text_key", "text"),
-        embedding_key=old.settings.get("embedding_key", "embedding"),
-        id_key=old.settings.get("id_key", "id"),
-        seed=int(old.metadata.get("seed", 42)),
-    )
-    with building(directory, force=True) as work:
-        built = build_into(work, entries_of(old), settings, None, Rejects(str(directory)))
-        meta = dict(old.metadata)
-        meta["settings"] = {
-            **meta.get("settings", {}),
-            **built.kind.describe(),
-            "rerank": "none",
-            "trained_sha256": built.trained_sha256,
-        }
-        meta.update(count=built.count, type=built.kind.name)
-        meta["data"] = {**meta.get("data", {}), "converted_from": "sembed 0.1"}
-        copy_regression(directory, work)
-        write_metadata(work, meta, METADATA_FILE)
-    old.close()
-    return VectorIndex.load(directory, writable=True)
-
-
-# --- merge -------------------------------------------------------------------------------------------------------
-
-
-def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict:
-    """One index at `output` holding every piece's rows, piece after piece (writer.merge_into)."""
-    if len({piece.resolve() for piece in pieces}) < len(pieces):
-        raise SembedError("the same piece twice", "merge each index once")
-    loaded = [VectorIndex.load(piece, writable=True) for piece in pieces]
-    try:
-        with building(output, force=force) as work:
-            count, kind = merge_into(work, loaded)
-            meta = dict(loaded[0].metadata)
-            fresh = describe("sembed index merge", {}, {})
-            meta.update(
-                count=count,
-                command=fresh["command"],
-                command_line=fresh["command_line"],
-                created=fresh["created"],
-                versions=fresh["versions"],
-            )
-            meta["data"] = {
-                "pieces": [
-                    {
-                        "path": str(piece.path),
-                        "count": piece.count,
-                        "sha256": piece.metadata.get("data", {}).get("sha256"),
-                    }
-                    for piece in loaded
-                ]
-            }
-            write_metadata(work, meta, METADATA_FILE)
-    finally:
-        for piece in loaded:
-            piece.close()
-    log.info(f"wrote {output}: {count} vectors from {len(pieces)} pieces, {kind.name} index")
-    return meta

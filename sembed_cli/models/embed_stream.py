@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import SembedError
 from ..io import StreamOptions, TextFields, batched, check_text, derived_key, text_jobs
@@ -48,6 +48,8 @@ class SentenceVectorSettings:
     precision: str = "auto"
     backend: str = "torch"
     quantize: str = "none"
+    # where the vectors go and where they are computed, not what they are: a part's manifest leaves them out
+    NOT_VECTORS: ClassVar[frozenset[str]] = frozenset({"npy", "device"})
 
 
 def check_record(

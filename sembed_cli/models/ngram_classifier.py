@@ -6,9 +6,11 @@ for free in scikit-learn, err on different names, so their mix beats either (fig
 `taste --neighbours` writes poi_ngram, this regression's probability, beside poi_vote, and
 poi_score = w poi_vote + (1 - w) poi_ngram.
 
-The regression is fitted on the records of the labelled index (the vote's names and labels) when `sembed index`
-builds it, and saved beside it in FILE (its n-grams, IDF, weights and the index's data hash; no pickle); an index
-built before that, or updated since, has it fitted again when `taste` loads it. Accents are kept: about a fifth of
+The regression is a step of the POI path alone: `taste --neighbours` fits it on the records of the labelled index
+(the vote's names and labels) the first time it opens the index, and keeps it beside the index in FILE (its
+n-grams, IDF, weights and the index's data hash; no pickle), written under a temporary name and renamed, so a
+second taste reads it; an index updated since has it fitted (and kept) again. `sembed index` knows nothing of it,
+so a build scans no payloads for labels. Accents are kept: about a fifth of
 the gazetteer's POI names have a letter outside ASCII against 0.2% of the English words, and the baseline keeps
 them too (scikit-learn's default). Its settings are the baseline's (`examples/poi_baseline.py`): character
 n-grams within words (char_wb, 1-4), lower case, sublinear TF, unit rows; C = 10.
@@ -17,6 +19,7 @@ n-grams within words (char_wb, 1-4), lower case, sublinear TF, unit rows; C = 10
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -83,14 +86,24 @@ class NgramClassifier:
         return 1.0 / (1.0 + np.exp(-(self.features(texts) @ self.weights + self.bias)))
 
     def save(self, directory: Path) -> None:
-        np.savez(
-            Path(directory) / FILE,
-            ngrams=self.ngrams,
-            idf=self.idf,
-            weights=self.weights,
-            bias=np.float64(self.bias),
-            digest=np.array(self.digest),
-        )
+        """FILE in `directory`, whole or not at all: a taste beside this one reads the old file or the new."""
+        from ..io.atomic_files import temporary_sibling
+
+        path = Path(directory) / FILE
+        hidden = temporary_sibling(path)
+        try:
+            with open(hidden, "wb") as f:  # a file, not a name: np.savez would add .npz to the hidden one
+                np.savez(
+                    f,
+                    ngrams=self.ngrams,
+                    idf=self.idf,
+                    weights=self.weights,
+                    bias=np.float64(self.bias),
+                    digest=np.array(self.digest),
+                )
+            os.replace(hidden, path)
+        finally:
+            hidden.unlink(missing_ok=True)
 
     @classmethod
     def load(cls, directory: Path, digest: str) -> NgramClassifier | None:
@@ -115,8 +128,8 @@ class NgramClassifier:
 
 
 def for_index(index) -> NgramClassifier | None:
-    """The regression of a labelled index: the one saved with it, else fitted on its records now (None: the index
-    is not of labelled names of both classes)."""
+    """The regression of a labelled index: the one kept beside it, else fitted on its records now and kept there
+    for the next run (None: the index is not of labelled names of both classes)."""
     digest = index.metadata.get("data", {}).get("sha256", "")
     saved = NgramClassifier.load(index.path, digest)
     if saved is not None:
@@ -125,7 +138,15 @@ def for_index(index) -> NgramClassifier | None:
     if found is None:
         return None
     log.info(
-        f"fitting the n-gram regression on the {len(found[0])} labelled names of '{index.path}' (the index "
-        f"was built without it; rebuild it to save this step)"
+        f"fitting the n-gram regression on the {len(found[0])} labelled names of '{index.path}' (once: it is kept "
+        f"beside the index for the next run)"
     )
-    return NgramClassifier.fit(*found, digest)
+    fitted = NgramClassifier.fit(*found, digest)
+    try:
+        fitted.save(index.path)
+    except OSError as e:  # an index one may read but not write: fitted again next time
+        log.warning(
+            f"cannot keep the n-gram regression beside the index at '{index.path}' ({e.strerror or e}): the "
+            f"next taste fits it again"
+        )
+    return fitted

@@ -7,5 +7,7 @@ The engine (a shell loop, a Slurm array, a Ray cluster) only hands out share num
 - `files`: the names in a parts directory, the manifest, planning and committing one part, surveying a directory;
 - `reassemble`: the parts of a directory as one record stream in input order (for `sembed index DIR` and
   `sembed parts DIR --cat`);
-- `engines`: running every part in this process or as Ray tasks, each part by the same `sembed embed` call.
+- `embed_part`: one part embedded, as a typed function (`PartSettings`, whose fields make the manifest's
+  settings), what `sembed embed --parts` and every engine call;
+- `engines`: running every part in this process or as Ray tasks, each part by the same `embed_part` call.
 """

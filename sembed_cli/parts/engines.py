@@ -1,7 +1,8 @@
 """Engines that run a split's parts: a loop in this process, or an actor pool on a Ray cluster.
 
-Either is handed `run_part(index) -> exit status`, the same `sembed embed ... --shard I/N --parts DIR` call a
-Slurm array task or a shell loop makes, and the numbers of the parts to run. The parts' files and manifests make a
+Either is handed `run_part(index) -> exit status`, which makes the same `embed_part.embed_part` call as the
+`sembed embed ... --shard I/N --parts DIR` of a Slurm array task or a shell loop, and the numbers of the parts to
+run. The parts' files and manifests make a
 part run twice harmless (the second finds it done, or redoes a half-written one), so an engine may retry freely.
 """
 

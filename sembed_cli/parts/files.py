@@ -38,8 +38,10 @@ log = logging.getLogger(__name__)
 FORMAT = 1  # the manifest's format: a reader refuses one it does not know
 MANIFEST = re.compile(r"^part-(\d{4,})-of-(\d{4,})\.json$")
 PARTIAL = ".partial-"  # in the hidden names of files being written: .NAME.partial-HOST-PID
-# embed's options that do not change a part's vectors or records: where they go, how it runs, what it shows
-NOT_SETTINGS = frozenset({"input", "output", "npy", "force", "shard", "parts", "threads", "quiet", "verbose", "device"})
+# Manifests written before the settings came from `embed_part.PartSettings` kept embed's command-line parameters:
+# those of its other modes too (a part is --method model's: they never changed its vectors), and --plain beside
+# --explain (--plain is --explain, shown). `comparable_settings` reads them as today's.
+OTHER_MODES = frozenset({"method", "vectors", "salience", "sif_component", "words", "syntax_map"})
 
 
 def writer() -> str:
@@ -154,6 +156,17 @@ def scan_share(path: str, shard: Shard) -> InputShare:
     return InputShare(str(Path(path).resolve()), whole.hexdigest(), records, share.hexdigest(), share_records)
 
 
+def comparable_settings(settings: object) -> object:
+    """A manifest's settings as today's parts write them (`embed_part.PartSettings.manifest_settings`): those of a
+    manifest written by embed's parameter names (it has "plain") without the other modes', --plain folded into
+    --explain; today's as they are."""
+    if not isinstance(settings, dict) or "plain" not in settings:
+        return settings
+    kept = {key: value for key, value in settings.items() if key not in OTHER_MODES and key != "plain"}
+    kept["explain"] = bool(settings.get("explain")) or bool(settings.get("plain"))
+    return kept
+
+
 def request_of(manifest: dict) -> tuple:
     """What a part was asked to be: equal requests make equal parts."""
     source = manifest.get("input", {})
@@ -163,7 +176,7 @@ def request_of(manifest: dict) -> tuple:
         source.get("sha256"),
         source.get("share_sha256"),
         manifest.get("model"),
-        orjson.dumps(manifest.get("settings"), option=orjson.OPT_SORT_KEYS),
+        orjson.dumps(comparable_settings(manifest.get("settings")), option=orjson.OPT_SORT_KEYS),
     )
 
 
@@ -197,13 +210,14 @@ class Part:
 
     @classmethod
     def plan(cls, directory: str | Path, input: str, shard: Shard | None, model: str, settings: dict) -> Part:
+        """Part `shard` of `input` in `directory`, of `model` and the `settings` that decide its records and
+        vectors (`embed_part.PartSettings.manifest_settings`)."""
         from ..models import model_identity
 
         directory = Path(directory)
         if directory.exists() and not directory.is_dir():
             raise SembedError(f"--parts {directory} is a file", "give --parts a directory (it is made when missing)")
         shard = shard or Shard(1, 1)
-        settings = {key: value for key, value in settings.items() if key not in NOT_SETTINGS}
         files = PartFiles(directory, shard.index, shard.count)
         return cls(files, scan_share(input, shard), str(model_identity.of_sentence_model(model)), settings)
 
@@ -445,12 +459,10 @@ def _difference(manifest: dict, newest: dict) -> str | None:
         return f"made from another input ({source.get('path')}, {source.get('records')} records)"
     if manifest.get("model") != newest.get("model"):
         return f"made with another model ({manifest.get('model')})"
-    if manifest.get("settings") != newest.get("settings"):
-        changed = sorted(
-            key
-            for key in set(manifest.get("settings", {})) | set(newest.get("settings", {}))
-            if manifest.get("settings", {}).get(key) != newest.get("settings", {}).get(key)
-        )
+    mine, theirs = comparable_settings(manifest.get("settings", {})), comparable_settings(newest.get("settings", {}))
+    if mine != theirs:
+        mine, theirs = (value if isinstance(value, dict) else {} for value in (mine, theirs))
+        changed = sorted(key for key in set(mine) | set(theirs) if mine.get(key) != theirs.get(key))
         return "made with other settings (" + ", ".join(changed) + ")"
     return None
 

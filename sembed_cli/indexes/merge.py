@@ -1,0 +1,175 @@
+"""`sembed index merge PIECE... -o DIR`: one index from indexes of disjoint parts of a corpus.
+
+The pieces hold vectors of one model, built with one trained quantiser (`index --trained DIR`; flat and graph
+indexes need none) and share no id; `merge_into` numbers their rows piece after piece and joins the FAISS indexes
+(FAISS `merge_from`; a graph is rebuilt from its vectors, in row order).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from ..artifacts import building, describe, write_metadata
+from ..errors import SembedError
+from . import kinds
+from .directory import INDEX_FILE, METADATA_FILE, VectorIndex
+from .staging import write_faiss
+from .store import FILE as STORE_FILE
+from .store import RecordStore
+from .vector_file import DTYPES, VectorFile
+
+log = logging.getLogger(__name__)
+
+
+def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict:
+    """One index at `output` holding every piece's rows, piece after piece (merge_into)."""
+    if len({piece.resolve() for piece in pieces}) < len(pieces):
+        raise SembedError("the same piece twice", "merge each index once")
+    loaded = [VectorIndex.load(piece, writable=True) for piece in pieces]
+    try:
+        with building(output, force=force) as work:
+            count, kind = merge_into(work, loaded)
+            meta = dict(loaded[0].metadata)
+            fresh = describe("sembed index merge", {}, {})
+            meta.update(
+                count=count,
+                command=fresh["command"],
+                command_line=fresh["command_line"],
+                created=fresh["created"],
+                versions=fresh["versions"],
+            )
+            meta["data"] = {
+                "pieces": [
+                    {
+                        "path": str(piece.path),
+                        "count": piece.count,
+                        "sha256": piece.metadata.get("data", {}).get("sha256"),
+                    }
+                    for piece in loaded
+                ]
+            }
+            write_metadata(work, meta, METADATA_FILE)
+    finally:
+        for piece in loaded:
+            piece.close()
+    log.info(f"wrote {output}: {count} vectors from {len(pieces)} pieces, {kind.name} index")
+    return meta
+
+
+def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
+    """Join `pieces` (same model, dimension and trained quantiser; disjoint ids) into a new index in `work`:
+    rows numbered piece after piece, FAISS `merge_from` (a graph is rebuilt from its vectors, in row order)."""
+    import faiss
+
+    first = pieces[0]
+    stores = check_mergeable(pieces)
+    meta = first.settings
+    kind = kinds.Kind(meta.get("type", "factory"), meta["factory"], meta.get("nprobe"))
+    store = RecordStore(work / STORE_FILE, create=True)  # no transaction: ATTACH refuses one; `work` is atomic
+    try:
+        offset = 0
+        merged = None
+        keep = meta.get("rerank") in DTYPES and first.vectors is not None
+        kept = VectorFile.named(work, first.dimension, meta["rerank"]) if keep else None
+        starts: list[tuple[Path, int]] = []  # each piece copied so far, and its first row
+        for piece in pieces:
+            copy_rows(store, piece, offset, starts)
+            starts.append((piece.path, offset))
+            if kinds.positional(piece.index):
+                if merged is None:
+                    merged = kinds.create(kind, first.dimension)
+                for start in range(0, piece.row_count, 50_000):
+                    rows = np.arange(start, min(piece.row_count, start + 50_000))
+                    merged.add(np.stack([piece.index.reconstruct(int(r)) for r in rows]))
+            elif merged is None:
+                merged = faiss.clone_index(piece.index)
+                if offset:
+                    raise RuntimeError("the first piece starts at row 0")
+            else:
+                merged.merge_from(piece.index, offset)
+            if kept is not None and piece.vectors is not None:  # check_mergeable: every piece keeps them
+                for start, block in piece.vectors.chunks(piece.row_count):
+                    kept.append(block, at_row=offset + start)
+            offset += piece.row_count
+        write_faiss(merged, work / INDEX_FILE)
+        if kept is not None:
+            kept.sync()
+        count = sum(piece.count for piece in pieces)
+        digest = hashlib.sha256("".join(s.state.get("data_sha256", "") for s in stores).encode()).hexdigest()
+        store.set_state(
+            faiss_file=INDEX_FILE,
+            next_row=offset,
+            count=count,
+            vector_rows=offset if keep else 0,
+            generation=0,
+            data_sha256=digest,
+        )
+    finally:
+        store.close()
+    return count, kind
+
+
+def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:
+    """The pieces' record stores, once they are known to fit together; a SembedError saying why they do not."""
+    first = pieces[0]
+    for piece in pieces[1:]:
+        for what, mine, theirs in (
+            ("holds vectors of", first.metadata.get("embedding_model"), piece.metadata.get("embedding_model")),
+            ("has dimension", first.dimension, piece.dimension),
+            ("was trained as", first.settings.get("trained_sha256"), piece.settings.get("trained_sha256")),
+        ):
+            if mine != theirs:
+                shown = (
+                    (mine, theirs)
+                    if what != "was trained as"
+                    else (f"quantiser {str(mine)[:12]}", f"quantiser {str(theirs)[:12]}")
+                )
+                raise SembedError(
+                    f"cannot merge: '{first.path}' {what} {shown[0]}, but '{piece.path}' {shown[1]}",
+                    "merge pieces built with one model and one trained quantiser (sembed index --trained DIR)",
+                )
+    stores = []
+    for piece in pieces:
+        if not isinstance(piece.store, RecordStore):
+            raise SembedError(
+                f"cannot merge '{piece.path}': written by sembed 0.1",
+                "convert it first: sembed index --update DIR < /dev/null",
+            )
+        stores.append(piece.store)
+    for piece in pieces[1:]:
+        if first.vectors is not None and piece.vectors is None:  # the merged index keeps the first's vectors
+            raise SembedError(
+                f"cannot merge: '{first.path}' keeps vectors to re-rank with, but '{piece.path}' has none",
+                "build every piece with the same --rerank",
+            )
+    return stores
+
+
+def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[tuple[Path, int]]) -> None:
+    """The piece's rows (and removed rows) into `store`, numbered from `offset`; a shared id is an error naming
+    both pieces."""
+    db = store.db
+    source = piece.store
+    assert isinstance(source, RecordStore)  # check_mergeable refused sembed 0.1 pieces
+    db.execute("ATTACH DATABASE ? AS piece", (str(source.path),))
+    try:
+        shared = db.execute(
+            "SELECT id, (SELECT row FROM main.rows WHERE main.rows.id = piece.rows.id) FROM piece.rows "
+            "WHERE id IN (SELECT id FROM main.rows) ORDER BY row LIMIT 1"
+        ).fetchone()
+        if shared is not None:
+            earlier = next(path for path, start in reversed(starts) if shared[1] >= start)
+            raise SembedError(
+                f"cannot merge: '{piece.path}' holds the id {shared[0]}, which '{earlier}' holds too",
+                "merge indexes of disjoint parts of the corpus",
+            )
+        db.execute(
+            "INSERT INTO rows (row, id, hash, payload) SELECT row + ?, id, hash, payload FROM piece.rows", (offset,)
+        )
+        db.execute("INSERT INTO removed (row) SELECT row + ? FROM piece.removed", (offset,))
+    finally:
+        db.execute("DETACH DATABASE piece")

@@ -1,0 +1,216 @@
+"""What every verb of `sembed index` shares: the settings an index is built under, records read into entries,
+and entries staged into the rows, with the FAISS calls each verb makes.
+
+`read_entries` reads a record source into entries (each checked as read, its line kept for an error); `stage`
+applies entries to a record store inside its open transaction: a new id is added, a changed record replaces its
+row, an unchanged one is skipped (not embedded), and the vectors of new rows go to a `VectorFile`. A build
+(`build.py`) stages into an empty store, an update (`update.py`) into the index's own; `add_rows` and
+`write_faiss` then fill and write the FAISS index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from .. import console
+from ..io import RecordReader, Rejects
+from . import kinds
+from .entries import Entry, EntryReader, unit_rows
+from .store import RecordStore
+from .vector_file import VectorFile
+
+if TYPE_CHECKING:
+    from .model_choice import ModelCheck
+
+log = logging.getLogger(__name__)
+
+RERANK_CHOICES = ("float16", "float32", "none")
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """How an index is built: the type asked for (a kinds.NAMES entry or a FAISS factory string), the kept
+    vectors of lossy types, inverted lists probed, the seed of the training sample, and the record's keys."""
+
+    requested_type: str = "auto"
+    rerank: str = "float16"
+    nprobe: int | None = None
+    seed: int = 42
+    text_key: str = "text"
+    embedding_key: str = "embedding"
+    id_key: str = "id"
+    batch_size: int = 2_000  # records looked up, inserted and embedded together
+
+    def describe(self) -> dict:
+        return {
+            "requested_type": self.requested_type,
+            "rerank": self.rerank,
+            "text_key": self.text_key,
+            "embedding_key": self.embedding_key,
+            "id_key": self.id_key,
+            "seed": self.seed,
+        }
+
+
+@dataclass
+class Changes:
+    """What a build or an update did to the rows."""
+
+    added: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    repeated: int = 0  # the same id and content again in this input: indexed once
+    synced: int = 0  # removed by sync: the input no longer holds them
+    removed: list[int] = field(default_factory=list)  # rows taken out (replaced or synced)
+
+    def describe(self) -> dict:
+        return {
+            "added": self.added,
+            "replaced": self.replaced,
+            "unchanged": self.unchanged,
+            "repeated": self.repeated,
+            "removed_missing": self.synced,
+        }
+
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+class IndexSource(RecordReader, Protocol):
+    """What an index reads: a `RecordSource` (a file or stdin), or the parts `sembed embed --parts` wrote
+    (`parts.reassemble.PartsSource`), with the --skip-errors policy and the number of the record last read."""
+
+    rejects: Rejects
+    line: int
+
+
+def read_entries(source: IndexSource, reader: EntryReader, check: ModelCheck) -> Iterator[Entry]:
+    """The source's records as entries, each checked as it is read (a bad one names its line)."""
+    made: list[Entry] = []
+
+    def read(record: dict) -> None:
+        entry = reader(record)
+        entry.line = source.line
+        if check.identity is None:
+            check()
+        made.append(entry)
+
+    for _ in console.progress(source.checked(read), "reading records"):
+        yield made.pop()
+
+
+class Staging:
+    """Entries applied to a store inside its open transaction, their vectors appended to a VectorFile."""
+
+    def __init__(self, store: RecordStore, vectors: Callable[[int], VectorFile], embed: Embed | None, rejects: Rejects):
+        self.store, self.make_vectors, self.embed, self.rejects = store, vectors, embed, rejects
+        self.first_new = self.next_row = store.next_row
+        self.seen = np.zeros(self.first_new, dtype=bool)  # indexed rows this input has named
+        self.changes = Changes()
+        self.vectors: VectorFile | None = None
+        self.digest = hashlib.sha256(store.state.get("data_sha256", "").encode())
+
+    def add(self, entries: list[Entry]) -> None:
+        found = self.store.find([entry.key for entry in entries])
+        fresh: dict[str, tuple[int, str]] = {}  # ids first met in this batch
+        deletes, inserts, kept = [], [], []
+        for entry in entries:
+            hit = fresh.get(entry.key) or found.get(entry.key)
+            if hit is not None:
+                row, digest = hit[0], hit[1]
+                if row >= self.first_new or self.seen[row]:  # this input named it already
+                    if digest == entry.digest:
+                        self.changes.repeated += 1
+                    else:
+                        self.rejects.reject(
+                            entry.line,
+                            f"id {entry.key} again, with other content than an earlier record of that id",
+                            "give each record its own id, or none (the id is then a hash of the text)",
+                        )
+                    continue
+                self.seen[row] = True
+                if digest == entry.digest:
+                    self.changes.unchanged += 1
+                    if found[entry.key][2] != entry.payload:
+                        self.store.set_payload(row, entry.payload)
+                    continue
+                deletes.append(row)
+                self.changes.removed.append(row)
+                self.changes.replaced += 1
+            else:
+                self.changes.added += 1
+            fresh[entry.key] = (self.next_row, entry.digest)
+            inserts.append((self.next_row, entry.key, entry.digest, entry.payload))
+            kept.append(entry)
+            self.digest.update(entry.key.encode() + b"\0" + entry.digest.encode() + b"\n")
+            self.next_row += 1
+        if not kept:
+            self.store.delete(deletes)
+            return
+        texts = [entry.text for entry in kept if entry.vector is None and entry.text is not None]  # one or other
+        embedded = iter(self.embed(texts)) if texts and self.embed is not None else iter(())
+        matrix = unit_rows(np.stack([entry.vector if entry.vector is not None else next(embedded) for entry in kept]))
+        if self.vectors is None:
+            self.vectors = self.make_vectors(matrix.shape[1])
+        self.store.delete(deletes)
+        self.store.insert(inserts)
+        self.vectors.append(matrix, at_row=self.next_row - len(kept))
+
+    def sync(self) -> None:
+        """Remove the indexed rows this input did not name (`index --update --sync`)."""
+        gone = [row for row in self.store.row_numbers(below=self.first_new) if not self.seen[row]]
+        self.store.delete(gone)
+        self.changes.removed.extend(gone)
+        self.changes.synced = len(gone)
+        for row in gone:
+            self.digest.update(f"-{row}\n".encode())
+
+
+def stage(
+    store: RecordStore,
+    entries: Iterable[Entry],
+    vectors: Callable[[int], VectorFile],
+    embed: Embed | None,
+    rejects: Rejects,
+    batch_size: int,
+    sync: bool = False,
+) -> Staging:
+    staging = Staging(store, vectors, embed, rejects)
+    batch: list[Entry] = []
+    for entry in entries:
+        batch.append(entry)
+        if len(batch) >= batch_size:
+            staging.add(batch)
+            batch = []
+    if batch:
+        staging.add(batch)
+    if sync:
+        staging.sync()
+    return staging
+
+
+def add_rows(index, vectors: VectorFile, start: int, stop: int) -> None:
+    """Rows start .. stop - 1 of `vectors` into `index`: by id, or by position for a graph (rows are positions)."""
+    for first, block in vectors.chunks(stop, start):
+        if kinds.positional(index):
+            if index.ntotal != first:
+                raise RuntimeError(f"graph holds {index.ntotal} rows, adding row {first}")
+            index.add(block)
+        else:
+            index.add_with_ids(block, np.arange(first, first + len(block), dtype=np.int64))
+
+
+def write_faiss(index, path: Path) -> None:
+    import faiss
+
+    faiss.write_index(index, str(path))
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())

@@ -1,0 +1,251 @@
+"""`sembed index --update DIR`: records applied to an index in place, without the corpus in RAM.
+
+`update_index` decides the model (the index's own unless given), reads the records into entries and writes the
+new metadata; `update_in_place` finds each record's id in the store: a new id is added (`add_with_ids`), a changed
+record replaces its row (`remove_ids`, then the new row), an unchanged one is skipped (not embedded); with `sync`,
+rows the input no longer holds are removed. The trained quantiser stays (`--retrain` rebuilds), so an update
+answers as a full build with that quantiser would. It runs in one SQLite transaction under the index's lock: a
+failure rolls back and cuts the vector file back, leaving the old index whole. An index of sembed 0.1 is converted
+first (`legacy`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..artifacts import building, describe, exclusive, write_metadata
+from ..io import Rejects
+from ..models.embedder import model_path
+from . import kinds
+from .build import build_from_index
+from .directory import INDEX_FILE, METADATA_FILE, VectorIndex
+from .entries import Entry, EntryReader
+from .legacy import convert_legacy
+from .model_choice import ModelCheck, ModelChoice, TextEmbedder
+from .staging import Changes, Embed, IndexSettings, IndexSource, add_rows, read_entries, stage, write_faiss
+from .store import RecordStore
+from .vector_file import VectorFile
+
+log = logging.getLogger(__name__)
+
+UPDATE_VECTORS = "vectors.new.f32"  # an update's new vectors, for an index that keeps none
+
+
+@dataclass(frozen=True)
+class UpdateChoices:
+    """What an update may change: the keys and model (else the index's own), mirroring, retraining."""
+
+    given: frozenset[str]
+    sync: bool = False
+    retrain: bool = False
+
+
+def update_index(
+    source: IndexSource,
+    directory: Path,
+    settings: IndexSettings,
+    choice: ModelChoice,
+    choices: UpdateChoices,
+    npy: Path | None = None,
+) -> dict:
+    """Apply the records of `source` to the index at `directory` (see update_in_place); returns its new
+    metadata. An index of sembed 0.1 is converted first."""
+    with exclusive(directory):
+        loaded = VectorIndex.load(directory, writable=True)
+        if loaded.legacy:
+            loaded = convert_legacy(loaded)
+        try:
+            return _update(loaded, source, settings, choice, choices, npy)
+        finally:
+            loaded.close()
+
+
+def _update(
+    loaded: VectorIndex,
+    source: IndexSource,
+    settings: IndexSettings,
+    choice: ModelChoice,
+    choices: UpdateChoices,
+    npy: Path | None,
+) -> dict:
+    built = loaded.settings
+    given = choices.given
+    settings = replace(
+        settings,
+        **{key: built[key] for key in ("text_key", "embedding_key", "id_key") if key in built and key not in given},
+    )
+    if "model" not in given:
+        identity = loaded.identity
+        name = loaded.metadata.get("model_path") or loaded.metadata["model"]
+        if identity is not None and model_path(identity.name) is not None:
+            name = identity.name
+        choice = replace(choice, name=name)
+    if "backend" not in given and "quantize" not in given:  # embedded as the index was
+        choice = replace(
+            choice,
+            backend=built.get("backend", choice.backend),
+            quantize="int8" if built.get("quantization") else choice.quantize,
+        )
+    reader = EntryReader(
+        settings.text_key,
+        settings.embedding_key,
+        settings.id_key,
+        npy,
+        loaded.dimension,
+        given_ids=built.get("ids", "given") == "given",
+    )
+    check = ModelCheck(reader, choice, loaded)
+    embedder = TextEmbedder(choice, check)
+    entries = read_entries(source, reader, check)
+    previous_count = loaded.count
+
+    def metadata(updated: Updated) -> dict:
+        meta = dict(loaded.metadata)
+        previous = meta.get("data", {})
+        fresh = describe("sembed index", {}, {})
+        meta.update(
+            count=updated.count,
+            command_line=fresh["command_line"],
+            created=fresh["created"],
+            versions=fresh["versions"],
+        )
+        meta["data"] = {
+            **previous,
+            "input": source.rejects.name,
+            "sha256": updated.data_sha256,
+            "update": {
+                "previous_count": previous_count,
+                **updated.changes.describe(),
+                "previous_sha256": previous.get("sha256"),
+            },
+        }
+        return meta
+
+    updated = update_in_place(loaded, entries, embedder, source.rejects, choices.sync, settings.batch_size, metadata)
+    embedder.report()
+    if source.summary():
+        log.warning(source.summary())
+    changes = updated.changes
+    log.info(
+        f"{changes.added} new, {changes.replaced} changed, {changes.unchanged} unchanged record(s)"
+        + (f", {changes.synced} removed (not in the input)" if choices.sync else "")
+        + (f", {changes.repeated} repeated (indexed once)" if changes.repeated else "")
+        + f"; {updated.count} in all"
+    )
+    if embedder.count:
+        log.info(f"embedded {embedder.count} texts")
+    if choices.retrain:
+        return rebuild(loaded.path, replace(settings, requested_type=built.get("requested_type", "auto")))
+    return metadata(updated)
+
+
+def rebuild(directory: Path, settings: IndexSettings) -> dict:
+    """The index at `directory` built afresh from its own rows and vectors (new cells; rows renumbered)."""
+    old = VectorIndex.load(directory, writable=True)
+    try:
+        with building(directory, force=True) as work:
+            built = build_from_index(work, old, settings)
+            meta = dict(old.metadata)
+            fresh = {**meta, "count": built.count, "type": built.kind.name}
+            fresh["settings"] = {
+                **meta.get("settings", {}),
+                **built.kind.describe(),
+                "trained_sha256": built.trained_sha256,
+                "rerank": settings.rerank if built.kind.lossy else "none",
+            }
+            fresh["data"] = {**meta.get("data", {}), "sha256": built.data_sha256, "rebuilt": True}
+            write_metadata(work, fresh, METADATA_FILE)
+    finally:
+        old.close()
+    log.info(f"rebuilt {directory}: {built.count} vectors, {built.kind.name} index ({built.kind.factory})")
+    return fresh
+
+
+# --- the rows, the vectors and FAISS, in one transaction ----------------------------------------------------
+
+
+@dataclass
+class Updated:
+    changes: Changes
+    count: int
+    data_sha256: str
+    faiss_file: str
+
+
+def update_in_place(
+    loaded: VectorIndex,
+    entries: Iterable[Entry],
+    embed: Embed | None,
+    rejects: Rejects,
+    sync: bool,
+    batch_size: int,
+    write_metadata: Callable[[Updated], dict],
+) -> Updated:
+    """Apply `entries` to the index `loaded` (opened writable, its lock held): one transaction, committed with
+    the new FAISS file; on any failure the index stays as it was. `write_metadata(updated)` gives sembed.json."""
+    from ..io import write_json_atomic
+
+    store, path = loaded.store, loaded.path
+    assert isinstance(store, RecordStore)
+    committed = store.number("vector_rows")
+    kept = loaded.vectors
+    new_files: list[Path] = []
+
+    def vectors(dim: int) -> VectorFile:
+        if kept is not None:
+            kept.cut(committed)
+            return kept
+        scratch = VectorFile(path / UPDATE_VECTORS, dim, "float32", base=store.next_row)
+        scratch.remove()
+        new_files.append(scratch.path)
+        return scratch
+
+    store.begin()
+    try:
+        staging = stage(store, entries, vectors, embed, rejects, batch_size, sync)
+        changes, index = staging.changes, loaded.index
+        faiss_file = store.state.get("faiss_file", INDEX_FILE)
+        if changes.removed or staging.next_row > staging.first_new:
+            if changes.removed and kinds.positional(index):
+                store.mark_removed(changes.removed)
+            elif changes.removed:
+                # faiss's Python wrapper takes an array of ids too; its stubs name only an IDSelector
+                index.remove_ids(np.asarray(changes.removed, dtype=np.int64))  # type: ignore[arg-type]
+            if staging.vectors is not None:
+                add_rows(index, staging.vectors, staging.first_new, staging.next_row)
+            generation = store.number("generation") + 1
+            faiss_file = f"index.{generation}.faiss"
+            new_files.append(path / faiss_file)
+            write_faiss(index, path / faiss_file)
+            count = store.count + changes.added + changes.replaced - len(changes.removed)
+            store.set_state(
+                faiss_file=faiss_file,
+                generation=generation,
+                next_row=staging.next_row,
+                count=count,
+                vector_rows=staging.next_row if kept is not None else 0,
+                data_sha256=staging.digest.hexdigest(),
+            )
+        if kept is not None:
+            kept.sync()
+        updated = Updated(changes, store.count, store.state.get("data_sha256", ""), faiss_file)
+        metadata = write_metadata(updated)
+        store.commit()
+    except BaseException:
+        store.rollback()
+        if kept is not None:
+            kept.cut(committed)
+        for file in new_files:
+            file.unlink(missing_ok=True)
+        raise
+    write_json_atomic(path / METADATA_FILE, metadata)
+    for file in path.glob("index*.faiss"):  # the files of earlier generations
+        if file.name != faiss_file:
+            file.unlink(missing_ok=True)
+    (path / UPDATE_VECTORS).unlink(missing_ok=True)
+    return updated
