@@ -199,19 +199,22 @@ def evaluate_sts(
     group_by: str | None = None,
     gold_key: str = "score",
     seed: int = 0,
+    resamples: int = 1000,
 ) -> dict:
     """`sembed eval sts`: Pearson and Spearman (x100, Fisher 95% intervals) between the cosine of each record's
     `embedding_a` / `embedding_b` (as `sembed embed` writes a pair's) and its gold score; per `group_by` value.
     Pairs embedded by two models are refused, as the command refuses them. With `versus` (the same pairs
     embedded by another model), `sembed eval sts --versus`: both models' correlations and their paired
-    difference with a bootstrap interval (`seed` draws the resamples), the command's report."""
+    difference with a bootstrap interval (`resamples` drawn with `seed`), the command's report."""
     from .evaluation import sts
 
     with _in_python_terms(), _source(records) as source:
         if versus is None:
             return sts.evaluate(source.path, gold_key=gold_key, group_by=group_by)
         with _source(versus) as other:
-            return sts.evaluate_versus(source.path, other.path, gold_key=gold_key, seed=seed, group_by=group_by)
+            return sts.evaluate_versus(
+                source.path, other.path, gold_key=gold_key, resamples=resamples, seed=seed, group_by=group_by
+            )
 
 
 def train(

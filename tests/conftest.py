@@ -137,3 +137,23 @@ def data_dir() -> Path:
     if not DATA.is_dir():
         pytest.skip(f"shared data not found at {DATA} (set SEMBED_DATA)")
     return DATA
+
+
+def api_gives_what_embed_writes(records: list[dict], embedder, *embed_args: str) -> list[dict]:
+    """`sembed_cli.api.embed_records(records, embedder)` gives what `sembed embed EMBED_ARGS` writes for the same
+    records: the same fields, the same embedding_model, every vector within 1e-6 (issue: the API carries the
+    model's recipe). Returns the command's records."""
+    import numpy as np
+
+    from sembed_cli import api
+
+    ours = list(api.embed_records(records, embedder))
+    run = sembed("embed", "-q", *embed_args, input=jsonl(*records))
+    assert run.exit_code == 0, run.stderr
+    for mine, theirs in zip(ours, run.records, strict=True):
+        assert mine.keys() == theirs.keys()
+        assert mine["embedding_model"] == theirs["embedding_model"]
+        for key, value in theirs.items():
+            if isinstance(value, list) and key.startswith("embedding"):
+                assert np.allclose(np.asarray(mine[key], dtype=np.float64), value, rtol=0, atol=1e-6), key
+    return run.records

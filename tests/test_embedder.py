@@ -76,3 +76,24 @@ def test_api_embed_records_refuses_records_of_another_model(tiny_model):
     other = {"text": "x", "embedding_title": [0.0], model_identity.FIELD: "elsewhere@" + "1" * 12}
     with pytest.raises(SembedError, match="elsewhere"):
         list(api.embed_records([other], tiny_model))
+
+
+def test_the_python_api_applies_the_w_cf_a_model_saved_as_the_command_does(tiny_model, tmp_path):
+    import json
+    import shutil
+
+    from conftest import api_gives_what_embed_writes
+
+    cf_model = tmp_path / "cf-model"
+    shutil.copytree(tiny_model, cf_model)
+    (cf_model / "sembed.json").write_text(json.dumps({"method": "cf", "cf_weight": 0.2}))
+    records = [
+        {"text_a": "A man attacks a woman.", "s_cf_a": "man attacks woman", "text_b": "x y", "s_cf_b": "x"},
+        {"text": "The dog chased the cat.", "s_cf": "dog chased cat"},
+    ]
+    model = api.load_model(str(cf_model), device="cpu")
+    assert model.cf_weight == 0.2 and str(model.identity).endswith(";cf=0.2")
+    written = api_gives_what_embed_writes(records, model, "-m", str(cf_model), "--device", "cpu")
+    plain = api.load_model(tiny_model, device="cpu")
+    basic, cf = plain.encode(["The dog chased the cat."]), plain.encode(["dog chased cat"])
+    assert np.allclose(written[1]["embedding"], (basic + np.float32(0.2) * cf)[0], atol=1e-6)  # CF-BERT eq. 1

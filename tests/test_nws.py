@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import interrupt_at_call, jsonl, sembed
+from conftest import api_gives_what_embed_writes, interrupt_at_call, jsonl, sembed
 
 torch = pytest.importorskip("torch")
 
@@ -306,3 +306,23 @@ def test_resume_of_a_finished_table_leaves_it_alone(tmp_path, vectors_file):
     again, _ = train(tmp_path, vectors_file, "--epochs", "2", "--resume")  # it retrained and overwrote it before
     assert (again.exit_code, again.stderr) == (0, f"{out} is complete: nothing to resume (--force trains it again)\n")
     assert (out / "salience.tsv").stat().st_mtime_ns == before
+
+
+def test_the_python_api_loads_a_salience_table_as_the_command_does(table):
+    from sembed_cli import api
+
+    for method in ("nws", "sif"):
+        model = api.load_model(None, method=method, salience=table)
+        api_gives_what_embed_writes(PAIRS, model, "--method", method, "--salience", str(table))
+
+
+def test_python_errors_name_python_arguments():
+    from sembed_cli import api
+    from sembed_cli.errors import SembedError
+
+    with pytest.raises(SembedError) as error:
+        api.load_model(None, method="nws")
+    assert str(error.value) == (
+        'method="nws" needs a salience table (hint: pass salience=DIR of a table that `sembed train method="nws"` '
+        "wrote)"
+    )

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import interrupt_at_call, jsonl, same_weights, sembed
+from conftest import api_gives_what_embed_writes, interrupt_at_call, jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
 
@@ -1152,3 +1152,11 @@ def test_taste_stream_votes_with_the_labelled_index_without_the_cli(lookup_model
     city, word = (json.loads(line) for line in out.read_text().splitlines())
     assert city["is_poi"] and not word["is_poi"]
     assert city["poi_score"] == pytest.approx(0.3 * city["poi_vote"] + 0.7 * city["poi_ngram"], abs=2e-6)
+
+
+def test_the_python_api_writes_a_poi_model_s_ngrams_as_the_command_does(lookup_model):
+    from sembed_cli import api
+
+    records = [{"text": "Salem"}, {"text": "Springfield, Illinois"}]
+    model = api.load_model(str(lookup_model), device="cpu")
+    api_gives_what_embed_writes(records, model, "--model", str(lookup_model), "--device", "cpu")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DATA, ROOT, jsonl, sembed
+from conftest import DATA, ROOT, api_gives_what_embed_writes, jsonl, sembed
 from test_onnx import IMPORTS_PROBE
 
 from sembed_cli.models import sentence_models, static_model
@@ -454,3 +454,10 @@ def test_a_missing_runtime_library_is_one_line_naming_the_extra(static_dir, monk
         "error: a static model needs tokenizers, which is not installed (hint: pip install 'sembed[static]' "
         "(tokenizers and safetensors))\n"
     )
+
+
+def test_the_python_api_opens_a_static_model_as_the_command_does(static_dir):
+    from sembed_cli import api
+
+    records = [{"id": n, "text": text} for n, text in enumerate(TEXTS)]
+    api_gives_what_embed_writes(records, api.load_model(str(static_dir)), "-m", str(static_dir))

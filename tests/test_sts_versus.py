@@ -309,3 +309,22 @@ def test_the_table_never_cuts_two_long_model_names_alike(monkeypatch, capsys):
     rows = [line for line in capsys.readouterr().err.splitlines() if line.startswith(("│ a     │", "│ b     │"))]
     assert len(rows) == 2 and long + "2" in rows[0] and long + "3" in rows[1]
     assert console.console.width == 80  # the console keeps its width for what follows
+
+
+def test_the_python_api_compares_two_models_as_the_command_does(tmp_path):
+    from sembed_cli import api
+    from sembed_cli.errors import SembedError
+
+    other = tmp_path / "sbert.jsonl"
+    other.write_text(jsonl(*side(B_COSINES, MODEL_B)))
+    args = ("eval", "sts", "--versus", str(other), "--resamples", "200", "--seed", "1")
+    [command] = sembed(*args, input=jsonl(*side(A_COSINES, MODEL_A))).records
+    report = api.evaluate_sts(side(A_COSINES, MODEL_A), versus=side(B_COSINES, MODEL_B), resamples=200, seed=1)
+    for part in ("a", "b"):  # the same figures; the similarity names the files each was read from
+        assert {k: v for k, v in report[part].items() if k != "similarity"} == {
+            k: v for k, v in command[part].items() if k != "similarity"
+        }
+    assert report["difference"] == command["difference"] and report["gold"] == command["gold"]
+    mixed = side(A_COSINES, MODEL_A)[:2] + side(A_COSINES[2:], MODEL_B)
+    with pytest.raises(SembedError, match="two models"):
+        api.evaluate_sts(mixed)

@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from conftest import jsonl, sembed
+from conftest import api_gives_what_embed_writes, jsonl, sembed
 
 torch = pytest.importorskip("torch")
 
@@ -208,3 +208,10 @@ def test_the_reconstruction_head_can_start_from_the_word_piece_embeddings(tiny_m
     assert model[2].projection.weight.data_ptr() != embeddings.data_ptr()  # a copy: trained apart from the encoder
     uniform = reshape(sentence_models.open_model(tiny_model, "cpu"), "ta", reconstruction=True)
     assert uniform[2].projection.weight.abs().max().item() <= 0.245
+
+
+def test_the_python_api_pools_with_token_attention_as_the_command_does(ta_model):
+    from sembed_cli import api
+
+    records = [{"text": "A man's playing the guitar."}, {"text_a": "Dogs run", "text_b": "unbelievably"}]
+    api_gives_what_embed_writes(records, api.load_model(ta_model, device="cpu"), "-m", ta_model, "--device", "cpu")

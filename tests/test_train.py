@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import jsonl, sembed
+from conftest import jsonl, same_weights, sembed
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("datasets")
@@ -506,3 +506,25 @@ def test_artifact_locks_nest_within_a_process_and_refuse_other_holders(tmp_path)
         with pytest.raises(SembedError, match="is being written by another run"), artifacts.building(out, force=True):
             pass
     assert (out / "x").read_text() == "x"
+
+
+def test_the_python_api_trains_a_method_as_the_command_does(tiny_model, tmp_path):
+    """api.train runs the registry's method through training.methods.train, as `sembed train` does: the same data,
+    settings and seed give the same weights and the same recorded W_cf; a wrong method or setting names the
+    Python argument."""
+    from sembed_cli import api
+    from sembed_cli.errors import SembedError
+
+    data = pairs()
+    common = ("--max-steps", "2", "--checkpoint-steps", "0", "--device", "cpu", "--cf-weight", "0.5")
+    run = train("--method", "cf", "-m", tiny_model, "-o", str(tmp_path / "cli"), *common, data=data)
+    assert run.exit_code == 0, run.stderr
+    out = api.train(
+        data, "cf", tmp_path / "api", model=tiny_model, max_steps=2, checkpoint_steps=0, device="cpu", cf_weight=0.5
+    )
+    assert out == tmp_path / "api" and same_weights(out, tmp_path / "cli")
+    assert api.load_model(str(out), device="cpu").cf_weight == 0.5
+    with pytest.raises(SembedError, match=r"unknown method 'simcse' \(hint: method= one of sbert, cf, ta"):
+        api.train(data, "simcse", tmp_path / "x")
+    with pytest.raises(SembedError, match=r"method 'cf' has no setting temperature="):
+        api.train(data, "cf", tmp_path / "x", temperature=0.1)
