@@ -174,8 +174,10 @@ def open_index(path: str | Path) -> VectorIndex:
 
 
 def search(index: str | Path | VectorIndex, queries: Sequence[str], k: int = 10) -> list[list[dict]]:
-    """`sembed search`: for each query text, its `k` nearest records [{id, text, score}, ...], best first, the
-    queries embedded as the index's texts were (its model)."""
+    """`sembed search --payload`: for each query text, its `k` nearest records [{id, text, score, payload}, ...],
+    best first, `payload` the whole record as it was indexed (its doc_id and other fields). The queries are embedded
+    as the index's texts were: its model, backend and quantization (`search` of an int8 index loads no torch), so
+    the scores are the command's."""
     from .indexes.directory import VectorIndex
     from .indexes.query_encoder import QueryEmbedder, index_backend
     from .indexes.search import search_records
@@ -184,10 +186,18 @@ def search(index: str | Path | VectorIndex, queries: Sequence[str], k: int = 10)
     try:
         text_key = loaded.settings.get("text_key", "text")
         encoder = QueryEmbedder(loaded, None, "auto", "truncate", *index_backend(loaded))
-        found = search_records(
-            ({text_key: query} for query in queries), loaded, encoder, k, text_key, "embedding", batch_size=1000
-        )
-        return [record["neighbors"] for record in found]
+        with _in_python_terms():
+            found = search_records(
+                ({text_key: query} for query in queries),
+                loaded,
+                encoder,
+                k,
+                text_key,
+                "embedding",
+                batch_size=1000,
+                payload=True,
+            )
+            return [record["neighbors"] for record in found]
     finally:
         if loaded is not index:
             loaded.close()

@@ -293,6 +293,7 @@ def test_update_adds_new_replaces_changed_skips_unchanged_and_equals_a_rebuild(t
     assert "embedded 21 texts" in run.stderr  # only the new and the changed
     meta = json.loads((index / "sembed.json").read_text())
     assert meta["count"] == 80 and meta["type"] == kind
+    assert (meta["data"]["records"], meta["data"]["skipped"], meta["data"]["repeated"]) == (40, 0, 0)  # this input's
     assert meta["data"]["update"] == {
         "previous_count": 60,
         "added": 20,

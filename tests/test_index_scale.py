@@ -142,6 +142,67 @@ def test_update_sync_removes_what_the_input_no_longer_holds_and_a_graph_skips_th
     assert sembed("index", "--sync", "-o", str(tmp_path / "x"), input=jsonl(*kept)).exit_code == 2
 
 
+def test_a_sentence_two_documents_share_is_an_entry_of_each_and_keeps_its_id_when_lines_move(tmp_path):
+    """Records with a doc_id (as convert writes them) keep one entry per document and sentence: the search for it
+    finds every document; an unchanged sentence keeps its id when lines move; records without one are keyed by
+    their content alone, as before."""
+    speech = "Mr. Speaker, Mr. President, Members of the Congress:"
+
+    def record(doc: str, text: str, vector: list[float]) -> dict:
+        return {"doc_id": doc, "text": text, "embedding": vector, "embedding_model": MODEL}
+
+    first = [
+        record("1945-Truman.txt", speech, [1.0, 0.0]),
+        record("1945-Truman.txt", "The war is over.", [0.0, 1.0]),
+        record("1946-Truman.txt", speech, [1.0, 0.0]),
+        record("1946-Truman.txt", speech, [1.0, 0.0]),  # twice in one document: one entry
+    ]
+    run = sembed("index", "-o", str(tmp_path / "a"), input=jsonl(*first))
+    assert run.exit_code == 0, run.stderr
+    assert "1 repeated record(s) indexed once" in run.stderr
+    meta = json.loads((tmp_path / "a" / "sembed.json").read_text())
+    assert meta["count"] == 3 and meta["settings"]["ids"] == "document and content hash"
+    found = sembed(
+        "search",
+        "--index",
+        str(tmp_path / "a"),
+        "-k",
+        "3",
+        "--payload",
+        input=jsonl({"embedding": [1.0, 0.0], "embedding_model": MODEL}),
+    )
+    assert found.exit_code == 0, found.stderr
+    docs = sorted(n["payload"]["doc_id"] for n in found.records[0]["neighbors"] if n["score"] > 0.99)
+    assert docs == ["1945-Truman.txt", "1946-Truman.txt"]  # which documents say it: both
+    with VectorIndex.load(tmp_path / "a") as index:
+        before = {payload["doc_id"] + payload["text"]: record_id for _, record_id, payload in index.rows()}
+    moved = [first[1], first[0], first[2]]  # lines moved within the first document, the repeat gone
+    run = sembed("index", "--update", str(tmp_path / "a"), "--sync", input=jsonl(*moved))
+    assert run.exit_code == 0, run.stderr
+    assert "0 new, 0 changed, 3 unchanged record(s), 0 removed (not in the input); 3 in all" in run.stderr
+    with VectorIndex.load(tmp_path / "a") as index:
+        assert {payload["doc_id"] + payload["text"]: record_id for _, record_id, payload in index.rows()} == before
+    gone = [first[0], first[1]]  # the 1946 speech deleted: its entry goes, the 1945 one stays
+    run = sembed("index", "--update", str(tmp_path / "a"), "--sync", input=jsonl(*gone))
+    assert run.exit_code == 0 and "1 removed (not in the input); 2 in all" in run.stderr, run.stderr
+
+
+def test_an_index_keyed_by_content_alone_keeps_its_ids_on_update_and_says_how_to_rebuild(tmp_path):
+    rows = [{"doc_id": d, "text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL} for d in ("a", "b")]
+    plain = [{k: v for k, v in row.items() if k != "doc_id"} for row in rows]
+    assert sembed("index", "-o", str(tmp_path / "old"), input=jsonl(*plain[:1])).exit_code == 0
+    meta_path = tmp_path / "old" / "sembed.json"  # made to say what an index written before documents counted says
+    meta = json.loads(meta_path.read_text())
+    meta["settings"]["ids"] = "content hash"
+    del meta["settings"]["doc_key"]
+    meta_path.write_text(json.dumps(meta))
+    run = sembed("index", "--update", str(tmp_path / "old"), input=jsonl(*rows))
+    assert run.exit_code == 0, run.stderr
+    assert "0 new, 0 changed, 1 unchanged record(s), 1 repeated (indexed once); 1 in all" in run.stderr
+    assert "note: 2 record(s) name their document (doc_id), but " in run.stderr
+    assert "rebuild it with `sembed index ... -o " in run.stderr
+
+
 def test_ids_are_content_hashes_by_default_and_an_id_twice_with_other_content_is_refused(tmp_path):
     rows = [
         {"text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},

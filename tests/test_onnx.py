@@ -461,3 +461,36 @@ def test_long_texts_with_onnx_are_counted_and_windowed_as_with_torch(model, one_
         "error: <stdin>:2: 'text' is 102 tokens, longer than the model's 64-token window "
         "(hint: --long-text truncate or window embeds it)\n"
     )
+
+
+def test_the_python_api_searches_an_int8_index_as_the_command_does_without_torch(model, tmp_path, one_torch_thread):
+    """api.search embeds queries with the index's recorded backend and quantization (no torch imported), gives
+    the command's scores and each hit's stored payload."""
+    texts = ["Springfield zoo", "Shelbyville museum", "the old mill", "a mill by the river"]
+    docs = [{"id": n, "text": t, "doc_id": f"doc{n % 2}.txt"} for n, t in enumerate(texts)]
+    idx = tmp_path / "idx"
+    args = ("index", "--backend", "onnx", "--quantize", "int8", "-m", str(model), "-o", str(idx))
+    built = sembed(*args, input=jsonl(*docs))
+    assert built.exit_code == 0, built.stderr
+    command = sembed("search", "--index", str(idx), "-k", "3", "--payload", input=jsonl({"text": "the old mill"}))
+    assert command.exit_code == 0, command.stderr
+    probe = (
+        "import json, sys\nimport sembed_cli as sembed\n"
+        "print(json.dumps(sembed.search(sys.argv[1], ['the old mill'], k=3)))\n"
+        f"print('IMPORTED', [m for m in {HEAVY!r} if m in sys.modules], file=sys.stderr)\n"
+    )
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "SEMBED_THREADS": "1",
+        "SEMBED_CACHE": str(tmp_path / "cache"),
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run([sys.executable, "-c", probe, str(idx)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "IMPORTED []" in done.stderr
+    [hits] = json.loads(done.stdout)
+    theirs = command.records[0]["neighbors"]
+    assert [hit["id"] for hit in hits] == [hit["id"] for hit in theirs]
+    assert np.allclose([hit["score"] for hit in hits], [hit["score"] for hit in theirs], rtol=0, atol=1e-6)
+    assert [hit["payload"] for hit in hits] == [hit["payload"] for hit in theirs]
+    assert hits[0]["payload"]["doc_id"] == "doc0.txt"

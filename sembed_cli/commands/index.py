@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 from .index_options import (
     ONLY,
+    DocKey,
     EmbeddingKey,
     IdKey,
     IndexDir,
@@ -64,6 +65,7 @@ def index_command(
     text_key: TextKey = "text",
     embedding_key: EmbeddingKey = "embedding",
     id_key: IdKey = "id",
+    doc_key: DocKey = "doc_id",
     npy: NpyVectors = None,
     lines: Lines = False,
     long_text: LongText = "truncate",
@@ -96,10 +98,14 @@ def index_command(
     INPUT may be the directory `sembed embed --shard I/N --parts PARTS`
     wrote: every part must be done, and they are read in the input's order.
 
-    Ids: --id-key's field, or, for records without one, a hash of the
-    text, so a sentence keeps its id wherever it moves in a file and the
-    same sentence twice is indexed once (counted). An id twice with other
-    content is an error. For an index of names labelled is_poi, true for
+    Ids: --id-key's field, or, for records without one, a hash of their
+    document (--doc-key, the doc_id convert writes) and text: one entry per
+    document and sentence, so a sentence keeps its id wherever it moves in
+    its file, the same sentence in two documents is two entries (search
+    finds both), and twice in one document it is indexed once (counted). A
+    record with neither is keyed by its text alone. An index built before
+    documents counted keeps its ids on --update (a note says how to
+    rebuild). An id twice with other content is an error. For an index of names labelled is_poi, true for
     some and false for others (those `sembed taste --neighbours` votes
     with), taste fits the regression over their character n-grams that it
     mixes with the vote at its first run, and keeps it in DIR.
@@ -150,7 +156,7 @@ def index_command(
     if rerank not in RERANK_CHOICES:
         raise typer.BadParameter(f"'{rerank}' is not one of {', '.join(RERANK_CHOICES)}", param_hint="'--rerank'")
     check_backend(backend, quantize, device)
-    settings = IndexSettings(index_type, rerank, nprobe, seed, text_key, embedding_key, id_key, batch_size)
+    settings = IndexSettings(index_type, rerank, nprobe, seed, text_key, embedding_key, id_key, batch_size, doc_key)
     choice = ModelChoice(model, "model" in given, device, backend, quantize, long_text)
     source: IndexSource
     if input != "-" and Path(input).is_dir():  # the parts `sembed embed --parts DIR` wrote, in input order

@@ -108,6 +108,15 @@ IdKey = Annotated[
         help="The record's id. Records without one get a hash of their text (or vector) as id.",
     ),
 ]
+DocKey = Annotated[
+    str,
+    typer.Option(
+        "--doc-key",
+        metavar="KEY",
+        help="The document a record without an id comes from (convert writes doc_id): such records get a hash of "
+        "their document and text as id, one entry per document and sentence.",
+    ),
+]
 NpyVectors = Annotated[
     Path | None,
     typer.Option(

@@ -47,7 +47,7 @@ def build_index(
 ) -> dict:
     """A new index at `output` from the records of `source`; returns its metadata."""
     trained = VectorIndex.load(trained_from, writable=True) if trained_from is not None else None
-    reader = EntryReader(settings.text_key, settings.embedding_key, settings.id_key, npy)
+    reader = EntryReader(settings.text_key, settings.embedding_key, settings.id_key, npy, doc_key=settings.doc_key)
     check = ModelCheck(reader, choice, None)
     embedder = TextEmbedder(choice, check)
     entries = read_entries(source, reader, check)
@@ -91,7 +91,7 @@ def index_metadata(
         "rerank": rerank,
         "metric": "inner product of unit vectors (cosine)",
         "source": reader.source,
-        "ids": "given" if reader.given_ids else "content hash",
+        "ids": reader.ids,
         **backend,
         "trained_sha256": built.trained_sha256,
         "bytes_per_vector": kinds.bytes_per_vector(

@@ -1,10 +1,14 @@
 """Records read into index entries: a stable id, a hash of the content, the payload, and a vector or a text.
 
-Ids: the record's own (--id-key) when it has one; otherwise a hash of its content (the text, or the vector of a
-record without one), so that a nightly re-index of a folder finds a sentence again wherever it moved in its file,
-adds an edited sentence as a new entry, and indexes a sentence that two files share (or one file given under two
-names) once. `hash` tells a changed record from an unchanged one under the same id: the text, and for records that
-bring their vector, the vector too (float16, so the last bits of a float do not count as a change).
+Ids: the record's own (--id-key) when it has one; otherwise a hash of its document (--doc-key, doc_id: the field
+`convert` writes) and its content (the text, or the vector of a record without one), so that a nightly re-index of
+a folder finds a sentence again wherever it moved in its file, adds an edited sentence as a new entry, and keeps one
+entry per document and sentence: "which documents say X" finds every one. A record without a document is keyed by
+its content alone (a sentence given twice is indexed once), as every record of an index built before documents
+counted is (`CONTENT_IDS`: an update keeps that index's ids).
+
+`hash` tells a changed record from an unchanged one under the same id: the text, and for records that bring their
+vector, the vector too (float16, so the last bits of a float do not count as a change).
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from ..io import check_text, dumps, float32_vector
 from ..models.model_identity import FIELD
 
 DERIVED_ID_HEX = 20  # 80 bits: no two of 10^9 sentences share one by chance (p < 1e-6)
+GIVEN_IDS = "given"
+CONTENT_IDS = "content hash"  # every derived id a hash of the content alone (indexes written before doc_id counted)
+DOCUMENT_IDS = "document and content hash"  # a record with a document: a hash of both; without: of its content
 
 
 @dataclass
@@ -56,6 +63,12 @@ def id_key(value: object) -> str:
     return dumps(value).rstrip(b"\n").decode("utf-8")
 
 
+def document_id(document: object, digest: str) -> str:
+    """The derived id of a record of `document` whose content hashes to `digest`: the same sentence in two
+    documents is two entries, and keeps its id wherever it moves within its document."""
+    return hashlib.sha256(id_key(document).encode("utf-8") + b"\0" + digest.encode()).hexdigest()[:DERIVED_ID_HEX]
+
+
 class EntryReader:
     """Reads each record of an index's input into an Entry, with the model and dimension checks of `index`.
 
@@ -70,6 +83,8 @@ class EntryReader:
         npy: Path | None = None,
         dimension: int | None = None,
         given_ids: bool | None = None,
+        doc_key: str = "doc_id",
+        content_ids: bool = False,
     ):
         from ..models.model_identity import OneModel
         from ..vector_rows import RowVectors
@@ -80,11 +95,19 @@ class EntryReader:
         self.dimension = dimension
         self.uses_vectors: bool | None = None
         self.given_ids = given_ids  # records bring ids (else: content hashes); the first record decides
+        self.doc_key = doc_key
+        self.content_ids = content_ids  # derived ids hash the content alone, documents or not (CONTENT_IDS)
+        self.documents = 0  # records that name their document
         self._label: object = ()  # the embedding_model string last checked (records of a corpus repeat one)
 
     @property
     def source(self) -> str:
         return "embeddings" if self.uses_vectors else "texts"
+
+    @property
+    def ids(self) -> str:
+        """How the entries' ids are made (sembed.json's settings.ids)."""
+        return GIVEN_IDS if self.given_ids else CONTENT_IDS if self.content_ids else DOCUMENT_IDS
 
     def __call__(self, record: dict) -> Entry:
         if self.rows is not None:
@@ -118,7 +141,14 @@ class EntryReader:
                 f"'{self.id_key}' given, but the index's records have none (their id is a hash of their text)",
                 "index all records with ids or none; --id-key names the id field",
             )
-        record_id = record.get(self.id_key, digest)
+        record_id: object = record.get(self.id_key, digest)
+        document = record.get(self.doc_key) if not self.given_ids else None
+        if document is not None:
+            if isinstance(document, (dict, list)):
+                raise BadRecord(f"'{self.doc_key}' must be a string or a number, got {type(document).__name__}")
+            self.documents += 1
+            if not self.content_ids:
+                record_id = document_id(document, digest)
         if isinstance(record_id, (dict, list)) or record_id is None:
             raise BadRecord(
                 f"'{self.id_key}' must be a string or a number, got "

@@ -48,6 +48,7 @@ class IndexSettings:
     embedding_key: str = "embedding"
     id_key: str = "id"
     batch_size: int = 2_000  # records looked up, inserted and embedded together
+    doc_key: str = "doc_id"  # the document a record without an id comes from: one entry per document and sentence
 
     def describe(self) -> dict:
         return {
@@ -56,6 +57,7 @@ class IndexSettings:
             "text_key": self.text_key,
             "embedding_key": self.embedding_key,
             "id_key": self.id_key,
+            "doc_key": self.doc_key,
             "seed": self.seed,
         }
 

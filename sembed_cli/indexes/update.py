@@ -24,7 +24,7 @@ from ..models.embedder import model_path
 from . import kinds
 from .build import build_from_index
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex
-from .entries import Entry, EntryReader
+from .entries import CONTENT_IDS, GIVEN_IDS, Entry, EntryReader
 from .legacy import convert_legacy
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder
 from .staging import Changes, Embed, IndexSettings, IndexSource, add_rows, read_entries, stage, write_faiss
@@ -77,7 +77,11 @@ def _update(
     given = choices.given
     settings = replace(
         settings,
-        **{key: built[key] for key in ("text_key", "embedding_key", "id_key") if key in built and key not in given},
+        **{
+            key: built[key]
+            for key in ("text_key", "embedding_key", "id_key", "doc_key")
+            if key in built and key not in given
+        },
     )
     if "model" not in given:
         identity = loaded.identity
@@ -97,7 +101,9 @@ def _update(
         settings.id_key,
         npy,
         loaded.dimension,
-        given_ids=built.get("ids", "given") == "given",
+        given_ids=built.get("ids", GIVEN_IDS) == GIVEN_IDS,
+        doc_key=settings.doc_key,
+        content_ids=built.get("ids") == CONTENT_IDS,  # the index's ids stay as they were made: never re-keyed
     )
     check = ModelCheck(reader, choice, loaded)
     embedder = TextEmbedder(choice, check)
@@ -114,9 +120,14 @@ def _update(
             created=fresh["created"],
             versions=fresh["versions"],
         )
+        changes = updated.changes
         meta["data"] = {
             **previous,
             "input": source.rejects.name,
+            # the counts are of this input, as a build's are of its own: what the index holds is `count`
+            "records": changes.added + changes.replaced + changes.unchanged + changes.repeated,
+            "skipped": len(source.rejects.skipped),
+            "repeated": changes.repeated,
             "sha256": updated.data_sha256,
             "update": {
                 "previous_count": previous_count,
@@ -127,6 +138,12 @@ def _update(
         return meta
 
     updated = update_in_place(loaded, entries, embedder, source.rejects, choices.sync, settings.batch_size, metadata)
+    if reader.content_ids and reader.documents:
+        log.info(
+            f"note: {reader.documents} record(s) name their document ({settings.doc_key}), but {loaded.path} keys "
+            f"records by their content alone (it was built before sembed kept one entry per document and sentence); "
+            f"rebuild it with `sembed index ... -o {loaded.path} --force` to keep them apart"
+        )
     embedder.report()
     if source.summary():
         log.warning(source.summary())
