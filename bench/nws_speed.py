@@ -22,7 +22,7 @@ from sembed_cli.io import RecordSource
 from sembed_cli.models import word_vectors
 from sembed_cli.training.job import Job
 from sembed_cli.training.methods import nws
-from sembed_cli.training.word_saliency import train_nws
+from sembed_cli.training.nws import train_nws
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ def untrained_model(names: list[str]):
     from transformers import BertForMaskedLM
 
     from sembed_cli.text import char_tokenizer
-    from sembed_cli.training.char_bert import CharBertShape
+    from sembed_cli.training.mlm_from_scratch import CharBertShape
     from sembed_cli.training.methods import mlm
 
     torch.manual_seed(0)

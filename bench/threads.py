@@ -95,7 +95,7 @@ def nws_rate(corpus: Path, vectors, work: Path) -> float:
 
     from sembed_cli.training.job import Job
     from sembed_cli.training.methods import nws
-    from sembed_cli.training.word_saliency import train_nws
+    from sembed_cli.training.nws import train_nws
 
     one_epoch = dataclasses.replace(nws.RECIPE, epochs=1)
     job = Job(

@@ -26,7 +26,7 @@ from pathlib import Path
 import orjson
 
 from .errors import SembedError
-from .io import dumps, temporary_sibling, write_json_atomic
+from .io import commit, dumps, temporary_sibling, write_json_atomic
 from .version import __version__
 
 VERSIONED_PACKAGES = ("torch", "transformers", "sentence-transformers")
@@ -128,7 +128,7 @@ def _building(path: Path, force: bool) -> Iterator[Path]:
         refuse_existing(path, force)  # it may have appeared while we worked
         old = temporary_sibling(path, "old")
         os.replace(path, old)
-    os.replace(work, path)
+    commit(work, path)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 

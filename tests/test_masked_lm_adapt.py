@@ -300,7 +300,7 @@ def test_options_of_the_other_use_are_usage_errors(args, message, tmp_path):
 def test_sentence_training_from_the_masked_lm_start_resumes_after_an_interruption(adapted, tmp_path, monkeypatch):
     """The masked-LM start has no pooler; its checkpoints must still load into the model being trained (they did
     not: 'Unexpected key(s) in state_dict: 0.model.pooler.dense.weight', issue 17's verdict run)."""
-    from sembed_cli.training import sentence_trainer
+    from sembed_cli.training import sentence_loop
 
     pairs = jsonl(
         *(
@@ -332,7 +332,7 @@ def test_sentence_training_from_the_masked_lm_start_resumes_after_an_interruptio
             raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(sentence_trainer.ConsoleProgress, "on_step_end", stop_at_step_2)
+        patch.setattr(sentence_loop.ConsoleProgress, "on_step_end", stop_at_step_2)
         assert sembed(*args, input=pairs).exit_code == 130
     run = sembed(*args, "--resume", input=pairs)
     assert run.exit_code == 0, run.stderr

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from sembed_cli.io import RecordSource  # noqa: E402
 from sembed_cli.models import word_vectors  # noqa: E402
 from sembed_cli.models.salience import SalienceTable, isf  # noqa: E402
-from sembed_cli.training import word_saliency as trainer  # noqa: E402
+from sembed_cli.training import nws as trainer  # noqa: E402
 from sembed_cli.training.job import Job  # noqa: E402
 from sembed_cli.training.methods import nws  # noqa: E402
 

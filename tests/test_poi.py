@@ -21,9 +21,9 @@ from sembed_cli.indexes.neighbour_vote import NeighbourVote  # noqa: E402
 from sembed_cli.models.masked_lm import load_masked_lm  # noqa: E402
 from sembed_cli.models.taste import Taster  # noqa: E402
 from sembed_cli.text import char_tokenizer  # noqa: E402
-from sembed_cli.training.char_bert import mask_one  # noqa: E402
 from sembed_cli.training.masked_lm_loop import MLM_IGNORE  # noqa: E402
-from sembed_cli.training.poi_triplet import batch_all_triplet_loss  # noqa: E402
+from sembed_cli.training.mlm_from_scratch import mask_one  # noqa: E402
+from sembed_cli.training.poi import batch_all_triplet_loss  # noqa: E402
 
 PLACES = [
     "Springfield",
@@ -134,7 +134,7 @@ def test_mask_one_masks_exactly_one_character_of_each_name():
 
 @pytest.mark.parametrize("distance", ["euclidean", "cosine", "manhattan"])
 def test_batch_all_triplet_loss_is_the_mean_over_positive_valid_triplets(distance):
-    from sembed_cli.training.poi_triplet import pairwise_distances
+    from sembed_cli.training.poi import pairwise_distances
 
     torch.manual_seed(1)
     embeddings = torch.nn.functional.normalize(torch.randn(7, 5), dim=-1)
@@ -192,7 +192,7 @@ def test_same_seed_same_model(stage1, tmp_path):
 
 
 def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(stage1, tmp_path, monkeypatch):
-    from sembed_cli.training import char_bert
+    from sembed_cli.training import mlm_from_scratch
 
     out = tmp_path / "resumed"
     args = (
@@ -208,9 +208,9 @@ def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(stage
         "-o",
         str(out),
     )
-    real = interrupt_at_call(monkeypatch, char_bert, "mlm_loss", 2)
+    real = interrupt_at_call(monkeypatch, mlm_from_scratch, "mlm_loss", 2)
     assert sembed(*args, input=names_records()).exit_code == 130
-    monkeypatch.setattr(char_bert, "mlm_loss", real)
+    monkeypatch.setattr(mlm_from_scratch, "mlm_loss", real)
     refused = sembed(*args, input=names_records())
     assert refused.exit_code == 1 and "holds the checkpoints of an unfinished run" in refused.stderr
     assert sembed(*args, "--resume", input=names_records()).exit_code == 0

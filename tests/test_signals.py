@@ -105,13 +105,13 @@ def test_embed_keeps_every_finished_batch_and_its_npy_rows(tiny_model, tmp_path,
 SLOW_STEPS = """
 import time
 from pathlib import Path
-from sembed_cli.training import char_bert
-real, steps = char_bert.mlm_loss, Path({steps!r})
+from sembed_cli.training import mlm_from_scratch
+real, steps = mlm_from_scratch.mlm_loss, Path({steps!r})
 def slow(*args):  # each step waits, and counts itself, so the test knows training is under way
     time.sleep(0.2)
     steps.write_text(str(int(steps.read_text() or 0) + 1) if steps.exists() else "1")
     return real(*args)
-char_bert.mlm_loss = slow
+mlm_from_scratch.mlm_loss = slow
 """
 
 
@@ -163,12 +163,12 @@ def test_training_stopped_by_sigterm_saves_a_checkpoint_that_resume_continues(tm
 SLOW_TRAINER_STEPS = """
 import time
 from pathlib import Path
-from sembed_cli.training import sentence_trainer
+from sembed_cli.training import sentence_loop
 steps = Path({steps!r})
 def slow(self, *args, **kwargs):  # each step counts itself as it begins, then waits: the signal comes in the step
     steps.write_text(str(int(steps.read_text() or 0) + 1) if steps.exists() else "1")
     time.sleep(1.0)
-sentence_trainer.ConsoleProgress.on_step_begin = slow
+sentence_loop.ConsoleProgress.on_step_begin = slow
 """
 
 

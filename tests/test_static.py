@@ -1,4 +1,4 @@
-"""Static fast mode: `train --method static` (training/static_distillation.py) and `embed -m DIR` on its output
+"""Static fast mode: `train --method static` (training/static.py) and `embed -m DIR` on its output
 (models/static_model.py): numpy and tokenizers only, the vectors sentence-transformers' StaticEmbedding gives."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from conftest import DATA, ROOT, api_gives_what_embed_writes, jsonl, sembed
 from test_onnx import IMPORTS_PROBE
 
 from sembed_cli.models import sentence_models, static_model
-from sembed_cli.training import static_distillation, static_teacher
+from sembed_cli.training import static as static_trainer
+from sembed_cli.training import static_teacher
 
 TEXTS = [
     "A man is playing a guitar.",
@@ -162,31 +163,31 @@ def test_the_distilled_directory_says_how_it_was_made(static_dir, tiny_model):
 def test_piece_weights():
     counts = np.array([0, 1, 3, 996])
     np.testing.assert_allclose(
-        static_distillation.piece_weights("sif", counts),
+        static_trainer.piece_weights("sif", counts),
         [1, 1e-3 / (1e-3 + 0.001), 1e-3 / (1e-3 + 0.003), 1e-3 / (1e-3 + 0.996)],
         rtol=1e-6,
     )
     zipf = 1 / np.arange(2, 6)
     np.testing.assert_allclose(
-        static_distillation.piece_weights("zipf", counts), 1e-4 / (1e-4 + zipf / zipf.sum()), rtol=1e-6
+        static_trainer.piece_weights("zipf", counts), 1e-4 / (1e-4 + zipf / zipf.sum()), rtol=1e-6
     )
-    assert static_distillation.piece_weights("none", counts).tolist() == [1, 1, 1, 1]
+    assert static_trainer.piece_weights("none", counts).tolist() == [1, 1, 1, 1]
 
 
 def test_pca_keeps_the_leading_components():
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(200, 8)) * np.array([10, 5, 1, 1, 1, 1, 1, 1])
-    reduced, described, projection = static_distillation.pca(vectors, 2)
+    reduced, described, projection = static_trainer.pca(vectors, 2)
     assert reduced.shape == (200, 2) and described["dim"] == 2 and described["teacher_dim"] == 8
     assert described["variance_kept"] > 0.9 and described["centred"]
     np.testing.assert_allclose(projection(vectors), reduced, rtol=1e-5)
-    assert static_distillation.pca(vectors, 20)[1]["dim"] == 8
+    assert static_trainer.pca(vectors, 20)[1]["dim"] == 8
 
 
 def test_uncentred_pca_keeps_the_origin_and_the_cosines_within_its_span():
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(100, 3)) @ rng.normal(size=(3, 6)) + 4  # rank 3 once centred, 4 with the origin
-    reduced, described, projection = static_distillation.pca(vectors, 4, centre=False)
+    reduced, described, projection = static_trainer.pca(vectors, 4, centre=False)
     assert not described["centred"] and projection(np.zeros((1, 6))).tolist() == [[0, 0, 0, 0]]
     a, b = vectors[:50].mean(axis=0), vectors[50:].mean(axis=0)  # means of rows keep their cosine after projection
     cosine = a @ b / np.linalg.norm(a) / np.linalg.norm(b)
@@ -196,8 +197,8 @@ def test_uncentred_pca_keeps_the_origin_and_the_cosines_within_its_span():
 
 def test_the_teacher_reads_an_even_sample_whatever_the_seed():
     texts = [str(n) for n in range(10)]
-    assert static_distillation.sample(texts, 20) == texts
-    assert static_distillation.sample(texts, 4) == ["0", "3", "6", "9"]
+    assert static_trainer.sample(texts, 20) == texts
+    assert static_trainer.sample(texts, 4) == ["0", "3", "6", "9"]
 
 
 def test_piece_vectors_are_the_teachers_outputs_for_each_piece_alone(tiny_model):

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from sembed_cli.models import sentence_models  # noqa: E402
 from sembed_cli.models.token_attention import reconstruction_loss  # noqa: E402
-from sembed_cli.training.ta_sbert import TokenAttentionLoss, new_parameters, reshape  # noqa: E402
+from sembed_cli.training.ta import TokenAttentionLoss, new_parameters, reshape  # noqa: E402
 
 WORDS = "man woman dog cat child plays runs eats guitar ball park kitchen".split()
 LABELS = ("entailment", "neutral", "contradiction")

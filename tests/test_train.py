@@ -22,8 +22,8 @@ from sentence_transformers import SentenceTransformer  # noqa: E402
 
 from sembed_cli.artifacts import ContentHash  # noqa: E402
 from sembed_cli.models import sentence_models  # noqa: E402
-from sembed_cli.training import checkpoints, sentence_trainer  # noqa: E402
-from sembed_cli.training.siamese import ComponentFocusCosineLoss  # noqa: E402
+from sembed_cli.training import checkpoints, sentence_loop  # noqa: E402
+from sembed_cli.training.sbert import ComponentFocusCosineLoss  # noqa: E402
 
 WORDS = "man woman dog cat child runs eats plays guitar piano ball park street kitchen the a is on in".split()
 
@@ -210,7 +210,7 @@ def test_max_steps_inside_an_epoch_reports_the_steps_not_epoch_zero(tiny_model, 
     ],
 )
 def test_progress_label_says_what_is_true(step, steps, epoch, epochs, label):
-    assert sentence_trainer.progress_label(step, steps, epoch, epochs) == label
+    assert sentence_loop.progress_label(step, steps, epoch, epochs) == label
 
 
 def test_sbert_records_no_cf_weight(tiny_model, tmp_path):
@@ -282,7 +282,7 @@ def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(
 
     out = tmp_path / "resumed"
     with monkeypatch.context() as patch:
-        patch.setattr(sentence_trainer.ConsoleProgress, "on_step_end", interrupt_after(stop_at))
+        patch.setattr(sentence_loop.ConsoleProgress, "on_step_end", interrupt_after(stop_at))
         run = sembed("train", *args, "-o", str(out), input=jsonl(*pairs()))
     assert run.exit_code == 130
     assert f"checkpoints are kept in {out}.checkpoints: the same command with --resume continues" in run.stderr
@@ -311,7 +311,7 @@ def test_resume_after_an_interruption_ends_where_an_uninterrupted_run_ends(
 def test_resume_with_force_starts_over_when_the_checkpoints_are_of_another_run(tiny_model, tmp_path, monkeypatch):
     args = ("--method", "sbert", "-m", tiny_model, "-o", str(tmp_path / "m"), "--checkpoint-steps", "1")
     with monkeypatch.context() as patch:
-        patch.setattr(sentence_trainer.ConsoleProgress, "on_step_end", interrupt_after(2))
+        patch.setattr(sentence_loop.ConsoleProgress, "on_step_end", interrupt_after(2))
         assert sembed("train", *args, "--epochs", "2", input=jsonl(*pairs())).exit_code == 130
     run = sembed("train", *args, "--epochs", "1", "--resume", "--force", input=jsonl(*pairs()))
     assert run.exit_code == 0, run.stderr

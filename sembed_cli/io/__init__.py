@@ -6,7 +6,8 @@ One module a job; the names the rest of sembed uses are importable from here (`f
                    (STDIN, display_name, ReadPosition, LineDecoder, AUTO_ENCODING, text_lines)
     rejects        the bad-input policy of one input: stop at FILE:LINE, or count and go on (Rejects)
     json_codec     JSON values exactly: integers past 64 bits digit for digit (loads, dumps, json_type)
-    atomic_files   files written under a temporary name, renamed at the end (temporary_sibling, write_json_atomic)
+    atomic_files   files written whole or not at all, durable on request (atomic_path, write_bytes_atomic,
+                   write_json_atomic, commit, temporary_sibling, sync_file, sync_directory)
     stream         the two ends of a command and the options that make them (RecordSource, RecordSink, Shard,
                    StreamOptions, run_stream)
     batches        records in batches for a model, a partial batch before an input error (batched, text_jobs,
@@ -23,7 +24,15 @@ for digit); `-o FILE` never replaces an existing file without --force, is never 
 temporary name renamed at the end, also after an error or an interrupt.
 """
 
-from .atomic_files import temporary_sibling, write_json_atomic
+from .atomic_files import (
+    atomic_path,
+    commit,
+    sync_directory,
+    sync_file,
+    temporary_sibling,
+    write_bytes_atomic,
+    write_json_atomic,
+)
 from .batches import batched, map_texts, text_jobs
 from .fields import TextFields, check_number, check_text, counted_keys, derived_key, group, label
 from .json_codec import dumps, json_type, loads
@@ -46,9 +55,11 @@ __all__ = [
     "Shard",
     "StreamOptions",
     "TextFields",
+    "atomic_path",
     "batched",
     "check_number",
     "check_text",
+    "commit",
     "counted_keys",
     "derived_key",
     "display_name",
@@ -61,10 +72,13 @@ __all__ = [
     "map_texts",
     "nonzero",
     "run_stream",
+    "sync_directory",
+    "sync_file",
     "temporary_sibling",
     "text_jobs",
     "text_lines",
     "unit_scaled",
     "vector",
+    "write_bytes_atomic",
     "write_json_atomic",
 ]

@@ -29,7 +29,7 @@ from typing import IO, Protocol, cast
 import orjson
 
 from ..errors import BadRecord, SembedError
-from .atomic_files import temporary_sibling
+from .atomic_files import commit, temporary_sibling
 from .json_codec import dumps, json_problem, json_type, loads
 from .lines import STDIN, TEXT_SUFFIXES, ReadPosition, display_name, text_lines
 from .rejects import Rejects
@@ -330,7 +330,7 @@ class RecordSink:
                 if broken and self._out is not self._file:
                     self._tmp.unlink()
                 else:
-                    os.replace(self._tmp, self.path)
+                    commit(self._tmp, Path(self.path))
         except OSError as e:
             raise SembedError(f"cannot write {self.path}: {e.strerror or e}") from None
         finally:

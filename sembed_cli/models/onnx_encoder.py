@@ -49,7 +49,6 @@ import json
 import logging
 import os
 import platform
-import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -59,6 +58,7 @@ import numpy as np
 
 from .. import threads as thread_count
 from ..errors import SembedError
+from ..io.atomic_files import atomic_path
 from .transformer_loading import masked_lm_report_left_out, offline, token_window
 
 BACKENDS = ("torch", "onnx")
@@ -304,13 +304,6 @@ def export_lock(folder: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def atomic_output(path: Path) -> Path:
-    """A temporary file name next to `path`; the caller renames it into place once it is complete."""
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    return Path(name)
-
-
 def session_for(pipeline: Pipeline, quantize: str = "none", threads: int | None = None):
     """An ONNX Runtime session of the model's Transformer (exported, and quantised, on first use); and its path."""
     key = source_key(pipeline)
@@ -384,24 +377,19 @@ def export_fp32(pipeline: Pipeline, path: Path, key: str) -> None:
             return self.inner(**dict(zip(names, inputs))).last_hidden_state
 
     axes = {name: {0: "batch", 1: "tokens"} for name in names} | {"last_hidden_state": {0: "batch", 1: "tokens"}}
-    tmp = atomic_output(path)
-    try:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the tracer's warnings are about shapes the dynamic axes cover
-            torch.onnx.export(
-                LastHidden(model),
-                tuple(sample[name] for name in names),
-                str(tmp),
-                input_names=names,
-                output_names=["last_hidden_state"],
-                dynamic_axes=axes,
-                opset_version=OPSET,
-                dynamo=False,
-            )
+    with atomic_path(path) as tmp, torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's warnings are about shapes the dynamic axes cover
+        torch.onnx.export(
+            LastHidden(model),
+            tuple(sample[name] for name in names),
+            str(tmp),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
         stamp(tmp, key)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def quantize_int8(fp32: Path, path: Path, key: str, isa: str) -> None:
@@ -413,8 +401,7 @@ def quantize_int8(fp32: Path, path: Path, key: str, isa: str) -> None:
     except ImportError:
         raise SembedError("--quantize int8 needs onnxruntime and onnx, which are not installed", EXTRA_HINT) from None
     config = int8_config(isa)
-    tmp = atomic_output(path)
-    try:
+    with atomic_path(path) as tmp:
         quantize_dynamic(
             str(fp32),
             str(tmp),
@@ -424,9 +411,6 @@ def quantize_int8(fp32: Path, path: Path, key: str, isa: str) -> None:
             op_types_to_quantize=["MatMul", "Attention"],
         )
         stamp(tmp, key)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def stamp(path: Path, key: str) -> None:

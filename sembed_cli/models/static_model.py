@@ -14,7 +14,7 @@ left out, as `StaticEmbedding` does: torch's EmbeddingBag in mean mode), made
 unit length. The per-piece weights of SIF/Zipf or learnt salience are folded
 into the rows (model2vec's convention), so the runtime is a lookup and a
 sum: this module imports `tokenizers`, `safetensors.numpy` and numpy, never
-torch. Built by `sembed_cli/training/static_distillation.py`.
+torch. Built by `sembed_cli/training/static.py`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,18 @@
 """Checkpoints of a training run, and resuming one.
 
 A run that writes model DIR keeps its checkpoints in the sibling DIR.checkpoints:
-one `checkpoint-STEP` folder per save (the model, optimizer, learning-rate
-scheduler, the RNG states and the trainer's step counter: what the
-transformers Trainer writes), plus `sembed-run.json`, the run's fingerprint
-(method, base model, data hash, settings). `--resume` continues from the
-newest checkpoint only when the fingerprint matches, so the resumed run ends
-where an uninterrupted one would. The folder is removed once the model is
-written.
+one `checkpoint-N` folder per save (the model, optimizer, learning-rate
+scheduler, the RNG states and the step counter: what the transformers Trainer
+writes for sbert, cf and ta, and what `save` writes for the plain torch loops
+of the other methods, `epoch_loop.EpochLoop`), plus `sembed-run.json`, the
+run's fingerprint (method, base model, data hash, settings). `--resume`
+continues from the newest checkpoint only when the fingerprint matches, so the
+resumed run ends where an uninterrupted one would. The folder is removed once
+the model is written.
+
+One policy for every method: a checkpoint is complete once its state file
+(`trainer_state.json`) exists, written last; the newest `KEEP` (two) are kept,
+so a crash while one is written still leaves a whole one to resume from.
 """
 
 from __future__ import annotations
@@ -22,12 +27,13 @@ from transformers import TrainerCallback
 
 from .. import signals
 from ..errors import SembedError
-from ..io import write_json_atomic
+from ..io import atomic_path, write_json_atomic
 
 log = logging.getLogger(__name__)
 
 SUFFIX = ".checkpoints"
 RUN_FILE = "sembed-run.json"
+STATE = "state.pt"  # what `save` keeps of a plain torch loop
 STATE_FILE = "trainer_state.json"  # written last into a checkpoint by the Trainer: its presence means complete
 CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 KEEP = 2  # the newest two, so a crash while writing one still leaves a whole one
@@ -95,6 +101,29 @@ def prepare(output: Path, run: dict, resume: bool, force: bool) -> tuple[Path, P
     directory.mkdir(parents=True)
     write_json_atomic(directory / RUN_FILE, run)
     return directory, None
+
+
+def save(directory: Path, number: int, state: dict, counted: str = "global_step") -> Path:
+    """Checkpoint `number` of a plain torch loop: `state` (torch.save), then the state file that marks it complete
+    ({counted: number}); both reach the disk before the next step, and the newest `KEEP` checkpoints are kept."""
+    import torch
+
+    path = directory / f"checkpoint-{number}"
+    path.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path / STATE, durable=True) as partial:
+        torch.save(state, partial)
+    write_json_atomic(path / STATE_FILE, {counted: number}, durable=True)
+    found = sorted((step_of(p), p) for p in directory.iterdir() if CHECKPOINT.fullmatch(p.name))
+    for _, old in found[:-KEEP]:
+        shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+def load(checkpoint: Path, map_location: str = "cpu") -> dict:
+    """The state `save` kept in `checkpoint` (sembed's own file, RNG states included: not weights only)."""
+    import torch
+
+    return torch.load(checkpoint / STATE, map_location=map_location, weights_only=False)
 
 
 def remove(directory: Path) -> None:

@@ -1,10 +1,12 @@
-"""The training loop that masked-LM training shares: the character BERT (`char_bert`, POI stage 1), POI stage 2
-(`poi_triplet`) and the adaptation of an encoder (`mlm_adaptation`), and the model directory they write.
+"""The training loop that masked-LM training shares: mlm (`mlm_adaptation`, an encoder adapted;
+`mlm_from_scratch`, the POI paper's character BERT, stage 1) and poi (`poi`, stage 2), and the model directory
+they write.
 
-A plain torch loop: the data of an epoch (order and masked positions) follows
-from the seed and the epoch number alone, so a checkpoint (weights, optimiser,
-scheduler, RNG states, step) is enough for `--resume` to end where an
-uninterrupted run ends. The model directory is what `AutoModelForMaskedLM` /
+A plain torch loop on `epoch_loop.EpochLoop`, counted in optimiser steps: the
+data of an epoch (order and masked positions) follows from the seed and the
+epoch number alone, so a checkpoint (weights, optimiser, scheduler, RNG
+states, step) is enough for `--resume` to end where an uninterrupted run ends.
+The model directory is what `AutoModelForMaskedLM` /
 `AutoTokenizer` load, and also a sentence-transformers directory (the encoder
 in 0_Transformer, mean pooling, normalisation: `SentenceTransformer(DIR)`,
 `sembed embed --model DIR`), with `sembed.json` and its model card.
@@ -16,9 +18,8 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
@@ -28,58 +29,15 @@ from ..io import write_json_atomic
 from ..models import sentence_models
 from ..models.precision import autocast
 from . import checkpoints
+from .epoch_loop import EpochLoop
 from .job import Job
 from .model_card import write_model_card
+from .schedule import Schedule
 
 log = logging.getLogger(__name__)
 
 COMMAND = "sembed train"
 MLM_IGNORE = -100  # positions without a masked-LM label (torch's CrossEntropyLoss ignore_index)
-WEIGHT_DECAY = 0.01
-MAX_GRAD_NORM = 1.0
-
-
-class LoopSettings(Protocol):
-    """The settings of mlm and poi that the loop reads (`training/methods/` declares them)."""
-
-    @property
-    def max_steps(self) -> int | None: ...
-    @property
-    def checkpoint_steps(self) -> int: ...
-
-
-@dataclass(frozen=True)
-class LoopSchedule:
-    """Optimisation of the plain loop: AdamW, linear warm-up, then linear decay (the paper: polynomial decay,
-    power 1)."""
-
-    epochs: int
-    batch_size: int
-    learning_rate: float
-    warmup_ratio: float
-    weight_decay: float = WEIGHT_DECAY
-    max_grad_norm: float = MAX_GRAD_NORM
-    max_steps: int | None = None
-    checkpoint_steps: int = 0  # 0: at each epoch's end only
-    seed: int = 42
-
-    @classmethod
-    def of(cls, job: Job, settings: LoopSettings) -> LoopSchedule:
-        """The job's recipe (with --epochs, --batch-size, --lr, --warmup applied), --max-steps, --checkpoint-steps
-        and --seed."""
-        recipe = job.recipe
-        return cls(
-            epochs=recipe.epochs,
-            batch_size=recipe.batch_size,
-            learning_rate=recipe.lr,
-            warmup_ratio=recipe.warmup or 0.0,
-            max_steps=settings.max_steps,
-            checkpoint_steps=settings.checkpoint_steps,
-            seed=job.seed,
-        )
-
-    def settings(self) -> dict:
-        return {"optimizer": "AdamW", "scheduler": "linear warm-up, then linear decay", **asdict(self)}
 
 
 BUCKET_BATCHES = 50  # batches sorted by length together: less padding, order still random
@@ -97,41 +55,6 @@ def length_batches(order: list[int], lengths: list[int], batch_size: int, rng: r
 
 
 # --- the loop ------------------------------------------------------------------------------------------
-
-STATE_FILE = checkpoints.STATE_FILE  # written last: a checkpoint with it is complete
-
-
-def _save_checkpoint(directory: Path, step: int, model, optimizer, scheduler) -> int:
-    """A checkpoint at `step`, the newest two kept; returns `step`."""
-    path = directory / f"checkpoint-{step}"
-    path.mkdir(parents=True, exist_ok=True)
-    torch.save(
-        {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "python_rng": random.getstate(),
-        },
-        path / "state.pt",
-    )
-    write_json_atomic(path / STATE_FILE, {"global_step": step})
-    kept = sorted((checkpoints.step_of(p), p) for p in directory.iterdir() if checkpoints.CHECKPOINT.fullmatch(p.name))
-    for _, old in kept[: -checkpoints.KEEP]:
-        import shutil
-
-        shutil.rmtree(old, ignore_errors=True)
-    return step
-
-
-def _load_checkpoint(path: Path, model, optimizer, scheduler) -> int:
-    state = torch.load(path / "state.pt", map_location="cpu", weights_only=False)
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    torch.set_rng_state(state["torch_rng"])
-    random.setstate(state["python_rng"])
-    return checkpoints.step_of(path)
 
 
 def to_device(batch: dict, device: str) -> dict:
@@ -157,7 +80,7 @@ def run_loop(
     epoch_batches: Callable[[int], Iterable[dict]],
     steps_per_epoch: int,
     loss: Callable[[object, dict], tuple[torch.Tensor, dict]],
-    schedule: LoopSchedule,
+    schedule: Schedule,
     device: str,
     checkpoint_dir: Path,
     resume_from: Path | None,
@@ -185,15 +108,32 @@ def run_loop(
         parameter_groups(model, schedule.weight_decay, schedule.learning_rate, lr_scale), lr=schedule.learning_rate
     )
     scheduler = get_linear_schedule_with_warmup(optimizer, int(schedule.warmup_ratio * total), total)
-    step = _load_checkpoint(resume_from, model, optimizer, scheduler) if resume_from else 0
+    loop = EpochLoop(
+        checkpoint_dir,
+        resume_from,
+        total,
+        lambda: {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "python_rng": random.getstate(),
+        },
+        steps_per_epoch,
+        schedule.checkpoint_steps,
+    )
+    if loop.saved is not None:
+        model.load_state_dict(loop.saved["model"])
+        optimizer.load_state_dict(loop.saved["optimizer"])
+        scheduler.load_state_dict(loop.saved["scheduler"])
+        torch.set_rng_state(loop.saved["torch_rng"])
+        random.setstate(loop.saved["python_rng"])
     model.to(device).train()
     started, losses = time.perf_counter(), {}
     recent: dict[str, float] = {}  # losses since the last log line
     recent_steps = 0
-    saved = step
     try:
-        while step < total:
-            epoch, skip = divmod(step, steps_per_epoch)
+        for epoch, skip in loop.epochs():
             running: dict[str, float] = {}
             count = 0
             for index, batch in enumerate(
@@ -209,35 +149,31 @@ def run_loop(
                     optimizer.step()
                     scheduler.step()
                     optimizer.zero_grad(set_to_none=True)
-                    step += 1
+                    loop.advance()
                 count += 1
                 for name, v in parts.items():
                     running[name] = running.get(name, 0.0) + v
                     recent[name] = recent.get(name, 0.0) + v
                 recent_steps += 1
-                if log_steps and step % log_steps == 0:
+                if log_steps and loop.step % log_steps == 0:
                     log.info(
-                        f"step {step}/{total}: mean loss "
+                        f"step {loop.step}/{total}: mean loss "
                         + ", ".join(f"{k} {v / recent_steps:.4f}" for k, v in recent.items())
                         + f" ({time.perf_counter() - started:.0f} s)"
                     )
                     recent, recent_steps = {}, 0
-                if schedule.checkpoint_steps and step % schedule.checkpoint_steps == 0 and step < total:
-                    saved = _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
-                if step >= total:
+                if loop.finished:
                     break
             losses = {name: round(v / max(count, 1), 4) for name, v in running.items()}
             log.info(
-                f"epoch {epoch + 1}: step {step}/{total}, mean loss "
+                f"epoch {epoch + 1}: step {loop.step}/{total}, mean loss "
                 + ", ".join(f"{k} {v:.4f}" for k, v in losses.items())
             )
-            if step < total:
-                saved = _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (signals.py): keep the steps done
-        if step > saved:
-            _save_checkpoint(checkpoint_dir, step, model, optimizer, scheduler)
+        loop.keep_progress()
         log.warning(
-            f"stopped at step {step}/{total}; checkpoint in {checkpoint_dir}: the same command with --resume continues"
+            f"stopped at step {loop.step}/{total}; checkpoint in {checkpoint_dir}: the same command with --resume "
+            "continues"
         )
         raise
     model.eval()

@@ -37,6 +37,9 @@ encoder (or any BERT-style encoder, --model) and prose records:
 
 Each epoch's order and masks follow from the seed and the epoch number alone,
 so `--resume` ends where an uninterrupted run ends.
+
+The module keeps its name (mlm's other trainer is `mlm_from_scratch.py`): the
+sembed.json of every model it wrote names its `held_out` function.
 """
 
 from __future__ import annotations
@@ -55,15 +58,16 @@ from typing import Any, Protocol
 
 import torch
 
-from .. import console
-from ..artifacts import ContentHash, describe, refuse_existing
+from ..artifacts import describe, refuse_existing
 from ..errors import BadRecord, SembedError
-from ..io import RecordSource, check_text
+from ..io import check_text
 from ..models import precision as precisions
 from ..models import sentence_models
 from . import checkpoints
+from .data import TrainingInput
 from .job import Job
-from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, finish, length_batches, run_loop
+from .masked_lm_loop import COMMAND, MLM_IGNORE, finish, length_batches, run_loop
+from .schedule import Schedule, ScheduleSettings
 
 log = logging.getLogger(__name__)
 
@@ -195,41 +199,30 @@ def masked_positions_loss(model, batch: dict) -> tuple[torch.Tensor, dict]:
 # --- data ----------------------------------------------------------------------------------------------
 
 
-def read_prose(source: RecordSource, text_key: str, holdout: float) -> tuple[list[str], dict]:
+def read_prose(source: TrainingInput, text_key: str, holdout: float) -> tuple[list[str], dict]:
     """The training texts of a record stream (in input order) with the data description; held-out texts left out."""
     texts: list[str] = []
     held = 0
-    digest = ContentHash()
 
     def check(record: dict) -> None:
         if text_key not in record:
             raise BadRecord(f"missing key '{text_key}'")
         check_text(record, text_key)
 
-    for record in console.progress(source.checked(check), "reading texts"):
+    for record in source.read(check, "reading texts"):
         text = record[text_key]
         if held_out(text, holdout):
             held += 1
             continue
         texts.append(text)
-        digest.add(text)
-    summary = source.summary()
-    if summary:
-        log.warning(summary)
-    if not texts:
-        found = f" (all {held} held out: lower --holdout)" if held else ""
-        raise SembedError(
-            f"no training text in {source.rejects.name}{found}",
-            "mlm reads records with text, e.g. sembed convert --from prose --doc-break blank corpora/abc",
-        )
-    return texts, {
-        "input": source.rejects.name,
-        "records": len(texts) + held,
-        "training_records": len(texts),
-        "held_out_records": held,
-        "skipped": len(source.rejects.skipped),
-        "sha256": digest.hexdigest(),
-    }
+        source.hash.add(text)
+    source.refuse_empty(
+        len(texts),
+        "training text",
+        "mlm reads records with text, e.g. sembed convert --from prose --doc-break blank corpora/abc",
+        f" (all {held} held out: lower --holdout)" if held else "",
+    )
+    return texts, source.provenance(records=len(texts) + held, training_records=len(texts), held_out_records=held)
 
 
 # --- the model -----------------------------------------------------------------------------------------
@@ -349,7 +342,7 @@ def head_lr_scale(scale: float):
     return lambda name: scale if name.startswith("cls.") else 1.0
 
 
-class AdaptationSettings(LoopSettings, Protocol):
+class AdaptationSettings(ScheduleSettings, Protocol):
     """mlm's settings (without --from-scratch) that this module reads (`training/methods/mlm.py` declares them)."""
 
     @property
@@ -364,14 +357,14 @@ def adapt_encoder(job: Job, settings: AdaptationSettings) -> dict:
     """A BERT masked-LM from the encoder of --model, trained on the prose of the job's input and written to its
     output; returns the metadata."""
     base_model, holdout, text_key = settings.model, settings.holdout, job.text_key()
-    schedule, masking, head_scale = LoopSchedule.of(job, settings), WordMasking(), HEAD_LR_SCALE
+    schedule, masking, head_scale = Schedule.of(job, settings), WordMasking(), HEAD_LR_SCALE
     if not 0.0 <= holdout < 1.0:
         raise SembedError(f"--holdout must be in [0, 1), got {holdout}")
     refuse_existing(job.output, job.force)
     resolved = sentence_models.resolve_device(job.device)
     precision = precisions.resolve_training(settings.precision, resolved)
     model, tokenizer, directory, new_head = start_model(base_model, schedule.seed, DROPOUT)
-    texts, data = read_prose(job.source, text_key, holdout)
+    texts, data = read_prose(TrainingInput(job.source), text_key, holdout)
     pieces = [
         ids for ids in tokenizer(texts, truncation=True, max_length=masking.max_length)["input_ids"] if len(ids) > 2
     ]

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from .. import console
 from ..artifacts import ContentHash
 from ..errors import BadRecord
-from ..io import RecordSource, TextFields, batched, check_number, check_text, derived_key, label, text_jobs
+from ..io import TextFields, batched, check_number, check_text, derived_key, label, text_jobs
+from .data import TrainingInput
 
 LABEL_COLUMN = "label"  # the column name the sentence-transformers trainer takes as the target
 
@@ -88,18 +89,21 @@ class TrainingPairs:
     target: str = "score"
     s_cf_computed: int = 0  # pairs whose S_cf was not in the input and was built here
 
-    def describe(self, input: str, skipped: int) -> dict:
+    def describe(self, input: TrainingInput) -> dict:
         """The `data` part of the model's metadata."""
         data = {
-            "input": input,
-            "records": self.count,
-            "sha256": self.sha256,
-            "skipped": skipped,
+            **input.provenance(self.sha256, records=self.count),
             "sha256_of": f"text_a, text_b, {self.target} of each pair, in input order",
         }
         if self.s_cf_computed:
             data["s_cf_computed"] = self.s_cf_computed
         return data
+
+    def training_data(self, input: TrainingInput, hint: str) -> tuple[dict[str, list], dict]:
+        """The columns training reads and the `data` of the metadata; no pair at all is an error (`hint`: what
+        the method reads)."""
+        input.refuse_empty(self.count, "training pairs", hint)
+        return self.columns, self.describe(input)
 
 
 def check_pair(fields: PairFields, score_range: ScoreRange, component_focus: bool):
@@ -131,7 +135,7 @@ def check_labelled_pair(fields: PairFields, labels: LabelSet):
 
 
 def read_scored_pairs(
-    source: RecordSource,
+    source: TrainingInput,
     fields: PairFields,
     score_range: ScoreRange,
     component_focus: bool = False,
@@ -162,7 +166,7 @@ def read_scored_pairs(
     return pairs
 
 
-def read_labelled_pairs(source: RecordSource, fields: PairFields, labels: LabelSet = LabelSet()) -> TrainingPairs:
+def read_labelled_pairs(source: TrainingInput, fields: PairFields, labels: LabelSet = LabelSet()) -> TrainingPairs:
     """Read and check every NLI pair of `source`: the two texts and the label's index in `labels`."""
     records = _read(source, check_labelled_pair(fields, labels), set(fields.texts) | {fields.label})
     pairs = TrainingPairs(count=len(records), target="label")
@@ -177,12 +181,9 @@ def read_labelled_pairs(source: RecordSource, fields: PairFields, labels: LabelS
     return pairs
 
 
-def _read(source: RecordSource, check, keep: set[str]) -> list[dict]:
+def _read(source: TrainingInput, check, keep: set[str]) -> list[dict]:
     """Every checked record of `source`, with only the fields in `keep`."""
-    return [
-        {key: record[key] for key in keep if key in record}
-        for record in console.progress(source.checked(check), "reading pairs")
-    ]
+    return [{key: record[key] for key in keep if key in record} for record in source.read(check, "reading pairs")]
 
 
 def _fill(

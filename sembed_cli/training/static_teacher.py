@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ import numpy as np
 from .. import console
 from ..artifacts import ContentHash
 from ..errors import SembedError
-from ..io.atomic_files import temporary_sibling
+from ..io.atomic_files import atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -170,9 +169,7 @@ def cached_corpus_pass(cache: Path | None, key: str, run) -> CorpusPass:
             ) from None
     corpus = run()
     if cache is not None:
-        partial = temporary_sibling(cache)
-        with open(partial, "wb") as f:  # a file object, so numpy adds no .npz to the name
+        with atomic_path(cache) as partial, open(partial, "wb") as f:  # a file object: numpy adds no .npz to it
             np.savez(f, key=np.array(key), sentences=corpus.sentences, sums=corpus.sums, counts=corpus.counts)
-        os.replace(partial, cache)
         log.info(f"kept the teacher's pass over the corpus in {cache}")
     return corpus

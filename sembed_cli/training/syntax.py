@@ -38,11 +38,13 @@ from typing import Any, Protocol
 import torch
 
 from .. import console
-from ..artifacts import ContentHash, building, describe, refuse_existing, write_metadata
+from ..artifacts import building, describe, refuse_existing, write_metadata
 from ..errors import BadRecord, SembedError
-from ..io import RecordSource, json_type
+from ..io import json_type
 from ..models.syntax_map import SyntaxMap
 from . import checkpoints
+from .data import TrainingInput
+from .epoch_loop import EpochLoop
 from .job import Job
 from .model_card import write_model_card
 
@@ -89,10 +91,9 @@ def described(job: Job, settings: SyntaxSettings) -> dict:
 # --- data ----------------------------------------------------------------------------------------------
 
 
-def read_sets(source: RecordSource, key: str = "words") -> tuple[list[list[list[str]]], dict]:
+def read_sets(source: TrainingInput, key: str = "words") -> tuple[list[list[list[str]]], dict]:
     """The aligned word lists of every set, and the data description for the metadata."""
     sets: list[list[list[str]]] = []
-    digest = ContentHash()
 
     def keep(record: dict) -> None:
         if key not in record:
@@ -112,25 +113,16 @@ def read_sets(source: RecordSource, key: str = "words") -> tuple[list[list[list[
         if lengths.pop() < 2:
             raise BadRecord(f"the sentences of '{key}' have fewer than 2 words: no word pair to sample")
         sets.append(words)
-        digest.add(repr(words))
+        source.hash.add(repr(words))
 
-    for _ in console.progress(source.checked(keep), "reading sets"):
+    for _ in source.read(keep, "reading sets"):
         pass
-    summary = source.summary()
-    if summary:
-        log.warning(summary)
     if len(sets) < 4:
         raise SembedError(
-            f"{len(sets)} usable set(s) in {source.rejects.name}: too few",
+            f"{len(sets)} usable set(s) in {source.name}: too few",
             "give `sembed gensets` output of many sentences (negatives come from other sets)",
         )
-    return sets, {
-        "input": source.rejects.name,
-        "sets": len(sets),
-        "sentences": sum(len(s) for s in sets),
-        "skipped": len(source.rejects.skipped),
-        "sha256": digest.hexdigest(),
-    }
+    return sets, source.provenance(sets=len(sets), sentences=sum(len(s) for s in sets))
 
 
 @dataclass
@@ -256,7 +248,7 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
         refuse_existing(output, force)
     started = time.perf_counter()
     device = resolve_device(job.device)
-    sets, data = read_sets(source)
+    sets, data = read_sets(TrainingInput(source))
     encoder = WordEncoder.open(model, random_init=random_init, seed=seed, device=device)
     run = {
         "method": "syntax",
@@ -291,13 +283,24 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
     optimizer = torch.optim.Adam(f.parameters(), lr=job.recipe.lr)
     generator = torch.Generator().manual_seed(seed)
     history: list[dict] = []
-    first_epoch = 0
-    if resume_from is not None:
-        state = torch.load(resume_from / "state.pt", map_location=device, weights_only=False)
-        f.load_state_dict(state["f"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        history, first_epoch = state["history"], state["epoch"]
+    loop = EpochLoop(
+        directory,
+        resume_from,
+        epochs,
+        lambda: {
+            "f": f.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "generator": generator.get_state(),
+            "history": history,
+        },
+        counted="epoch",
+        map_location=device,
+    )
+    if loop.saved is not None:
+        f.load_state_dict(loop.saved["f"])
+        optimizer.load_state_dict(loop.saved["optimizer"])
+        generator.set_state(loop.saved["generator"])
+        history = loop.saved["history"]
     if held_sample is not None and not history:
         history.append({"epoch": 0, "held_out": evaluate(f, encoded, held_sample, batch_size)})
     samples = len(train_ids) * settings.pairs_per_set
@@ -306,7 +309,7 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
         f"{len(train_ids)} training sets ({held} held out), {samples} samples an epoch, "
         f"{encoded.vectors.shape[1]} -> {settings.dimension} dimensions, {steps} steps an epoch on {device}"
     )
-    for epoch in range(first_epoch, epochs):
+    for epoch, _ in loop.epochs():
         tick = time.perf_counter()
         sample = sample_pairs(encoded, train_ids, settings.pairs_per_set, generator)
         shuffle = torch.randperm(len(sample[0]), generator=generator)
@@ -337,7 +340,7 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
                 else ""
             )
         )
-        save_checkpoint(directory, epoch + 1, f, optimizer, generator, history)
+        loop.advance()
 
     syntax_map = SyntaxMap(f.weight.detach().cpu(), f.bias.detach().cpu(), run["encoder"])
     metadata = describe(
@@ -357,25 +360,3 @@ def train_syntax(job: Job, settings: SyntaxSettings) -> SyntaxMap:
     checkpoints.remove(directory)
     log.info(f"wrote {output} in {time.perf_counter() - started:.0f} s")
     return syntax_map
-
-
-def save_checkpoint(directory: Path, epoch: int, f, optimizer, generator, history: list) -> None:
-    """An epoch-end checkpoint (f, Adam, the sampling RNG); the state file, written last, marks it complete."""
-    import shutil
-
-    folder = directory / f"checkpoint-{epoch}"
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save(
-        {
-            "epoch": epoch,
-            "f": f.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "generator": generator.get_state(),
-            "history": history,
-        },
-        folder / "state.pt",
-    )
-    (folder / checkpoints.STATE_FILE).write_text(f'{{"epoch": {epoch}}}\n')
-    for old in directory.glob("checkpoint-*"):
-        if old != folder:
-            shutil.rmtree(old, ignore_errors=True)

@@ -1,13 +1,13 @@
 """The training methods of `sembed train --method`, by name: one module each, one line here.
 
-    sbert   SBERT's Siamese cosine fine-tuning            training/siamese.py
-    cf      CF-BERT, component focusing                   training/siamese.py
-    ta      TA-SBERT, Token Attention                     training/ta_sbert.py
-    nws     Neural Word Saliency scores                   training/word_saliency.py
-    mlm     masked-LM: an encoder adapted, or POI stage 1  training/mlm_adaptation.py, char_bert.py
-    poi     POI stage 2, triplets + masked-LM             training/poi_triplet.py
+    sbert   SBERT's Siamese cosine fine-tuning            training/sbert.py
+    cf      CF-BERT, component focusing                   training/sbert.py
+    ta      TA-SBERT, Token Attention                     training/ta.py
+    nws     Neural Word Saliency scores                   training/nws.py
+    mlm     masked-LM: an encoder adapted, or POI stage 1  training/mlm_adaptation.py, mlm_from_scratch.py
+    poi     POI stage 2, triplets + masked-LM             training/poi.py
     syntax  the syntax-distillation map                   training/syntax.py
-    static  a static model distilled from a teacher       training/static_distillation.py
+    static  a static model distilled from a teacher       training/static.py
 
 A method module declares its recipe, its settings (a frozen dataclass whose
 fields are its options, with their defaults) and `run(job, settings)`, which

@@ -1,4 +1,4 @@
-"""cf: CF-BERT (Yin et al. 2020): SBERT with component focusing (eq. 1); the trainer is `training/siamese.py`."""
+"""cf: CF-BERT (Yin et al. 2020): SBERT with component focusing (eq. 1); the trainer is `training/sbert.py`."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class Settings:
 
 
 def run(job: Job, settings: Settings) -> None:
-    from ..siamese import train_cf
+    from ..sbert import train_cf
 
     train_cf(job, settings)
 

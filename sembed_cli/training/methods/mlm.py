@@ -1,5 +1,5 @@
 """mlm: masked-LM training, either adapting an encoder (`training/mlm_adaptation.py`) or the POI paper's stage 1,
-a character BERT from scratch (`training/char_bert.py`); both on the loop of `training/masked_lm_loop.py`."""
+a character BERT from scratch (`training/mlm_from_scratch.py`); both on the loop of `training/masked_lm_loop.py`."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def check(settings: Settings, given: frozenset[str]) -> None:
 
 def run(job: Job, settings: Settings) -> None:
     if settings.from_scratch:
-        from ..char_bert import train_char_bert
+        from ..mlm_from_scratch import train_char_bert
 
         train_char_bert(job, settings)
     else:

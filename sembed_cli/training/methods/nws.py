@@ -1,4 +1,4 @@
-"""nws: Neural Word Saliency (Samardzhiev et al. 2018); the trainer is `training/word_saliency.py`."""
+"""nws: Neural Word Saliency (Samardzhiev et al. 2018); the trainer is `training/nws.py`."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class Settings:
 
 def run(job: Job, settings: Settings) -> None:
     from ...models import word_vectors
-    from ..word_saliency import train_nws
+    from ..nws import train_nws
 
     train_nws(job, settings, word_vectors.load(settings.vectors))
 

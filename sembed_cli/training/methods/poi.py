@@ -1,5 +1,5 @@
 """poi: the POI paper's stage 2 (Zhang et al.), batch-all triplets plus the masked-LM loss; the trainer is
-`training/poi_triplet.py`."""
+`training/poi.py`."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def check(settings: Settings, given: frozenset[str]) -> None:
 
 
 def run(job: Job, settings: Settings) -> None:
-    from ..poi_triplet import train_poi
+    from ..poi import train_poi
 
     train_poi(job, settings)
 

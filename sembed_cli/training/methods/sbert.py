@@ -1,4 +1,4 @@
-"""sbert: SBERT's Siamese cosine fine-tuning (Reimers and Gurevych 2019); the trainer is `training/siamese.py`."""
+"""sbert: SBERT's Siamese cosine fine-tuning (Reimers and Gurevych 2019); the trainer is `training/sbert.py`."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class Settings:
 
 
 def run(job: Job, settings: Settings) -> None:
-    from ..siamese import train_sbert
+    from ..sbert import train_sbert
 
     train_sbert(job, settings)
 

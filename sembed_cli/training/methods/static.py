@@ -1,5 +1,5 @@
 """static: a static word-piece model distilled from a sentence-transformers teacher; the trainer is
-`training/static_distillation.py`, the runtime `models/static_model.py`."""
+`training/static.py`, the runtime `models/static_model.py`."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def check(settings: Settings, given: frozenset[str]) -> None:
 
 
 def run(job: Job, settings: Settings) -> None:
-    from ..static_distillation import train_static
+    from ..static import train_static
     from . import nws
 
     train_static(job, settings, nws.RECIPE, nws.Settings())

@@ -1,5 +1,5 @@
 """ta: TA-SBERT (Seo et al. 2022), Token Attention pooling with a reconstruction head; the trainer is
-`training/ta_sbert.py`."""
+`training/ta.py`."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def check(settings: Settings, given: frozenset[str]) -> None:
 
 
 def run(job: Job, settings: Settings) -> None:
-    from ..ta_sbert import train_ta
+    from ..ta import train_ta
 
     train_ta(job, settings)
 

@@ -1,4 +1,5 @@
-"""Neural Word Saliency (Samardzhiev, Gargett and Bollegala, "Learning Neural Word Saliency Scores").
+"""The trainer of `--method nws`: Neural Word Saliency (Samardzhiev, Gargett and Bollegala, "Learning Neural Word
+Saliency Scores").
 
 One scalar q(w) per vocabulary word, word vectors frozen. A sentence is
 s = sum_{w in S} q(w) w over its distinct words (eq. 1). For each sentence S_i
@@ -21,7 +22,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -29,9 +29,10 @@ import numpy as np
 from .. import console
 from ..artifacts import ContentHash, building, describe, refuse_existing
 from ..errors import BadRecord, SembedError
-from ..io import RecordSource, check_text
+from ..io import check_text
 from ..models.salience import SIF_A, SalienceTable, first_component, isf, sif_weights, unseen_score
 from ..models.word_vectors import Coverage, WordVectors
+from .data import TrainingInput
 from .job import Job
 from .model_card import write_model_card
 
@@ -96,7 +97,7 @@ class Corpus:
         return np.concatenate([np.stack([i, i + 1], 1), np.stack([i + 1, i], 1)]).astype(np.int64)
 
 
-def read_corpus(source: RecordSource, vectors: WordVectors, text_key: str = "text", doc_key: str = "doc_id") -> Corpus:
+def read_corpus(source: TrainingInput, vectors: WordVectors, text_key: str = "text", doc_key: str = "doc_id") -> Corpus:
     corpus = Corpus()
 
     def check(record: dict) -> None:
@@ -106,16 +107,13 @@ def read_corpus(source: RecordSource, vectors: WordVectors, text_key: str = "tex
             raise BadRecord(f"missing key '{text_key}'")
         check_text(record, text_key)
 
-    for record in console.progress(source.checked(check), "reading the corpus", unit="sentences"):
+    for record in source.read(check, "reading the corpus", unit="sentences"):
         corpus.add(str(record[doc_key]), record[text_key], vectors)
-    summary = source.summary()
-    if summary:
-        log.warning(summary)
-    if not corpus.sentences:
-        raise SembedError(
-            f"no sentences in {source.rejects.name}",
-            "train --method nws reads a sentence-ordered corpus: doc_id, text records from sembed convert",
-        )
+    source.refuse_empty(
+        corpus.sentences,
+        "sentences",
+        "train --method nws reads a sentence-ordered corpus: doc_id, text records from sembed convert",
+    )
     return corpus
 
 
@@ -203,8 +201,9 @@ def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> Salience
 
     from ..models.sentence_models import resolve_device
     from . import checkpoints
+    from .epoch_loop import EpochLoop
 
-    source, output, resume, force, seed = job.source, job.output, job.resume, job.force, job.seed
+    source, output, resume, force, seed = TrainingInput(job.source), job.output, job.resume, job.force, job.seed
     epochs, batch_size = job.recipe.epochs, job.recipe.batch_size
     if not resume:
         refuse_existing(output, force)
@@ -232,15 +231,13 @@ def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> Salience
         )
     if len(usable) < 4:
         raise SembedError(f"only {len(usable)} sentences with a known word: too few to draw negatives from")
-    data = {
-        "input": source.rejects.name,
-        "sentences": corpus.sentences,
-        "documents": len(corpus.document_names),
-        "tokens": corpus.coverage.tokens,
-        "pairs": len(pairs),
-        "sha256": corpus.hash.hexdigest(),
-        "skipped": len(source.rejects.skipped),
-    }
+    data = source.provenance(
+        corpus.hash.hexdigest(),
+        sentences=corpus.sentences,
+        documents=len(corpus.document_names),
+        tokens=corpus.coverage.tokens,
+        pairs=len(pairs),
+    )
     run = {"method": "nws", "vectors": vectors.spec, "data": data["sha256"], "settings": described(job, settings)}
     directory, resume_from = checkpoints.prepare(output, run, resume, force)
 
@@ -248,22 +245,34 @@ def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> Salience
     init = initial_scores(settings.init, sentence_counts, corpus.sentences, seed)
     q = torch.nn.Parameter(torch.as_tensor(init.copy(), device=device))
     optimizer = torch.optim.Adagrad([q], lr=job.recipe.lr)
-    first_epoch = 0
-    if resume_from is not None:
-        state = torch.load(resume_from / "state.pt", map_location=device)
-        with torch.no_grad():
-            q.copy_(state["q"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        first_epoch = state["epoch"]
-    batches = PairBatches(corpus, vectors.vectors([vectors.index[w] for w in corpus.words]), device)
     snapshots: list[tuple[int, np.ndarray]] = [(0, init)] if settings.save_epochs else []
-    if resume_from is not None and settings.save_epochs:
-        snapshots = [(e, np.asarray(s)) for e, s in state["snapshots"]]
-    history = list(state["history"]) if resume_from is not None else []
+    history: list[dict] = []
+    loop = EpochLoop(
+        directory,
+        resume_from,
+        epochs,
+        lambda: {
+            "q": q.detach().cpu(),
+            "optimizer": optimizer.state_dict(),
+            "generator": generator.get_state(),
+            "history": history,
+            "snapshots": [(e, s.tolist()) for e, s in snapshots],
+        },
+        counted="epoch",
+        map_location=device,
+    )
+    if loop.saved is not None:
+        with torch.no_grad():
+            q.copy_(loop.saved["q"])
+        optimizer.load_state_dict(loop.saved["optimizer"])
+        generator.set_state(loop.saved["generator"])
+        if settings.save_epochs:
+            snapshots = [(e, np.asarray(s)) for e, s in loop.saved["snapshots"]]
+        history = list(loop.saved["history"])
+    batches = PairBatches(corpus, vectors.vectors([vectors.index[w] for w in corpus.words]), device)
     anchors_all = torch.as_tensor(pairs[:, 0], device=device)
     positives_all = torch.as_tensor(pairs[:, 1], device=device)
-    for epoch in range(first_epoch, epochs):
+    for epoch, _ in loop.epochs():
         tick = time.perf_counter()
         order = torch.randperm(len(pairs), generator=generator).to(device)
         rng = np.random.default_rng([seed, epoch])
@@ -297,7 +306,7 @@ def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> Salience
         )
         if settings.save_epochs:
             snapshots.append((epoch + 1, q.detach().cpu().numpy().copy()))
-        save_checkpoint(directory, epoch + 1, q, optimizer, generator, history, snapshots)
+        loop.advance()
 
     scores = q.detach().cpu().numpy()
     seen = np.zeros(len(corpus.words), dtype=bool)
@@ -343,33 +352,6 @@ def train_nws(job: Job, settings: NwsSettings, vectors: WordVectors) -> Salience
     log.info("lowest: " + ", ".join(f"{w} {s:.3g}" for w, s in bottom))
     log.info(f"wrote {output} ({len(table.words)} words) in {time.perf_counter() - started:.0f} s")
     return table
-
-
-def save_checkpoint(directory: Path, epoch: int, q, optimizer, generator, history: list, snapshots: list) -> None:
-    """An epoch-end checkpoint: q, AdaGrad's state and the shuffling RNG; the state file last marks it complete."""
-    import shutil
-
-    import torch
-
-    from . import checkpoints
-
-    folder = directory / f"checkpoint-{epoch}"
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save(
-        {
-            "epoch": epoch,
-            "q": q.detach().cpu(),
-            "optimizer": optimizer.state_dict(),
-            "generator": generator.get_state(),
-            "history": history,
-            "snapshots": [(e, s.tolist()) for e, s in snapshots],
-        },
-        folder / "state.pt",
-    )
-    (folder / checkpoints.STATE_FILE).write_text(f'{{"epoch": {epoch}}}\n')
-    for old in directory.glob("checkpoint-*"):
-        if old != folder and old.name != f"checkpoint-{epoch - 1}":
-            shutil.rmtree(old, ignore_errors=True)
 
 
 def sif_component(batches: PairBatches, token_counts: np.ndarray, corpus: Corpus, device: str) -> np.ndarray:

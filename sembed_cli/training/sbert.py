@@ -1,4 +1,6 @@
-"""SBERT and CF-BERT: Siamese fine-tuning of a sentence encoder on scored pairs.
+"""The trainer of `--method sbert` and `--method cf`: Siamese fine-tuning of a sentence encoder on scored pairs.
+
+One module for both, named after sbert: CF-BERT is SBERT with component focusing (W_cf = 0 is SBERT).
 
 `sbert` (Reimers & Gurevych 2019): both texts through the same encoder,
 cosine similarity of the two embeddings, mean squared error against the gold
@@ -12,18 +14,15 @@ subject-predicate-object part `sembed spo` builds; W_cf = 0 is SBERT.
 
 from __future__ import annotations
 
-import logging
 from typing import Protocol
 
 import torch
 from torch import nn
 
-from ..errors import SembedError
+from .data import TrainingInput
 from .job import Job
 from .scored_pairs import read_scored_pairs
-from .sentence_trainer import SentenceSettings, pair_fields_of, score_range_of, train_and_save
-
-log = logging.getLogger(__name__)
+from .sentence_loop import SentenceSettings, pair_fields_of, score_range_of, train_and_save
 
 METHODS = ("sbert", "cf")
 SPO_BATCH_SIZE = 1000  # texts a batch while building the missing s_cf fields as `sembed spo` does
@@ -94,19 +93,13 @@ def train_cf(job: Job, settings: CfSettings) -> dict:
 def train_siamese(job: Job, settings: SentenceSettings, method: str, cf_weight: float) -> dict:
     """sbert or cf (`method`) on the scored pairs of the job's input; returns the model's metadata."""
     uses_cf = method == "cf"
-    source, fields, score_range = job.source, pair_fields_of(job), score_range_of(settings)
+    source, fields, score_range = TrainingInput(job.source), pair_fields_of(job), score_range_of(settings)
 
     def make_data() -> tuple[dict[str, list], dict]:
         pairs = read_scored_pairs(source, fields, score_range, uses_cf, SPO_BATCH_SIZE)
-        summary = source.summary()
-        if summary:
-            log.warning(summary)
-        if pairs.count == 0:
-            raise SembedError(
-                f"no training pairs in {source.rejects.name}",
-                "train reads records with text_a, text_b and score, e.g. from sembed convert",
-            )
-        return pairs.columns, pairs.describe(source.rejects.name, len(source.rejects.skipped))
+        return pairs.training_data(
+            source, "train reads records with text_a, text_b and score, e.g. from sembed convert"
+        )
 
     described: dict[str, object] = {
         "loss": "cosine similarity, MSE against the scaled score",

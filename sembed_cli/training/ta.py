@@ -1,4 +1,5 @@
-"""TA-SBERT (Seo et al. 2022): Token Attention pooling and a reconstruction loss on a Siamese encoder.
+"""The trainer of `--method ta`: TA-SBERT (Seo et al. 2022), Token Attention pooling and a reconstruction loss on a
+Siamese encoder.
 
 The model is the encoder with its pooling replaced: Token Attention (eq. 1-4,
 `sembed_cli.models.token_attention`) or, for the ablation, plain mean pooling; with
@@ -27,9 +28,10 @@ from torch import nn
 from ..errors import SembedError
 from ..io import RecordSource
 from ..models.token_attention import TokenAttention, TokenReconstruction, reconstruction_loss
+from .data import TrainingInput
 from .job import Job
 from .scored_pairs import LabelSet, PairFields, read_labelled_pairs, read_scored_pairs
-from .sentence_trainer import MethodParts, SentenceSettings, pair_fields_of, score_range_of, train_and_save
+from .sentence_loop import MethodParts, SentenceSettings, pair_fields_of, score_range_of, train_and_save
 
 log = logging.getLogger(__name__)
 
@@ -153,20 +155,15 @@ def train_ta(job: Job, settings: TaSettings) -> dict:
         raise SembedError("held-out accuracy (--validation) needs the NLI objective", "drop --validation")
 
     def read(from_source: RecordSource) -> tuple[dict[str, list], dict]:
+        source = TrainingInput(from_source)
         if objective == "nli":
-            pairs = read_labelled_pairs(from_source, fields, labels)
+            pairs = read_labelled_pairs(source, fields, labels)
         else:
-            pairs = read_scored_pairs(from_source, fields, score_range)
-        summary = from_source.summary()
-        if summary:
-            log.warning(summary)
-        if pairs.count == 0:
-            target = "label (entailment, neutral, contradiction)" if objective == "nli" else "score"
-            raise SembedError(
-                f"no training pairs in {from_source.rejects.name}",
-                f"--method ta reads records with text_a, text_b and a {target}, e.g. from sembed convert",
-            )
-        return pairs.columns, pairs.describe(from_source.rejects.name, len(from_source.rejects.skipped))
+            pairs = read_scored_pairs(source, fields, score_range)
+        target = "label (entailment, neutral, contradiction)" if objective == "nli" else "score"
+        return pairs.training_data(
+            source, f"--method ta reads records with text_a, text_b and a {target}, e.g. from sembed convert"
+        )
 
     held_out = read(validation)[0] if validation is not None else None  # a bad file fails before training
     described = {

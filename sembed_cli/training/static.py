@@ -1,4 +1,5 @@
-"""A static model distilled from a sentence-transformers teacher: one weighted vector per word-piece.
+"""The trainer of `--method static`: a static model distilled from a sentence-transformers teacher, one weighted
+vector per word-piece.
 
 Vectors (--piece-vectors), from the teacher's passes (`static_teacher.py`):
 
@@ -24,7 +25,7 @@ Weights, one per piece, folded into its row:
     none    1
 
 --fit nws replaces them by Neural Word Saliency scores (Samardzhiev et al.
-2018, eq. 1-9, as `train --method nws` learns them: `word_saliency.py` run
+2018, eq. 1-9, as `train --method nws` learns them: `nws.py` run
 with the pieces as its words and these vectors frozen, neighbouring
 sentences of a document as positives; its recipe, ISF start).
 
@@ -44,16 +45,16 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from .. import console
 from ..artifacts import ContentHash, building, describe, refuse_existing, write_metadata
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, dumps
 from ..models.word_vectors import WordVectors
+from .data import TrainingInput
 from .job import Job, Recipe
 from .model_card import write_model_card
 
 if TYPE_CHECKING:
-    from .word_saliency import NwsSettings
+    from .nws import NwsSettings
 
 log = logging.getLogger(__name__)
 
@@ -115,10 +116,10 @@ class Corpus:
     documents: list[tuple[str, str]] = field(default_factory=list)  # (doc_id, text) of every text, for --fit nws
 
 
-def read_corpus(source: RecordSource, tokenizer, text_key: str = "text", doc_key: str | None = None) -> Corpus:
+def read_corpus(source: TrainingInput, tokenizer, text_key: str = "text", doc_key: str | None = None) -> Corpus:
     """Count the word-pieces of every text (as the static model will split them: no special tokens); with a
     `doc_key`, also keep each text with its document."""
-    corpus = Corpus(np.zeros(tokenizer.get_vocab_size(), dtype=np.int64))
+    corpus = Corpus(np.zeros(tokenizer.get_vocab_size(), dtype=np.int64), hash=source.hash)
     pending: list[str] = []
 
     def count() -> None:
@@ -135,7 +136,7 @@ def read_corpus(source: RecordSource, tokenizer, text_key: str = "text", doc_key
             raise BadRecord(f"missing key '{text_key}'")
         check_text(record, text_key)
 
-    for record in console.progress(source.checked(check), "counting word-pieces", unit="texts"):
+    for record in source.read(check, "counting word-pieces", unit="texts"):
         text = record[text_key]
         corpus.hash.add(text)
         corpus.texts += 1
@@ -147,14 +148,11 @@ def read_corpus(source: RecordSource, tokenizer, text_key: str = "text", doc_key
         if len(pending) >= COUNT_CHUNK:
             count()
     count()
-    summary = source.summary()
-    if summary:
-        log.warning(summary)
-    if not corpus.texts:
-        raise SembedError(
-            f"no texts in {source.rejects.name}",
-            "train --method static reads a corpus of text records (sembed convert --from lines|prose|brown)",
-        )
+    source.refuse_empty(
+        corpus.texts,
+        "texts",
+        "train --method static reads a corpus of text records (sembed convert --from lines|prose|brown)",
+    )
     return corpus
 
 
@@ -233,12 +231,12 @@ def nws_scores(
     nws_recipe: Recipe,
     nws_settings: NwsSettings,
 ) -> tuple[np.ndarray, dict]:
-    """NWS scores of the pieces (eq. 1-9, `word_saliency.train_nws` on the corpus with the pieces as words, by
+    """NWS scores of the pieces (eq. 1-9, `nws.train_nws` on the corpus with the pieces as words, by
     nws's recipe and settings and the job's seed and device; a piece it never saw gets its unseen score), and the
     table's metadata."""
     import tempfile
 
-    from . import word_saliency
+    from . import nws
 
     with tempfile.TemporaryDirectory(prefix="sembed-nws-") as scratch:
         corpus = Path(scratch) / "corpus.jsonl"
@@ -255,7 +253,7 @@ def nws_scores(
             resume=False,
             force=False,
         )
-        table = word_saliency.train_nws(nws_job, nws_settings, PieceVectors(tokenizer, vectors))
+        table = nws.train_nws(nws_job, nws_settings, PieceVectors(tokenizer, vectors))
     scores = np.full(tokenizer.get_vocab_size(), table.metadata["unseen_score"], dtype=np.float32)
     scores[[tokenizer.token_to_id(word) for word in table.words]] = table.scores
     return scores, table.metadata
@@ -268,7 +266,7 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
     from . import static_teacher
     from .static_fit import fit_to_teacher
 
-    source, output, force, seed = job.source, job.output, job.force, job.seed
+    source, output, force, seed = TrainingInput(job.source), job.output, job.force, job.seed
 
     refuse_existing(output, force)
     started = time.perf_counter()
@@ -346,11 +344,7 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
             "history": fitted.history,
         }
     data = {
-        "input": source.rejects.name,
-        "texts": corpus.texts,
-        "pieces": int(corpus.counts.sum()),
-        "sha256": corpus.hash.hexdigest(),
-        "skipped": len(source.rejects.skipped),
+        **source.provenance(texts=corpus.texts, pieces=int(corpus.counts.sum())),
         "teacher_read": len(texts),
     }
     metadata = describe(

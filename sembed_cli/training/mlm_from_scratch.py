@@ -5,7 +5,8 @@ A small BERT trained from scratch on POI names only, on their characters (the
 paper's; `text/char_tokenizer.py`) or on word pieces learnt from them, one
 token masked at random in each sample, each name sampled 10 times an epoch.
 The loop and the model directory are `masked_lm_loop`'s; stage 2
-(`poi_triplet`) reads the names and masks them as this module does.
+(`poi.py`) reads the names and masks them as this module does. mlm's other
+trainer, adapting an encoder, is `mlm_adaptation.py`.
 """
 
 from __future__ import annotations
@@ -19,15 +20,16 @@ from typing import Protocol
 
 import torch
 
-from .. import console
-from ..artifacts import ContentHash, describe
-from ..errors import BadRecord, SembedError
-from ..io import RecordSource, check_text, json_type
+from ..artifacts import describe
+from ..errors import BadRecord
+from ..io import check_text, json_type
 from ..models import precision as precisions
 from ..models import sentence_models
 from . import checkpoints
+from .data import TrainingInput
 from .job import Job
-from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, finish, length_batches, run_loop
+from .masked_lm_loop import COMMAND, MLM_IGNORE, finish, length_batches, run_loop
+from .schedule import Schedule, ScheduleSettings
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +38,7 @@ MAX_LENGTH = 48  # characters, [CLS] and [SEP] included; longer names are cut
 DROPOUT = 0.1  # the paper's attention and hidden dropout
 
 
-class CharBertSettings(LoopSettings, Protocol):
+class CharBertSettings(ScheduleSettings, Protocol):
     """mlm --from-scratch's settings that this module reads (`training/methods/mlm.py` declares them)."""
 
     @property
@@ -87,7 +89,7 @@ class CharBertShape:
 
 
 def read_train_split(
-    source: RecordSource, text_key: str = "text", label_required: bool = False
+    source: TrainingInput, text_key: str = "text", label_required: bool = False
 ) -> tuple[list[str], list[bool], int]:
     """(names, is_poi, records left out) of the train split of a record stream, in input order.
 
@@ -114,15 +116,12 @@ def read_train_split(
         names.append(text)
         labels.append(is_poi)
 
-    for _ in console.progress(source.checked(keep), "reading names"):
+    for _ in source.read(keep, "reading names"):
         pass
-    summary = source.summary()
-    if summary:
-        log.warning(summary)
     return names, labels, left_out
 
 
-def read_poi_names(source: RecordSource, text_key: str = "text") -> tuple[list[str], dict]:
+def read_poi_names(source: TrainingInput, text_key: str = "text") -> tuple[list[str], dict]:
     """The training POI names of a record stream: records whose is_poi is not false and whose split, if any, is train.
 
     Returns the names (in input order) and the data description for the metadata.
@@ -130,24 +129,17 @@ def read_poi_names(source: RecordSource, text_key: str = "text") -> tuple[list[s
     names, labels, left_out = read_train_split(source, text_key)
     names = [name for name, is_poi in zip(names, labels) if is_poi]
     left_out += len(labels) - len(names)
-    if not names:
-        raise SembedError(
-            f"no POI training names in {source.rejects.name}",
-            "mlm --from-scratch reads records with text (and is_poi true, split train when present), "
-            "e.g. from sembed convert --from gazetteer",
-        )
+    source.refuse_empty(
+        len(names),
+        "POI training names",
+        "mlm --from-scratch reads records with text (and is_poi true, split train when present), "
+        "e.g. from sembed convert --from gazetteer",
+    )
     if left_out:
         log.info(f"training on {len(names)} POI names of the train split; {left_out} other records left out")
-    digest = ContentHash()
     for name in names:
-        digest.add(name)
-    return names, {
-        "input": source.rejects.name,
-        "names": len(names),
-        "left_out": left_out,
-        "skipped": len(source.rejects.skipped),
-        "sha256": digest.hexdigest(),
-    }
+        source.hash.add(name)
+    return names, source.provenance(names=len(names), left_out=left_out)
 
 
 def mask_one(
@@ -211,11 +203,11 @@ def train_char_bert(job: Job, settings: CharBertSettings) -> dict:
     from ..text import char_tokenizer
 
     source, text_key, samples, vocab = job.source, job.text_key(), settings.samples, settings.vocab
-    shape, schedule = CharBertShape.of(settings), LoopSchedule.of(job, settings)
+    shape, schedule = CharBertShape.of(settings), Schedule.of(job, settings)
     refuse_existing(job.output, job.force)
     resolved = sentence_models.resolve_device(job.device)
     precision = precisions.resolve_training(settings.precision, resolved)
-    names, data = read_poi_names(source, text_key)
+    names, data = read_poi_names(TrainingInput(source), text_key)
     tokenizer, tokens = char_tokenizer.for_names(vocab, names, settings.vocab_size, shape.max_length)
     if not isinstance(tokenizer, PreTrainedTokenizerFast):  # for_names is annotated as returning an object
         raise TypeError(f"char_tokenizer.for_names built a {type(tokenizer).__name__}, not a PreTrainedTokenizerFast")

@@ -28,24 +28,25 @@ from typing import Protocol
 
 import torch
 
-from ..artifacts import ContentHash, describe, refuse_existing
+from ..artifacts import describe, refuse_existing
 from ..errors import SembedError
-from ..io import RecordSource
 from ..models import precision as precisions
 from ..models import sentence_models
 from ..models.masked_lm import load_masked_lm
 from ..text import name_variants
 from . import checkpoints
-from .char_bert import encode_names, mask_one, read_train_split
+from .data import TrainingInput
 from .job import Job
-from .masked_lm_loop import COMMAND, MLM_IGNORE, LoopSchedule, LoopSettings, finish, length_batches, run_loop
+from .masked_lm_loop import COMMAND, MLM_IGNORE, finish, length_batches, run_loop
+from .mlm_from_scratch import encode_names, mask_one, read_train_split
+from .schedule import Schedule, ScheduleSettings
 
 log = logging.getLogger(__name__)
 
 DISTANCES = ("euclidean", "cosine", "manhattan")
 
 
-class PoiSettings(LoopSettings, Protocol):
+class PoiSettings(ScheduleSettings, Protocol):
     """poi's settings that this module reads (`training/methods/poi.py` declares them). The margin is on unit-length
     embeddings (Euclidean distances lie in [0, 2])."""
 
@@ -106,32 +107,20 @@ def mean_pooled(hidden: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(pooled, dim=-1)
 
 
-def read_labelled_names(source: RecordSource, text_key: str = "text") -> tuple[list[str], list[bool], dict]:
+def read_labelled_names(source: TrainingInput, text_key: str = "text") -> tuple[list[str], list[bool], dict]:
     """(names, is_poi) of the train split (all records when there is no split field), with the data description."""
     names, labels, left_out = read_train_split(source, text_key, label_required=True)
     if len(set(labels)) < 2:
         raise SembedError(
-            f"poi needs POI names and non-POI queries of the train split in {source.rejects.name}",
+            f"poi needs POI names and non-POI queries of the train split in {source.name}",
             "e.g. sembed convert --from gazetteer",
         )
     if left_out:
         log.info(f"training on the {len(names)} records of the train split; {left_out} others left out")
-    digest = ContentHash()
     for name, is_poi in zip(names, labels):
-        digest.add([name, is_poi])
-    return (
-        names,
-        labels,
-        {
-            "input": source.rejects.name,
-            "records": len(names),
-            "poi": sum(labels),
-            "non_poi": len(labels) - sum(labels),
-            "left_out": left_out,
-            "skipped": len(source.rejects.skipped),
-            "sha256": digest.hexdigest(),
-        },
-    )
+        source.hash.add([name, is_poi])
+    data = source.provenance(records=len(names), poi=sum(labels), non_poi=len(labels) - sum(labels), left_out=left_out)
+    return names, labels, data
 
 
 class LabelledBatches:
@@ -225,7 +214,7 @@ def train_poi(job: Job, settings: PoiSettings) -> dict:
     base_model, distance, margin = settings.model, settings.distance, settings.margin
     triplet_weight, variants, variant_weight = settings.triplet_weight, settings.variants, settings.variant_weight
     ngram_weight = settings.ngram_weight
-    schedule, text_key = LoopSchedule.of(job, settings), job.text_key()
+    schedule, text_key = Schedule.of(job, settings), job.text_key()
     if distance not in DISTANCES:
         raise SembedError(f"unknown distance '{distance}'", f"use one of {', '.join(DISTANCES)}")
     refuse_existing(job.output, job.force)
@@ -238,7 +227,7 @@ def train_poi(job: Job, settings: PoiSettings) -> dict:
     if not hasattr(model, "bert"):
         raise SembedError(f"'{base_model}' is not a BERT masked-LM", "start from `sembed train --method mlm` output")
     max_length = model.config.max_position_embeddings
-    names, labels, data = read_labelled_names(job.source, text_key)
+    names, labels, data = read_labelled_names(TrainingInput(job.source), text_key)
     described = {
         "distance": distance,
         "margin": margin,

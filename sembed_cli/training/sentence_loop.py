@@ -1,4 +1,5 @@
-"""Fine-tuning a sentence-transformers model under sembed's rules, and writing it as a model directory.
+"""The loop of the sentence-encoder methods, sbert and cf (`sbert.py`) and ta (`ta.py`): fine-tuning a
+sentence-transformers model under sembed's rules, and writing it as a model directory.
 
 The loop is sentence-transformers' own `SentenceTransformerTrainer` (the
 transformers Trainer underneath), so the same command runs on one CPU, one
@@ -16,7 +17,7 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -31,26 +32,21 @@ from ..models import sentence_models
 from . import checkpoints
 from .job import Job
 from .model_card import write_model_card
+from .schedule import Schedule, ScheduleSettings
 from .scored_pairs import PairFields, ScoreRange
 
 log = logging.getLogger(__name__)
 
 COMMAND = "sembed train"
-WEIGHT_DECAY = 0.01  # sentence-transformers' `fit` for SBERT, as AdamW's weight decay
-MAX_GRAD_NORM = 1.0  # and its gradient clipping
 
 
-class SentenceSettings(Protocol):
+class SentenceSettings(ScheduleSettings, Protocol):
     """The settings of sbert, cf and ta that this module reads (declared in `training/methods/`)."""
 
     @property
     def model(self) -> str: ...
     @property
     def score_range(self) -> str | None: ...
-    @property
-    def max_steps(self) -> int | None: ...
-    @property
-    def checkpoint_steps(self) -> int: ...
 
 
 def score_range_of(settings: SentenceSettings) -> ScoreRange:
@@ -61,41 +57,6 @@ def score_range_of(settings: SentenceSettings) -> ScoreRange:
 def pair_fields_of(job: Job) -> PairFields:
     """The two text fields of a pair: --text-key given twice, else text_a and text_b."""
     return PairFields(*job.text_keys) if job.text_keys else PairFields()
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """The optimisation settings shared by the sentence-encoder methods (SBERT's recipe, which CF-BERT keeps).
-
-    AdamW with weight decay 0.01 and gradient clipping at norm 1 are what
-    sentence-transformers' `fit` always used for SBERT; the paper names only
-    "Adam, learning rate 2e-5, 10% linear warm-up, batch 16".
-    """
-
-    epochs: int
-    batch_size: int
-    learning_rate: float
-    warmup_ratio: float
-    weight_decay: float = WEIGHT_DECAY
-    max_grad_norm: float = MAX_GRAD_NORM
-    max_steps: int | None = None  # stop after this many optimiser steps (the schedule spans them)
-    seed: int = 42
-
-    @classmethod
-    def of(cls, job: Job, settings: SentenceSettings) -> Schedule:
-        """The job's recipe (with --epochs, --batch-size, --lr, --warmup applied), --max-steps and --seed."""
-        recipe = job.recipe
-        return cls(
-            epochs=recipe.epochs,
-            batch_size=recipe.batch_size,
-            learning_rate=recipe.lr,
-            warmup_ratio=recipe.warmup or 0.0,
-            max_steps=settings.max_steps,
-            seed=job.seed,
-        )
-
-    def settings(self) -> dict:
-        return {"optimizer": "AdamW", "scheduler": "linear warm-up, then linear decay", **asdict(self)}
 
 
 @dataclass
@@ -228,7 +189,6 @@ def fine_tune(
     device: str,
     checkpoint_dir: Path,
     resume_from: Path | None,
-    checkpoint_steps: int,
     callbacks: tuple[TrainerCallback, ...] = (),
     learning_rates: dict[str, float] | None = None,
 ) -> TrainingRun:
@@ -253,8 +213,8 @@ def fine_tune(
         weight_decay=schedule.weight_decay,
         max_grad_norm=schedule.max_grad_norm,
         seed=schedule.seed,
-        save_strategy="steps" if checkpoint_steps > 0 else "no",
-        save_steps=checkpoint_steps if checkpoint_steps > 0 else 500,
+        save_strategy="steps" if schedule.checkpoint_steps > 0 else "no",
+        save_steps=schedule.checkpoint_steps if schedule.checkpoint_steps > 0 else 500,
         save_total_limit=checkpoints.KEEP,
         logging_strategy="epoch",
         report_to="none",
@@ -326,12 +286,14 @@ def train_and_save(
     """
     parts = parts if parts is not None else MethodParts()
     output, base_model, device = job.output, settings.model, job.device
-    schedule, checkpoint_steps = Schedule.of(job, settings), settings.checkpoint_steps
+    schedule = Schedule.of(job, settings)
     refuse_existing(output, job.force)  # before reading the data or loading a model
     quiet_libraries()
     resolved_device = sentence_models.resolve_device(device)
     columns, data = make_data()
-    all_settings = {**described, **schedule.settings(), "checkpoint_steps": checkpoint_steps, "device": device}
+    optimisation = schedule.settings()
+    checkpoint_steps = optimisation.pop("checkpoint_steps")  # with the device, free to change between resumes
+    all_settings = {**described, **optimisation, "checkpoint_steps": checkpoint_steps, "device": device}
     fingerprint = {
         "method": method,
         "base_model": base_model,
@@ -368,7 +330,6 @@ def train_and_save(
         resolved_device,
         checkpoint_dir,
         resume_from,
-        checkpoint_steps,
         learning_rates=parts.learning_rates(loss) if parts.learning_rates else None,
     )
     metadata = describe(
