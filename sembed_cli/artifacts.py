@@ -127,7 +127,7 @@ def _building(path: Path, force: bool) -> Iterator[Path]:
     if path.exists():
         refuse_existing(path, force)  # it may have appeared while we worked
         old = temporary_sibling(path, "old")
-        os.replace(path, old)
+        commit(path, old)  # the old one aside, then the new one in its place
     commit(work, path)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .. import console
-from ..io import RecordReader, Rejects
+from ..io import RecordReader, Rejects, sync_file
 from . import kinds
 from .entries import Entry, EntryReader, unit_rows
 from .store import RecordStore
@@ -214,5 +213,4 @@ def write_faiss(index, path: Path) -> None:
     import faiss
 
     faiss.write_index(index, str(path))
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
+    sync_file(path)

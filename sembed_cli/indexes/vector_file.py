@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import sync_file
+
 DTYPES = {"float16": "vectors.f16", "float32": "vectors.f32"}
 
 
@@ -49,8 +51,7 @@ class VectorFile:
 
     def sync(self) -> None:
         if self.path.exists():
-            with open(self.path, "rb+") as f:
-                os.fsync(f.fileno())
+            sync_file(self.path)
 
     def matrix(self, rows: int) -> np.ndarray:
         """Rows base .. `rows` - 1, memory-mapped read-only (indexed from 0)."""

@@ -19,7 +19,6 @@ n-grams within words (char_wb, 1-4), lower case, sublinear TF, unit rows; C = 10
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
@@ -87,7 +86,7 @@ class NgramClassifier:
 
     def save(self, directory: Path) -> None:
         """FILE in `directory`, whole or not at all: a taste beside this one reads the old file or the new."""
-        from ..io.atomic_files import temporary_sibling
+        from ..io.atomic_files import commit, temporary_sibling
 
         path = Path(directory) / FILE
         hidden = temporary_sibling(path)
@@ -101,7 +100,7 @@ class NgramClassifier:
                     bias=np.float64(self.bias),
                     digest=np.array(self.digest),
                 )
-            os.replace(hidden, path)
+            commit(hidden, path)
         finally:
             hidden.unlink(missing_ok=True)
 

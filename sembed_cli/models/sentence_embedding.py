@@ -17,7 +17,6 @@ weighted sum is taken of the two finished sentence vectors.
 from __future__ import annotations
 
 import logging
-import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import BadRecord, SembedError
-from ..io import temporary_sibling, write_json_atomic
+from ..io import commit, temporary_sibling, write_json_atomic
 from .poi_lookup import LookupEncoder
 
 log = logging.getLogger(__name__)
@@ -310,7 +309,7 @@ class NpyMatrix:
             self._file.close()
             if keep:
                 write_json_atomic(sidecar_path(self.path), self.sidecar())  # first: the matrix never lacks its own
-                os.replace(self._tmp, self.path)
+                commit(self._tmp, self.path)
             if keep and exc_type is not None:
                 log.warning(f"{self.path} holds the {self.rows} vectors of the records written before the stop")
         except OSError as e:

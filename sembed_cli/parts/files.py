@@ -32,6 +32,7 @@ import orjson
 
 from ..errors import SembedError
 from ..io import Rejects, Shard, display_name, loads, text_lines
+from ..io.atomic_files import commit, sync_directory, sync_file
 
 log = logging.getLogger(__name__)
 
@@ -267,10 +268,10 @@ class Part:
             else skipped_positions(self.share.path, Shard(files.index, files.count), records)
         )
         for path in (records, vectors, sidecar):
-            sync(path)
-        os.replace(sidecar, files.sidecar)  # the matrix never lacks its own description
-        os.replace(vectors, files.vectors)
-        os.replace(records, files.records)
+            sync_file(path)
+        commit(sidecar, files.sidecar)  # the matrix never lacks its own description
+        commit(vectors, files.vectors)
+        commit(records, files.records)
         sync_directory(files.directory)
         manifest = {
             "format": FORMAT,
@@ -336,33 +337,12 @@ def _same_record(text: str, written: dict) -> bool:
     return all(written.get(key) == value for key, value in record.items() if not key.startswith("embedding"))
 
 
-def sync(path: Path) -> None:
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
-
-
-def sync_directory(directory: Path) -> None:
-    """Make renames in `directory` durable (a power cut after it keeps them)."""
-    try:
-        descriptor = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass  # some file systems (and platforms) cannot sync a directory; the rename is still atomic
-    finally:
-        os.close(descriptor)
-
-
 def write_synced(path: Path, data: dict) -> None:
+    """`data` as JSON at `path`, durably (io.atomic_files), under the hidden name of this writer, which a later run
+    removes if it is left behind."""
     hidden = path.with_name(f".{path.name}{PARTIAL}{writer()}")
-    with open(hidden, "wb") as f:
-        f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(hidden, path)
-    sync_directory(path.parent)
+    hidden.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    commit(hidden, path, durable=True)
 
 
 # --- a directory's parts -------------------------------------------------------------------------------------
