@@ -373,7 +373,14 @@ def _verbose(value: bool) -> bool:
 
 # Eager: the console is set before any other option's callback logs (--threads reports its choice under -v).
 Quiet = Annotated[
-    bool, typer.Option("--quiet", "-q", callback=_quiet, is_eager=True, help="No progress or information on stderr.")
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        callback=_quiet,
+        is_eager=True,
+        help="Errors only on stderr: no progress, information or warnings (an artifact's metadata records them).",
+    ),
 ]
 Verbose = Annotated[
     bool,

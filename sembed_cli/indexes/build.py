@@ -369,7 +369,12 @@ def _update(
     entries = read_entries(source, reader, check)
     previous_count = loaded.count
 
+    written: list[dict] = []
+
     def metadata(updated: Updated) -> dict:
+        embedder.report()  # the warnings before sembed.json, which records them
+        if source.summary():
+            log.warning(source.summary())
         meta = dict(loaded.metadata)
         previous = meta.get("data", {})
         fresh = describe("sembed index", {}, {})
@@ -389,12 +394,10 @@ def _update(
                 "previous_sha256": previous.get("sha256"),
             },
         }
+        written.append(meta)
         return meta
 
     updated = update_in_place(loaded, entries, embedder, source.rejects, choices.sync, settings.batch_size, metadata)
-    embedder.report()
-    if source.summary():
-        log.warning(source.summary())
     changes = updated.changes
     log.info(
         f"{changes.added} new, {changes.replaced} changed, {changes.unchanged} unchanged record(s)"
@@ -406,7 +409,7 @@ def _update(
         log.info(f"embedded {embedder.count} texts")
     if choices.retrain:
         return rebuild(loaded.path, replace(settings, requested_type=built.get("requested_type", "auto")))
-    return metadata(updated)
+    return written[-1]
 
 
 def rebuild(directory: Path, settings: IndexSettings) -> dict:

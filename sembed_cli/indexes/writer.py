@@ -322,7 +322,7 @@ def update_in_place(
 ) -> Updated:
     """Apply `entries` to the index `loaded` (opened writable, its lock held): one transaction, committed with
     the new FAISS file; on any failure the index stays as it was. `write_metadata(updated)` gives sembed.json."""
-    from ..io import write_json_atomic
+    from ..artifacts import write_metadata as write_metadata_file
 
     store, path = loaded.store, loaded.path
     assert isinstance(store, RecordStore)
@@ -377,7 +377,7 @@ def update_in_place(
         for file in new_files:
             file.unlink(missing_ok=True)
         raise
-    write_json_atomic(path / METADATA_FILE, metadata)
+    write_metadata_file(path, metadata, METADATA_FILE)  # with the run's warnings
     for file in path.glob("index*.faiss"):  # the files of earlier generations
         if file.name != faiss_file:
             file.unlink(missing_ok=True)
