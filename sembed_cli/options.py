@@ -37,10 +37,14 @@ Output = Annotated[
         "so every finished batch is kept.",
     ),
 ]
+# One flag pair: unset, INPUT's name decides (a .txt is plain text, anything else JSONL).
 Lines = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--lines", help='The input is plain text: each non-blank line is a record {"text": LINE} (as for a .txt INPUT).'
+        "--lines/--jsonl",
+        help='--lines: the input is plain text, each non-blank line a record {"text": LINE} (as for a .txt INPUT); '
+        "--jsonl: the input is JSONL whatever its name. Default: by INPUT's name.",
+        show_default=False,
     ),
 ]
 TextKeys = Annotated[

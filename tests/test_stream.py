@@ -77,7 +77,8 @@ def test_the_lines_hint_comes_only_where_the_input_is_text_and_the_command_reads
     no_lines_option = sembed("eval", "sts", input="hello\n")  # eval reads vectors: --lines is no help
     assert (no_lines_option.exit_code, no_lines_option.stderr) == (
         1,
-        "error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1\n",
+        "error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1 (hint: this looks "
+        "like plain text: embed it first, e.g. sembed embed --lines FILE | sembed eval sts)\n",
     )
 
 

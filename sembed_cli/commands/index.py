@@ -65,7 +65,7 @@ def index_command(
     embedding_key: EmbeddingKey = "embedding",
     id_key: IdKey = "id",
     npy: NpyVectors = None,
-    lines: Lines = False,
+    lines: Lines = None,
     long_text: LongText = "truncate",
     batch_size: BatchSize = 256,
     force: Force = False,
@@ -133,7 +133,7 @@ def index_command(
     from ..indexes.build import ModelChoice, UpdateChoices, build_index, update_index
     from ..indexes.kinds import NAMES, parses
     from ..indexes.writer import RERANK_CHOICES, IndexSettings
-    from ..io import RecordSource
+    from ..io import PLAIN_TEXT_HINT, RecordSource
 
     if (output is None) == (update is None):
         raise typer.BadParameter(
@@ -156,7 +156,7 @@ def index_command(
 
         source = PartsSource(input)
     else:
-        source = RecordSource(input, skip_errors=skip_errors, lines=lines)
+        source = RecordSource(input, skip_errors=skip_errors, lines=lines, plain_text_hint=PLAIN_TEXT_HINT)
     if update is not None:
         update_index(source, update, settings, choice, UpdateChoices(given, sync, retrain), npy)
     elif output is not None:  # one of the two, checked above

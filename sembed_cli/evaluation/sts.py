@@ -19,12 +19,12 @@ import numpy as np
 
 from .. import io
 from ..errors import SembedError
-from ..io import RecordSink, RecordSource, check_number, display_name
+from ..io import RecordSink, check_number, display_name
 from ..models.model_identity import FIELD, OneModel
 from . import sts_tables, tables
 from .cf_sweep import CfParts, cf_cosines
 from .pair_similarity import PairSimilarity
-from .records import pair_keys, read_all
+from .records import eval_source, pair_keys, read_all
 from .statistics import BOOTSTRAP_RESAMPLES, UndefinedCorrelation, correlation, grouped, paired_difference
 
 log = logging.getLogger(__name__)
@@ -201,9 +201,7 @@ def evaluate(
         return value, gold, group
 
     with RecordSink(pairs, force=force, inputs=[input]) if pairs is not None else nullcontext() as sink:
-        rows = [
-            row for row in read_all(RecordSource(input, skip_errors=skip_errors), keep, models, npy) if row is not None
-        ]
+        rows = [row for row in read_all(eval_source(input, skip_errors, "sts"), keep, models, npy) if row is not None]
     if unscored:
         log.warning(unscored_warning(unscored, gold_key))
     if not rows:
@@ -277,8 +275,8 @@ def evaluate_versus(
     side_a = VersusSide(texts, embeddings, similarity_key, gold_key, group_by=group_by)
     if versus is not None:
         side_b = VersusSide(texts, embeddings, similarity_key, gold_key)
-        rows_a = read_all(RecordSource(input, skip_errors=skip_errors), side_a, models["a"])
-        rows_b = read_all(RecordSource(versus, skip_errors=skip_errors), side_b, models["b"])
+        rows_a = read_all(eval_source(input, skip_errors, "sts"), side_a, models["a"])
+        rows_b = read_all(eval_source(versus, skip_errors, "sts"), side_b, models["b"])
         names = (
             f"{display_name(input)}: {side_a.similarity.name}",
             f"{display_name(versus)}: {side_b.similarity.name}",
@@ -298,7 +296,7 @@ def evaluate_versus(
     else:
         assert versus_key is not None  # one of the two, checked above
         side_b = VersusSide(texts, pair_keys(text_keys, versus_key), None, gold_key, f"{versus_key}_model", models["b"])
-        rows = read_all(RecordSource(input, skip_errors=skip_errors), lambda r: (side_a(r), side_b(r)), models["a"])
+        rows = read_all(eval_source(input, skip_errors, "sts"), lambda r: (side_a(r), side_b(r)), models["a"])
         rows_a, rows_b = [row[0] for row in rows], [row[1] for row in rows]
         names = (side_a.similarity.name, side_b.similarity.name)
     scored = [(a[1], a[2], b[2], a[3]) for a, b in zip(rows_a, rows_b) if a[1] is not None]
