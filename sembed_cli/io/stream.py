@@ -30,6 +30,7 @@ import orjson
 
 from ..errors import BadRecord, SembedError
 from .atomic_files import temporary_sibling
+from .batches import window_sizes
 from .json_codec import dumps, json_problem, json_type, loads
 from .lines import STDIN, TEXT_SUFFIXES, ReadPosition, display_name, text_lines
 from .lookalike_formats import JSONL_HINT, PAIR_LINES, is_json_object, pair_format, pair_hint
@@ -229,7 +230,8 @@ class StreamOptions:
 
 
 class RecordSink:
-    """Compact JSONL to stdout or `-o FILE`, flushed every `flush_every` records and on close.
+    """Compact JSONL to stdout or `-o FILE`, flushed every `flush_every` records (the first flushes sooner, as
+    `batches.window_sizes` grows to it, so a first window of one record is out at once) and on close.
 
     The rules for FILE, the same in every command: an existing FILE is refused unless `force`; FILE is
     never one of `inputs` (the same file under any name), with or without `force`; FILE.gz is written as
@@ -246,6 +248,8 @@ class RecordSink:
     ):
         self.path = path
         self.flush_every = max(1, flush_every)
+        self._flush_sizes = window_sizes(self.flush_every)  # growing as the windows of `batched` grow
+        self._flush_at = next(self._flush_sizes)
         self.force = force
         self.inputs = inputs
         self.progress = progress
@@ -304,7 +308,8 @@ class RecordSink:
     def write(self, record: dict) -> None:
         self._pending.append(dumps(record))
         self.count += 1
-        if len(self._pending) >= self.flush_every:
+        if len(self._pending) >= self._flush_at:
+            self._flush_at = next(self._flush_sizes)
             self.flush()
 
     def write_all(self, records: Iterable[dict]) -> int:
