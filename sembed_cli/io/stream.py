@@ -163,6 +163,7 @@ class RecordSource:
 
     def _refuse_lookalike(self, line: int, text: str) -> None:
         """A `.txt` input read as plain text whose first line is a JSON object or opens a pair file: an error."""
+        hint: str | None
         if is_json_object(text):
             what, hint = "a JSON object", JSONL_HINT
         elif (fmt := pair_format(text)) is not None:
