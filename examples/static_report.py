@@ -19,7 +19,7 @@ import re
 import statistics
 from pathlib import Path
 
-from scipy import stats
+from sembed_cli.evaluation.statistics import t_interval
 
 ROWS = [
     ("minilm", "all-MiniLM-L6-v2, torch fp32 (the teacher)"),
@@ -57,12 +57,10 @@ def read_metrics(work: Path) -> dict[str, dict[str, dict[int | None, dict]]]:
 
 
 def mean_interval(values: list[float]) -> tuple[float, float, float]:
-    """The mean and its 95% t interval (the mean itself for one value)."""
+    """The mean and its 95% t interval (statistics.t_interval; the mean itself for one value)."""
     mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, mean, mean
-    half = stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
-    return mean, mean - half, mean + half
+    low, high = t_interval(values) or (mean, mean)
+    return mean, low, high
 
 
 def spearman_cell(runs: dict[int | None, dict]) -> tuple[str, float]:

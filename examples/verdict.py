@@ -15,12 +15,13 @@ the interval of our paired difference with the sign of the paper's difference (R
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-INTERVAL = "95% t interval over seeds (mean ± t(0.975, k − 1) · sd / √k, k seeds; differences paired by seed)"
+from sembed_cli.evaluation.statistics import T_INTERVAL as INTERVAL
+from sembed_cli.evaluation.statistics import t_interval  # the one t interval, shared with `eval sts` over seeds
+
 RULE = (
     "reproduces: the 95% interval of our paired difference lies entirely on the side of 0 the paper's "
     "difference is on; does not reproduce: entirely on the other side; inconclusive at this power: it "
@@ -29,16 +30,6 @@ RULE = (
 )
 REPRODUCES, DOES_NOT, INCONCLUSIVE = "reproduces", "does not reproduce", "inconclusive at this power"
 SMALLER = "smaller than the paper's"
-
-
-def t_interval(xs: Sequence[float]) -> tuple[float, float] | None:
-    """The 95% Student t interval of the mean of xs; None for fewer than 2 values."""
-    from scipy.stats import t
-
-    if len(xs) < 2:
-        return None
-    mean, half = statistics.mean(xs), t.ppf(0.975, len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
-    return mean - half, mean + half
 
 
 def paired(row: Sequence[float | None], baseline: Sequence[float | None]) -> list[float]:

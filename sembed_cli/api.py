@@ -12,7 +12,7 @@ import logging
 import re
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,8 +204,8 @@ def search(index: str | Path | VectorIndex, queries: Sequence[str], k: int = 10)
 
 
 def evaluate_sts(
-    records: Records,
-    versus: Records | None = None,
+    records: Records | Sequence[Records],
+    versus: Records | Sequence[Records] | None = None,
     group_by: str | None = None,
     gold_key: str = "score",
     seed: int = 0,
@@ -215,16 +215,37 @@ def evaluate_sts(
     `embedding_a` / `embedding_b` (as `sembed embed` writes a pair's) and its gold score; per `group_by` value.
     Pairs embedded by two models are refused, as the command refuses them. With `versus` (the same pairs
     embedded by another model), `sembed eval sts --versus`: both models' correlations and their paired
-    difference with a bootstrap interval (`resamples` drawn with `seed`), the command's report."""
+    difference with a bootstrap interval (`resamples` drawn with `seed`), the command's report. Several training
+    seeds of each model: `records` and `versus` lists of seeds (each a file or a list of records), paired by
+    position; the report adds the mean paired difference over the seeds with its t interval ("over_seeds")."""
     from .evaluation import sts
 
-    with _in_python_terms(), _source(records) as source:
+    with _in_python_terms(), ExitStack() as opened:
+        inputs = [opened.enter_context(_source(one)).path for one in _seeds(records)]
         if versus is None:
-            return sts.evaluate(source.path, gold_key=gold_key, group_by=group_by)
-        with _source(versus) as other:
-            return sts.evaluate_versus(
-                source.path, other.path, gold_key=gold_key, resamples=resamples, seed=seed, group_by=group_by
-            )
+            if len(inputs) > 1:
+                raise SembedError("several seeds of one model: compare them with versus=, one seed each")
+            return sts.evaluate(inputs[0], gold_key=gold_key, group_by=group_by)
+        others = [opened.enter_context(_source(one)).path for one in _seeds(versus)]
+        if len(others) != len(inputs):
+            raise SembedError(f"{len(inputs)} seed(s) against {len(others)} in versus=: give one of each per seed")
+        return sts.evaluate_versus(
+            inputs if len(inputs) > 1 else inputs[0],
+            others if len(others) > 1 else others[0],
+            gold_key=gold_key,
+            resamples=resamples,
+            seed=seed,
+            group_by=group_by,
+        )
+
+
+def _seeds(records: Records | Sequence[Records]) -> list[Records]:
+    """Records of one seed (a path, or records: dicts), or a list of such seeds."""
+    if isinstance(records, (str, Path)):
+        return [records]
+    if isinstance(records, Sequence) and records and not isinstance(records[0], dict):
+        return list(records)  # a list of paths or of record lists
+    return [records]  # type: ignore[list-item]  # records themselves (a list or a generator of dicts)
 
 
 def train(

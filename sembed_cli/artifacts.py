@@ -25,6 +25,7 @@ from pathlib import Path
 
 import orjson
 
+from . import console
 from .errors import SembedError
 from .io import commit, dumps, temporary_sibling, write_json_atomic
 from .version import __version__
@@ -181,6 +182,9 @@ def describe(command: str, data: dict, settings: dict, **fields: object) -> dict
 
 
 def write_metadata(directory: Path, metadata: dict, name: str) -> Path:
+    """`metadata` as `name` in `directory`, with the warnings of the command that made it (none are lost under -q)."""
+    if console.state.warnings is not None:
+        metadata = {**metadata, "warnings": list(console.state.warnings)}
     path = directory / name
     write_json_atomic(path, metadata)
     return path

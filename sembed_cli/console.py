@@ -8,6 +8,11 @@ Library modules do not call this module for messages: they log through
 does). The CLI's -q/-v options install the one handler, on the ``sembed_cli``
 logger, that shows those records here: INFO as `say` does, WARNING as `warn`
 does, DEBUG (with -v only) as ``DEBUG module: message``.
+
+-q shows errors only, so that a cron job mails nothing but failures. A warning
+is never dropped silently: every one of a command's warnings, shown or not, is
+kept in `state.warnings`, which an artifact's metadata records (`artifacts.
+write_metadata`: ``"warnings": [...]`` in an index's or a model's sembed.json).
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ class _State:
     quiet = False
     verbose = bool(os.environ.get("SEMBED_DEBUG"))
     rank = 0  # a distributed run sets its process's rank: only rank 0 shows progress and information
+    # The warnings of the command that is running, shown or hidden by -q; None outside a command (the Python API).
+    warnings: list[str] | None = None
 
     @property
     def shows_progress(self) -> bool:
@@ -55,6 +62,11 @@ def set_quiet(value: bool) -> None:
     _configure_logging()
 
 
+def start_command() -> None:
+    """A command begins: its warnings are counted afresh."""
+    state.warnings = []
+
+
 def set_verbose(value: bool) -> None:
     state.verbose = value or bool(os.environ.get("SEMBED_DEBUG"))
     _configure_logging()
@@ -63,7 +75,8 @@ def set_verbose(value: bool) -> None:
 class _ConsoleHandler(logging.Handler):
     """Shows the records of sembed's library modules on the console, so that -q, -v and the rank rule apply to them
     as to the CLI's own lines: INFO is information (hidden by -q and on ranks other than 0), WARNING a warning
-    (kept under -q); DEBUG and ERROR keep the logging form, ``LEVEL module: message``."""
+    (hidden by -q too, but kept in `state.warnings`); DEBUG and ERROR keep the logging form,
+    ``LEVEL module: message``."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -102,8 +115,11 @@ def say(message: str) -> None:
 
 
 def warn(message: str) -> None:
-    """A warning line on stderr (kept under -q)."""
-    console.print(f"warning: {message}", markup=False)
+    """A warning line on stderr; under -q none (only errors show), but the warning is kept in `state.warnings`."""
+    if state.warnings is not None:
+        state.warnings.append(message)
+    if not state.quiet:
+        console.print(f"warning: {message}", markup=False)
 
 
 def error(message: str) -> None:

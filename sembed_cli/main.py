@@ -101,6 +101,7 @@ def root(
     \b
         sembed convert --from stsb sts-test.csv | sembed parse | sembed spo
     """
+    console.start_command()
     console.state.rank = distributed.rank()  # progress and information from rank 0 only
     if ctx.invoked_subcommand != "train":  # train decides by method
         distributed.refuse(f"sembed {ctx.invoked_subcommand}")

@@ -37,10 +37,14 @@ Output = Annotated[
         "so every finished batch is kept.",
     ),
 ]
+# One flag pair: unset, INPUT's name decides (a .txt is plain text, anything else JSONL).
 Lines = Annotated[
-    bool,
+    bool | None,
     typer.Option(
-        "--lines", help='The input is plain text: each non-blank line is a record {"text": LINE} (as for a .txt INPUT).'
+        "--lines/--jsonl",
+        help='--lines: the input is plain text, each non-blank line a record {"text": LINE} (as for a .txt INPUT); '
+        "--jsonl: the input is JSONL whatever its name. Default: by INPUT's name.",
+        show_default=False,
     ),
 ]
 TextKeys = Annotated[
@@ -373,7 +377,14 @@ def _verbose(value: bool) -> bool:
 
 # Eager: the console is set before any other option's callback logs (--threads reports its choice under -v).
 Quiet = Annotated[
-    bool, typer.Option("--quiet", "-q", callback=_quiet, is_eager=True, help="No progress or information on stderr.")
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        callback=_quiet,
+        is_eager=True,
+        help="Errors only on stderr: no progress, information or warnings (an artifact's metadata records them).",
+    ),
 ]
 Verbose = Annotated[
     bool,

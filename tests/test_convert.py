@@ -193,9 +193,10 @@ def test_stdin_gzip_and_output_file_agree(tmp_path):
     from_gzip = convert("--from", "stsb", "--skip-errors", "-q", str(src))
     from_stdin = convert("--from", "stsb", "--skip-errors", "-q", input=STSB)
     out = tmp_path / "out.jsonl"
-    to_file = convert("--from", "stsb", "--skip-errors", "-q", "-", "-o", str(out), input=STSB)
+    to_file = convert("--from", "stsb", "--skip-errors", "-", "-o", str(out), input=STSB)
     assert from_gzip.stdout == from_stdin.stdout == out.read_text() and len(from_stdin.records) == 2
     assert to_file.stdout == ""
+    assert from_stdin.stderr == ""  # -q: errors only
     assert to_file.stderr == (
         "warning: skipped 1 bad record(s) in <stdin>: line 2; first: score 'four' is not a number\n"
     )

@@ -415,8 +415,10 @@ def test_cli_bad_input_stops_at_its_line_with_earlier_sets_written(tiny_mlm, lin
 
 def test_cli_skip_errors_keeps_positions(tiny_mlm):
     lines = jsonl({"text": SENTENCE}) + "{bad\n" + jsonl({"text": "A dog runs."})
-    run = gensets(tiny_mlm, "--skip-errors", input=lines)
-    assert run.exit_code == 0
+    quiet = gensets(tiny_mlm, "--skip-errors", input=lines)
+    assert (quiet.exit_code, quiet.stderr) == (0, "")  # -q: errors only
+    run = sembed("gensets", "--mlm", str(tiny_mlm), "--device", "cpu", "--skip-errors", input=lines)
+    assert run.exit_code == 0 and run.records == quiet.records
     assert [r["set_id"] for r in run.records] == [0, 2]
     assert run.stderr.startswith("warning: skipped 1 bad record(s) in <stdin>: line 2; first: invalid JSON")
 

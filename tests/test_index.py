@@ -191,22 +191,18 @@ def test_refuses_queries_of_another_model(index_dir, tmp_path):
 
 
 def test_refuses_embeddings_of_another_dimension(index_dir):
-    run = sembed(
-        "search",
-        "-q",
-        "--index",
-        str(index_dir),
-        "--device",
-        "cpu",
-        input=jsonl({"text": "Salem"}, {"embedding": [0.1] * 5}),
-    )
-    assert run.exit_code == 1 and len(run.records) == 1
+    queries = jsonl({"text": "Salem"}, {"embedding": [0.1] * 5})
+    quiet = sembed("search", "-q", "--index", str(index_dir), "--device", "cpu", input=queries)
+    run = sembed("search", "--index", str(index_dir), "--device", "cpu", input=queries)
+    assert run.exit_code == quiet.exit_code == 1 and len(run.records) == 1 and quiet.records == run.records
     identity = json.loads((index_dir / "sembed.json").read_text())["embedding_model"]
     assert run.stderr.splitlines() == [
+        f"searching 16 vectors (flat) of {identity}",
         f"warning: query vectors without embedding_model: taken to be of the index's model '{identity}'",
         f"error: <stdin>:2: 'embedding' has 5 dimensions, the index {TINY_DIM}: the query was embedded with another "
         f"model than '{identity}'",
     ]
+    assert quiet.stderr.splitlines() == run.stderr.splitlines()[2:]  # -q: the error only
 
 
 def test_searching_in_batches_keeps_order_and_writes_every_batch_before_a_bad_record(index_dir):

@@ -2,12 +2,13 @@
 
 As sentence-transformers does: each library module logs to `logging.getLogger(__name__)` and adds no handler;
 the -q/-v options install the console's one handler on the `sembed_cli` logger, which shows INFO as information
-(hidden by -q), WARNING as a `warning:` line (kept under -q) and DEBUG under -v only.
+(hidden by -q), WARNING as a `warning:` line (hidden by -q too: it shows errors only) and DEBUG under -v only.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import logging
 import subprocess
 import sys
@@ -84,7 +85,7 @@ def test_the_stream_reports_skipped_records_as_a_warning_record(caplog, tmp_path
     assert caplog.records[0].getMessage().startswith(f"skipped 1 bad record(s) in {source}: line 2; first: invalid")
 
 
-def test_the_cli_shows_library_information_and_warnings_and_q_keeps_the_warnings_only(tiny_model, one_torch_thread):
+def test_the_cli_shows_library_information_and_warnings_and_q_shows_neither(tiny_model, one_torch_thread):
     # sembed_cli.models.sentence_embedding says how long texts were handled (INFO); sembed_cli.io warns of the
     # skipped line (WARNING)
     records = jsonl({"text": "word " * 100}) + "not json\n" + jsonl({"text": "Dogs bark."})
@@ -98,7 +99,7 @@ def test_the_cli_shows_library_information_and_warnings_and_q_keeps_the_warnings
     assert shown.stderr == warning + information
     quiet = sembed("embed", "-m", tiny_model, "--long-text", "window", "--skip-errors", "-q", input=records)
     assert quiet.exit_code == 0 and quiet.records == shown.records
-    assert quiet.stderr == warning
+    assert quiet.stderr == ""  # -q: errors only, so a cron job mails nothing but failures
     verbose = sembed("embed", "-m", tiny_model, "--long-text", "window", "--skip-errors", "-v", input=records)
     debug = [line for line in verbose.stderr.splitlines(keepends=True) if line.startswith("DEBUG sembed_cli.")]
     assert "DEBUG sembed_cli.threads: 1 thread(s) (--threads)\n" in debug
@@ -129,3 +130,28 @@ def test_a_library_logging_through_the_root_logger_does_not_double_sembeds_messa
         "logging.getLogger('sembed_cli.x').warning('once')\n"
     )
     assert run_python(script).stderr == "warning: once\n"
+
+
+def test_q_shows_no_warning_and_the_index_records_them(tiny_model, one_torch_thread, tmp_path):
+    # issue 42.3: a cron job's -q run mails nothing unless it fails; its warnings go into the index's sembed.json
+    truncated = (
+        "1 text(s) longer than the model's 64-token window were truncated to it "
+        "(--long-text window embeds them whole, error refuses them)"
+    )
+    index = tmp_path / "idx"
+    records = jsonl({"text": "word " * 100, "id": 1}, {"text": "Dogs bark.", "id": 2})
+    built = sembed("index", "-q", "-m", tiny_model, "-o", str(index), input=records)
+    assert (built.exit_code, built.stderr) == (0, "")
+    assert json.loads((index / "sembed.json").read_text())["warnings"] == [truncated]
+    more = jsonl({"text": "Cats purr.", "id": 3}, {"text": "words " * 100, "id": 4}) + "not json\n"
+    updated = sembed("index", "-q", "--update", str(index), "--skip-errors", input=more)
+    assert (updated.exit_code, updated.stderr) == (0, "")
+    assert json.loads((index / "sembed.json").read_text())["warnings"] == [
+        truncated,
+        "skipped 1 bad record(s) in <stdin>: line 3; first: invalid JSON: invalid literal, expected 'null' at column 1",
+    ]
+    shown = sembed("index", "-m", tiny_model, "-o", str(tmp_path / "shown"), input=records)
+    assert f"warning: {truncated}\n" in shown.stderr
+    assert json.loads((tmp_path / "shown" / "sembed.json").read_text())["warnings"] == [truncated]
+    clean = sembed("index", "-q", "-m", tiny_model, "-o", str(tmp_path / "clean"), input=jsonl({"text": "Hi."}))
+    assert clean.exit_code == 0 and json.loads((tmp_path / "clean" / "sembed.json").read_text())["warnings"] == []

@@ -999,18 +999,15 @@ def test_lookup_bad_input_keeps_the_record_stream_errors(lookup_model, tmp_path)
         ).exit_code
         == 0
     )
-    run = sembed(
-        "search",
-        "-q",
-        "--index",
-        str(places),
-        "--spelling",
-        "--device",
-        "cpu",
-        input=jsonl({"text": "?!..."}, {"text": "Salem " * 1700}, {"text": ""}),
-    )
+    queries = jsonl({"text": "?!..."}, {"text": "Salem " * 1700}, {"text": ""})
+    quiet = sembed("search", "-q", "--index", str(places), "--spelling", "--device", "cpu", input=queries)
+    assert quiet.exit_code == 1 and quiet.stderr == "error: <stdin>:3: empty text in 'text'\n"  # -q: errors only
+    run = sembed("search", "--index", str(places), "--spelling", "--device", "cpu", input=queries)
     assert run.exit_code == 1 and len(run.records) == 2  # punctuation and 10,000 characters are searched
+    assert run.records == quiet.records
+    identity = json.loads((places / "sembed.json").read_text())["embedding_model"]
     assert run.stderr == (
+        f"searching 24 vectors (flat) of {identity}\n"
         "warning: 1 text(s) longer than the model's 48-token window were truncated to it "
         "(--long-text window embeds them whole, error refuses them)\n"
         "error: <stdin>:3: empty text in 'text'\n"

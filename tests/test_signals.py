@@ -132,7 +132,8 @@ def test_training_stopped_by_sigterm_saves_a_checkpoint_that_resume_continues(tm
     whole = sembed(*args, "-o", str(tmp_path / "whole"), input=names_records())
     assert whole.exit_code == 0, whole.stderr
     model, steps = tmp_path / "resumed", tmp_path / "steps"
-    process = start(*args, "-o", str(model), stdout=subprocess.DEVNULL, code=SLOW_STEPS.format(steps=str(steps)))
+    shown = [arg for arg in args if arg != "-q"]  # the checkpoint's warning shows without -q (errors only)
+    process = start(*shown, "-o", str(model), stdout=subprocess.DEVNULL, code=SLOW_STEPS.format(steps=str(steps)))
     process.stdin.write(names_records().encode())
     process.stdin.close()
     wait_for(lambda: steps.exists() and int(steps.read_text() or 0) >= 3, "three training steps")

@@ -77,7 +77,8 @@ def test_the_lines_hint_comes_only_where_the_input_is_text_and_the_command_reads
     no_lines_option = sembed("eval", "sts", input="hello\n")  # eval reads vectors: --lines is no help
     assert (no_lines_option.exit_code, no_lines_option.stderr) == (
         1,
-        "error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1\n",
+        "error: <stdin>:1: invalid JSON: unexpected character, expected a JSON value at column 1 (hint: this looks "
+        "like plain text: embed it first, e.g. sembed embed --lines FILE | sembed eval sts)\n",
     )
 
 
@@ -414,9 +415,13 @@ def test_search_refuses_a_query_past_the_window_when_asked(tiny_model, one_torch
         "(hint: --long-text truncate or window embeds it)\n"
     )
     assert [r["q"] for r in refused.records] == [1]
-    counted = sembed("search", "--index", str(tmp_path / "idx"), "-q", input=queries)
-    assert counted.exit_code == 0
+    quiet = sembed("search", "--index", str(tmp_path / "idx"), "-q", input=queries)
+    assert quiet.exit_code == 0 and quiet.stderr == ""  # -q: errors only
+    counted = sembed("search", "--index", str(tmp_path / "idx"), input=queries)
+    assert counted.exit_code == 0 and counted.records == quiet.records
+    identity = orjson.loads((tmp_path / "idx" / "sembed.json").read_bytes())["embedding_model"]
     assert counted.stderr == (
+        f"searching 1 vectors (flat) of {identity}\n"
         "warning: 1 text(s) longer than the model's 64-token window were truncated to it "
         "(--long-text window embeds them whole, error refuses them)\n"
     )

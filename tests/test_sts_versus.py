@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -328,3 +329,110 @@ def test_the_python_api_compares_two_models_as_the_command_does(tmp_path):
     mixed = side(A_COSINES, MODEL_A)[:2] + side(A_COSINES[2:], MODEL_B)
     with pytest.raises(SembedError, match="two models"):
         api.evaluate_sts(mixed)
+
+
+# --- several training seeds of each model (issue 42.8) -----------------------------------------------------------
+
+SEED_B = [SWAPPED, np.array([1.0, 0.0, 2.0, 4.0, 3.0]), np.array([0.0, 1.0, 4.0, 3.0, 2.0])]  # r 0.9, 0.8, 0.6
+
+
+def seed_files(tmp_path, sides: dict[str, list[np.ndarray]]) -> dict[str, list[str]]:
+    files: dict[str, list[str]] = {}
+    for side, columns in sides.items():
+        for number, column in enumerate(columns, 1):
+            path = tmp_path / f"{side}{number}.jsonl"
+            path.write_text(
+                jsonl(
+                    *(
+                        {"text_a": f"a{i}", "text_b": f"b{i}", "score": float(g), "similarity": float(s)}
+                        for i, (g, s) in enumerate(zip(GOLD, column))
+                    )
+                )
+            )
+            files.setdefault(side, []).append(str(path))
+    return files
+
+
+def test_seeds_of_each_model_give_the_mean_difference_with_a_t_interval(tmp_path):
+    import scipy.stats
+
+    files = seed_files(tmp_path, {"a": [PERFECT] * 3, "b": SEED_B})
+    common = ("--similarity-key", "similarity", "--resamples", "50")
+    run = sembed("eval", "sts", *files["a"], "--versus", *files["b"], *common)
+    assert run.exit_code == 0, run.stderr
+    [report] = run.records
+    for number, (a, b) in enumerate(zip(files["a"], files["b"])):  # each seed: the one-seed report of its pair
+        alone = sembed("eval", "sts", a, "--versus", b, *common).records[0]
+        assert report["seeds"][number] == {"input": a, **alone}
+    combined = report["over_seeds"]
+    differences = [100 * (1 - scipy.stats.pearsonr(b, GOLD).statistic) for b in SEED_B]
+    assert differences == pytest.approx([10.0, 20.0, 40.0])
+    mean = sum(differences) / 3
+    expected = scipy.stats.t.interval(0.95, 2, loc=mean, scale=np.std(differences, ddof=1) / math.sqrt(3))
+    for name in ("pearson", "spearman"):  # ranks already: rho = r
+        assert combined[name] == 23.3333
+        assert combined[f"{name}_ci"] == pytest.approx(list(expected), abs=1e-4)
+        assert combined[f"{name}_ci"] == [-14.6125, 61.2792]
+        assert combined[f"{name}_by_seed"] == [10.0, 20.0, 40.0]
+    assert combined["seeds"] == 3 and combined["of"] == "a - b"
+    assert combined["interval"] == statistics.T_INTERVAL
+    assert report["task"] == "sts" and report["gold"] == "score"
+    repeated = sembed(  # the same with --versus given once per seed
+        "eval", "sts", *files["a"], *(arg for b in files["b"] for arg in ("--versus", b)), *common
+    )
+    assert repeated.records == run.records
+    table = run.stderr.splitlines()
+    assert any(line.startswith("│ mean ") and "+23.33" in line and "[-14.61, 61.28]" in line for line in table)
+
+
+def test_seeds_need_one_versus_file_each_and_the_same_pairs(tmp_path):
+    files = seed_files(tmp_path, {"a": [PERFECT] * 2, "b": SEED_B[:2]})
+    fewer = sembed("eval", "sts", *files["a"], "--versus", files["b"][0], "--similarity-key", "similarity")
+    assert fewer.exit_code == 2
+    assert "Invalid value for '--versus': 2 INPUT(s) and 1 --versus FILE(s): give one of each per seed, paired by " in (
+        fewer.stderr
+    )
+    alone = sembed("eval", "sts", *files["a"], "--similarity-key", "similarity")
+    assert alone.exit_code == 2
+    assert "2 INPUTs are seeds of one model: compare them with --versus (one FILE each) or --versus-key" in alone.stderr
+    other = tmp_path / "other.jsonl"
+    other.write_text(Path(files["a"][1]).read_text().replace('"a3"', '"a33"'))
+    changed = tmp_path / "changed-b.jsonl"
+    changed.write_text(Path(files["b"][1]).read_text().replace('"a3"', '"a33"'))
+    run = sembed("eval", "sts", files["a"][0], str(other), "--versus", files["b"][0], str(changed))
+    assert run.exit_code == 1
+    assert run.stderr == (
+        f"error: seed 2 ({other}) holds other pairs than seed 1 ({files['a'][0]}): the seeds must be of the same "
+        "pairs in the same order\n"
+    )
+    assert run.stdout == ""
+
+
+def test_t_interval_is_students_over_k_minus_1_degrees_of_freedom():
+    import scipy.stats
+
+    values = [1.5, 2.0, 4.5, 3.0]
+    low, high = statistics.t_interval(values)
+    expected = scipy.stats.t.interval(0.95, 3, loc=np.mean(values), scale=np.std(values, ddof=1) / 2)
+    assert (low, high) == pytest.approx(expected, abs=1e-12)
+    assert statistics.t_interval([1.0]) is None and statistics.t_interval([]) is None
+
+
+def test_the_python_api_combines_seeds_as_the_command_does(tmp_path):
+    from sembed_cli import api
+
+    b_seeds = [B_COSINES, B_COSINES[1:] + B_COSINES[:1], B_COSINES[::-1]]
+    a_files, b_files = [], []
+    for number, cosines in enumerate(b_seeds):
+        a_files.append(tmp_path / f"a{number}.jsonl")
+        a_files[-1].write_text(jsonl(*side(A_COSINES, MODEL_A)))
+        b_files.append(tmp_path / f"b{number}.jsonl")
+        b_files[-1].write_text(jsonl(*side(cosines, MODEL_B)))
+    args = ("eval", "sts", *map(str, a_files), "--versus", *map(str, b_files), "--resamples", "50")
+    run = sembed(*args)
+    assert run.exit_code == 0, run.stderr
+    [command] = run.records
+    in_memory = [side(cosines, MODEL_B) for cosines in b_seeds]  # one seed's records, a list of dicts each
+    report = api.evaluate_sts(a_files, versus=in_memory, resamples=50)
+    assert report["over_seeds"] == command["over_seeds"]
+    assert [seed["difference"] for seed in report["seeds"]] == [seed["difference"] for seed in command["seeds"]]

@@ -68,7 +68,7 @@ def embed_command(
     ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
-    lines: Lines = False,
+    lines: Lines = None,
     text_keys: TextKeys = None,
     model: SentenceModel = sentence_models.DEFAULT_MODEL,
     method: EmbedMethod = "model",

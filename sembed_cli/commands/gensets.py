@@ -79,7 +79,7 @@ def resolve_mlm(mlm: Path | None) -> Path:
 def gensets_command(
     input: Input = "-",
     output: Output = "-",
-    lines: Lines = False,
+    lines: Lines = None,
     force: Force = False,
     mlm: MaskedLMDir = None,
     k: Variants = K,

@@ -67,7 +67,7 @@ def index_command(
     id_key: IdKey = "id",
     doc_key: DocKey = "doc_id",
     npy: NpyVectors = None,
-    lines: Lines = False,
+    lines: Lines = None,
     long_text: LongText = "truncate",
     batch_size: BatchSize = 256,
     force: Force = False,
@@ -141,7 +141,7 @@ def index_command(
     from ..indexes.model_choice import ModelChoice
     from ..indexes.staging import RERANK_CHOICES, IndexSettings
     from ..indexes.update import UpdateChoices, update_index
-    from ..io import RecordSource
+    from ..io import PLAIN_TEXT_HINT, RecordSource
 
     if (output is None) == (update is None):
         raise typer.BadParameter(
@@ -164,7 +164,7 @@ def index_command(
 
         source = PartsSource(input)
     else:
-        source = RecordSource(input, skip_errors=skip_errors, lines=lines)
+        source = RecordSource(input, skip_errors=skip_errors, lines=lines, plain_text_hint=PLAIN_TEXT_HINT)
     if update is not None:
         update_index(source, update, settings, choice, UpdateChoices(given, sync, retrain), npy)
     elif output is not None:  # one of the two, checked above

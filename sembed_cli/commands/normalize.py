@@ -24,7 +24,7 @@ from ..text.base_form import normalize_records
 def normalize_command(
     input: Input = "-",
     output: Output = "-",
-    lines: Lines = False,
+    lines: Lines = None,
     force: Force = False,
     text_keys: TextKeys = None,
     model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,

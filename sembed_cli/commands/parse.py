@@ -25,7 +25,7 @@ from ..text.dependency import parse_records
 def parse_command(
     input: Input = "-",
     output: Output = "-",
-    lines: Lines = False,
+    lines: Lines = None,
     force: Force = False,
     text_keys: TextKeys = None,
     model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,

@@ -138,7 +138,7 @@ def search_command(
     ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
-    lines: Lines = False,
+    lines: Lines = None,
     force: Force = False,
     index: IndexPath = ...,  # type: ignore[assignment]  # typer: ... makes the option required
     model: QueryModel = None,

@@ -36,7 +36,7 @@ def check_record(fields: TextFields):
 def spo_command(
     input: Input = "-",
     output: Output = "-",
-    lines: Lines = False,
+    lines: Lines = None,
     force: Force = False,
     text_keys: TextKeys = None,
     model: SpacyModel = spacy_pipeline.DEFAULT_MODEL,

@@ -98,7 +98,7 @@ def taste_command(
     ctx: typer.Context,
     input: Input = "-",
     output: Output = "-",
-    lines: Lines = False,
+    lines: Lines = None,
     force: Force = False,
     model: MaskedLM = None,
     text_keys: TextKeys = None,

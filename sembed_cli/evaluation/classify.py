@@ -28,10 +28,10 @@ import numpy as np
 
 from .. import io
 from ..errors import SembedError
-from ..io import RecordSource, derived_key
+from ..io import derived_key
 from ..models.model_identity import OneModel
 from . import tables
-from .records import read_all
+from .records import eval_source, read_all
 
 if TYPE_CHECKING:  # scikit-learn is imported where a classifier is fitted
     from sklearn.linear_model import LogisticRegression
@@ -227,7 +227,7 @@ def evaluate(
     """The report of `sembed eval classify` on the records of `input`: each record's embedding (that of
     `text_key`) and label, classified by `report`."""
     reader = LabelledVector(derived_key(text_key, "embedding"), label_key)
-    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader, OneModel(), npy)
+    rows = read_all(eval_source(input, skip_errors, "classify"), reader, OneModel(), npy)
     return report("classify", rows, reader.name, label_key, folds, seed, c)
 
 

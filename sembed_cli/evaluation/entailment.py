@@ -13,10 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import io
-from ..io import RecordSource
 from ..models.model_identity import OneModel
 from . import classify
-from .records import pair_keys, read_all
+from .records import eval_source, pair_keys, read_all
 
 FEATURES = {
     "abs-diff": "|{u} - {v}|",
@@ -69,7 +68,7 @@ def evaluate(
     """The report of `sembed eval entailment` on the records of `input`: the `kind` features of each pair's
     embeddings (those of `text_keys`) and its label, classified by `classify.report`."""
     reader = PairFeatures(*pair_keys(text_keys, "embedding"), label_key, kind)
-    rows = read_all(RecordSource(input, skip_errors=skip_errors), reader, OneModel(), npy)
+    rows = read_all(eval_source(input, skip_errors, "entailment"), reader, OneModel(), npy)
     return classify.report("entailment", rows, reader.name, label_key, folds, seed, c)
 
 

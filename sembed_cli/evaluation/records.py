@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from .. import console
 from ..errors import SembedError
-from ..io import RecordSource, derived_key
+from ..io import RecordSource, derived_key, embed_first_hint
 
 if TYPE_CHECKING:
     from ..models.model_identity import OneModel
@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+def eval_source(path: str, skip_errors: bool, task: str) -> RecordSource:
+    """The records `sembed eval TASK` reads; plain text given to it gets the hint to embed it first."""
+    return RecordSource(path, skip_errors=skip_errors, plain_text_hint=embed_first_hint(f"sembed eval {task}"))
 
 
 def read_all(

@@ -5,7 +5,10 @@ Pearson correlation of the average ranks, as scipy.stats.spearmanr), both x100
 in reports, each with a 95% confidence interval from the Fisher transformation
 (NWS eq. 11-12). The interval is written for Pearson's r; it is applied to rho
 the same way, the usual approximation. Two models scored on the same pairs are
-compared by a paired bootstrap (Efron & Tibshirani 1993).
+compared by a paired bootstrap (Efron & Tibshirani 1993); the same comparison
+repeated over training seeds by the Student t interval of the mean paired
+difference (`t_interval`, `over_seeds`), which the reproductions' reports
+(examples/verdict.py) use too.
 
 `eval sts` reports these; `eval salience` correlates with human norms and
 `eval poi` resamples its records the same way.
@@ -194,4 +197,34 @@ def paired_difference(
     result.update({"interval": INTERVAL, "resamples": resamples, "seed": seed})
     if undefined:
         result["undefined_resamples"] = undefined
+    return result
+
+
+T_INTERVAL = "95% t interval over seeds (mean ± t(0.975, k − 1) · sd / √k, k seeds; differences paired by seed)"
+
+
+def t_interval(values: Sequence[float]) -> tuple[float, float] | None:
+    """The 95% Student t interval of the mean of `values` (k - 1 degrees of freedom); None for fewer than 2."""
+    import statistics
+
+    from scipy.stats import t
+
+    if len(values) < 2:
+        return None
+    mean = statistics.mean(values)
+    half = float(t.ppf(0.975, len(values) - 1)) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean - half, mean + half
+
+
+def over_seeds(differences: Sequence[dict]) -> dict:
+    """The mean paired difference over seeds, Pearson and Spearman (x100), each with its `t_interval`: from each
+    seed's `paired_difference` (the same pairs, seed i of one model against seed i of the other), as reported."""
+    result: dict = {"seeds": len(differences), "of": differences[0]["of"] if differences else "a - b"}
+    for name in ("pearson", "spearman"):
+        values = [float(difference[name]) for difference in differences]
+        interval = t_interval(values)
+        result[name] = round(sum(values) / len(values), 4)
+        result[f"{name}_ci"] = None if interval is None else [round(bound, 4) for bound in interval]
+        result[f"{name}_by_seed"] = values
+    result["interval"] = T_INTERVAL
     return result

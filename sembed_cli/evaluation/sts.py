@@ -13,19 +13,27 @@ import logging
 import math
 from collections.abc import Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .. import io
 from ..errors import SembedError
-from ..io import RecordSink, RecordSource, check_number, display_name
+from ..io import RecordSink, check_number, display_name
 from ..models.model_identity import FIELD, OneModel
 from . import sts_tables, tables
 from .cf_sweep import CfParts, cf_cosines
 from .pair_similarity import PairSimilarity
-from .records import pair_keys, read_all
-from .statistics import BOOTSTRAP_RESAMPLES, UndefinedCorrelation, correlation, grouped, paired_difference
+from .records import eval_source, pair_keys, read_all
+from .statistics import (
+    BOOTSTRAP_RESAMPLES,
+    UndefinedCorrelation,
+    correlation,
+    grouped,
+    over_seeds,
+    paired_difference,
+)
 
 log = logging.getLogger(__name__)
 
@@ -201,9 +209,7 @@ def evaluate(
         return value, gold, group
 
     with RecordSink(pairs, force=force, inputs=[input]) if pairs is not None else nullcontext() as sink:
-        rows = [
-            row for row in read_all(RecordSource(input, skip_errors=skip_errors), keep, models, npy) if row is not None
-        ]
+        rows = [row for row in read_all(eval_source(input, skip_errors, "sts"), keep, models, npy) if row is not None]
     if unscored:
         log.warning(unscored_warning(unscored, gold_key))
     if not rows:
@@ -254,8 +260,8 @@ class VersusSide:
 
 
 def evaluate_versus(
-    input: str,
-    versus: str | None = None,
+    input: str | Sequence[str],
+    versus: str | Sequence[str] | None = None,
     versus_key: str | None = None,
     text_keys: tuple[str, str] = PAIR_TEXT_KEYS,
     similarity_key: str | None = None,
@@ -268,17 +274,63 @@ def evaluate_versus(
     """The report of `sembed eval sts --versus FILE | --versus-key NAME`: both models' similarity of every scored
     pair, compared (`compare`). `versus`: the other model's records of the same pairs in the same order (their
     texts and scores must agree); `versus_key`: its vectors in the same records, NAME_a and NAME_b (one of the two).
-    `group_by`: also compare per value of this field, as the input's records give it."""
+    `group_by`: also compare per value of this field, as the input's records give it.
+
+    Several training seeds of each model: `input` and `versus` lists of files, paired by position (seed i of A
+    against seed i of B; with `versus_key`, each input against the vectors it holds), all of the same pairs. The
+    report then holds each seed's comparison under "seeds" and, under "over_seeds", the mean paired difference
+    with its Student t interval over the seeds (`statistics.over_seeds`)."""
     if (versus is None) == (versus_key is None):
         raise ValueError("compare with one other model: give versus or versus_key")
+    inputs = [input] if isinstance(input, str) else list(input)
+    others: list[str | None] = [versus] if isinstance(versus, str) else list(versus or [])
+    others = others or [None] * len(inputs)  # --versus-key: each input holds both models
+    if len(others) != len(inputs) or not inputs:
+        raise ValueError(f"{len(inputs)} input(s) against {len(others)} versus file(s): give one of each per seed")
+    settings = VersusSettings(versus_key, text_keys, similarity_key, gold_key, resamples, seed, skip_errors, group_by)
+    if len(inputs) == 1:
+        return versus_report(*versus_pairs(inputs[0], others[0], settings), settings)
+    seeds = [versus_pairs(path, other, settings) for path, other in zip(inputs, others)]  # all read before any figure
+    first = [row[:2] for row in seeds[0][0]]
+    for number, (path, (rows_a, *_)) in enumerate(zip(inputs, seeds), 1):
+        if [row[:2] for row in rows_a] != first:
+            raise SembedError(
+                f"seed {number} ({display_name(path)}) holds other pairs than seed 1 ({display_name(inputs[0])}): "
+                "the seeds must be of the same pairs in the same order"
+            )
+    reports = [{"input": display_name(path), **versus_report(*seed, settings)} for path, seed in zip(inputs, seeds)]
+    head = {key: reports[0][key] for key in ("task", "gold", "group_by") if key in reports[0]}
+    return {**head, "seeds": reports, "over_seeds": over_seeds([report["difference"] for report in reports])}
+
+
+@dataclass(frozen=True)
+class VersusSettings:
+    """What `evaluate_versus` was given besides the files: the same for every seed."""
+
+    versus_key: str | None
+    text_keys: tuple[str, str]
+    similarity_key: str | None
+    gold_key: str
+    resamples: int
+    seed: int
+    skip_errors: bool
+    group_by: str | None
+
+
+def versus_pairs(
+    input: str, versus: str | None, settings: VersusSettings
+) -> tuple[list, list, tuple[str, str], dict[str, OneModel]]:
+    """The rows of both sides of one comparison, checked to be the same pairs; their names and models."""
+    versus_key, text_keys, similarity_key = settings.versus_key, settings.text_keys, settings.similarity_key
+    gold_key, skip_errors, group_by = settings.gold_key, settings.skip_errors, settings.group_by
     models = {"a": OneModel(), "b": OneModel()}
     embeddings = pair_keys(text_keys, "embedding")
     texts = pair_keys(text_keys, "text")
     side_a = VersusSide(texts, embeddings, similarity_key, gold_key, group_by=group_by)
     if versus is not None:
         side_b = VersusSide(texts, embeddings, similarity_key, gold_key)
-        rows_a = read_all(RecordSource(input, skip_errors=skip_errors), side_a, models["a"])
-        rows_b = read_all(RecordSource(versus, skip_errors=skip_errors), side_b, models["b"])
+        rows_a = read_all(eval_source(input, skip_errors, "sts"), side_a, models["a"])
+        rows_b = read_all(eval_source(versus, skip_errors, "sts"), side_b, models["b"])
         names = (
             f"{display_name(input)}: {side_a.similarity.name}",
             f"{display_name(versus)}: {side_b.similarity.name}",
@@ -298,9 +350,17 @@ def evaluate_versus(
     else:
         assert versus_key is not None  # one of the two, checked above
         side_b = VersusSide(texts, pair_keys(text_keys, versus_key), None, gold_key, f"{versus_key}_model", models["b"])
-        rows = read_all(RecordSource(input, skip_errors=skip_errors), lambda r: (side_a(r), side_b(r)), models["a"])
+        rows = read_all(eval_source(input, skip_errors, "sts"), lambda r: (side_a(r), side_b(r)), models["a"])
         rows_a, rows_b = [row[0] for row in rows], [row[1] for row in rows]
         names = (side_a.similarity.name, side_b.similarity.name)
+    return rows_a, rows_b, names, models
+
+
+def versus_report(
+    rows_a: list, rows_b: list, names: tuple[str, str], models: dict[str, OneModel], settings: VersusSettings
+) -> dict:
+    """`compare` over the scored pairs of `versus_pairs`, with each side's model and the warnings."""
+    gold_key, resamples, seed, group_by = settings.gold_key, settings.resamples, settings.seed, settings.group_by
     scored = [(a[1], a[2], b[2], a[3]) for a, b in zip(rows_a, rows_b) if a[1] is not None]
     if len(scored) < len(rows_a):
         log.warning(unscored_warning(len(rows_a) - len(scored), gold_key))
@@ -329,5 +389,11 @@ def evaluate_versus(
 
 
 def print_report(result: dict) -> None:
-    """The report of `evaluate` or `evaluate_versus` as a table on stderr (none with -q)."""
+    """The report of `evaluate` or `evaluate_versus` as a table on stderr (none with -q); over seeds, each seed's
+    table, then the mean difference over them."""
+    if "seeds" in result:
+        for report in result["seeds"]:
+            tables.show(sts_tables.versus_table(report))
+        tables.show(sts_tables.seeds_table(result))
+        return
     tables.show(sts_tables.versus_table(result) if "difference" in result else sts_tables.correlation_table(result))

@@ -76,3 +76,41 @@ def versus_table(result: dict):
             end_section=grouped_rows,
         )
     return table
+
+
+def seeds_table(result: dict):
+    """Each seed's a - b, then their mean with the t interval over seeds."""
+    from rich.table import Table
+
+    combined = result["over_seeds"]
+    table = Table(
+        title=f"STS: a - b over {combined['seeds']} seeds vs {result['gold']} (x100; each seed: its bootstrap "
+        f"interval; mean: {combined['interval']})",
+        title_justify="left",
+    )
+    table.add_column("seed", no_wrap=True)
+    tables.add_name_column(table, "input")
+    for column in ("n", "Pearson", "95% CI", "Spearman", "95% CI"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for number, report in enumerate(result["seeds"], 1):
+        change = report["difference"]
+        table.add_row(
+            str(number),
+            report["input"],
+            str(change["n"]),
+            f"{change['pearson']:+.2f}",
+            tables.interval(change["pearson_ci"]),
+            f"{change['spearman']:+.2f}",
+            tables.interval(change["spearman_ci"]),
+            end_section=number == len(result["seeds"]),
+        )
+    table.add_row(
+        "mean",
+        f"{combined['seeds']} seeds",
+        str(result["seeds"][0]["difference"]["n"]),
+        f"{combined['pearson']:+.2f}",
+        tables.interval(combined["pearson_ci"]),
+        f"{combined['spearman']:+.2f}",
+        tables.interval(combined["spearman_ci"]),
+    )
+    return table

@@ -110,7 +110,12 @@ def _update(
     entries = read_entries(source, reader, check)
     previous_count = loaded.count
 
+    written: list[dict] = []
+
     def metadata(updated: Updated) -> dict:
+        embedder.report()  # the warnings before sembed.json, which records them
+        if source.summary():
+            log.warning(source.summary())
         meta = dict(loaded.metadata)
         previous = meta.get("data", {})
         fresh = describe("sembed index", {}, {})
@@ -135,6 +140,7 @@ def _update(
                 "previous_sha256": previous.get("sha256"),
             },
         }
+        written.append(meta)
         return meta
 
     updated = update_in_place(loaded, entries, embedder, source.rejects, choices.sync, settings.batch_size, metadata)
@@ -144,9 +150,6 @@ def _update(
             f"records by their content alone (it was built before sembed kept one entry per document and sentence); "
             f"rebuild it with `sembed index ... -o {loaded.path} --force` to keep them apart"
         )
-    embedder.report()
-    if source.summary():
-        log.warning(source.summary())
     changes = updated.changes
     log.info(
         f"{changes.added} new, {changes.replaced} changed, {changes.unchanged} unchanged record(s)"
@@ -158,7 +161,7 @@ def _update(
         log.info(f"embedded {embedder.count} texts")
     if choices.retrain:
         return rebuild(loaded.path, replace(settings, requested_type=built.get("requested_type", "auto")))
-    return metadata(updated)
+    return written[-1]
 
 
 def rebuild(directory: Path, settings: IndexSettings) -> dict:
@@ -205,7 +208,7 @@ def update_in_place(
 ) -> Updated:
     """Apply `entries` to the index `loaded` (opened writable, its lock held): one transaction, committed with
     the new FAISS file; on any failure the index stays as it was. `write_metadata(updated)` gives sembed.json."""
-    from ..io import write_json_atomic
+    from ..artifacts import write_metadata as write_metadata_file
 
     store, path = loaded.store, loaded.path
     assert isinstance(store, RecordStore)
@@ -260,7 +263,7 @@ def update_in_place(
         for file in new_files:
             file.unlink(missing_ok=True)
         raise
-    write_json_atomic(path / METADATA_FILE, metadata)
+    write_metadata_file(path, metadata, METADATA_FILE)  # with the run's warnings
     for file in path.glob("index*.faiss"):  # the files of earlier generations
         if file.name != faiss_file:
             file.unlink(missing_ok=True)

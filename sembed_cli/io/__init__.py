@@ -10,6 +10,7 @@ One module a job; the names the rest of sembed uses are importable from here (`f
                    write_json_atomic, commit, temporary_sibling, sync_file, sync_directory)
     stream         the two ends of a command and the options that make them (RecordSource, RecordSink, Shard,
                    StreamOptions, run_stream)
+    lookalike_formats  what a first line of another format is, for the error's hint (embed_first_hint)
     batches        records in batches for a model, a partial batch before an input error (batched, text_jobs,
                    map_texts)
     fields         a record's text, number, label and group fields, checked (TextFields, check_text, check_number,
@@ -19,7 +20,8 @@ One module a job; the names the rest of sembed uses are importable from here (`f
 
 The rules of the stream live in these modules and only there (README, "The record stream"): a UTF-8 byte-order
 mark opens a file harmlessly; gzip is read by its magic bytes and written for a `.gz` output; plain text lines are
-records with `--lines` or a `.txt` input; pass-through values come out as they came in (integers of any size digit
+records with `--lines` or a `.txt` input (`--jsonl`: JSONL whatever the name), and a first line of another format
+gets a hint naming it (lookalike_formats); pass-through values come out as they came in (integers of any size digit
 for digit); `-o FILE` never replaces an existing file without --force, is never an input, and is written under a
 temporary name renamed at the end, also after an error or an interrupt.
 """
@@ -37,12 +39,14 @@ from .batches import batched, map_texts, text_jobs
 from .fields import TextFields, check_number, check_text, counted_keys, derived_key, group, label
 from .json_codec import dumps, json_type, loads
 from .lines import AUTO_ENCODING, STDIN, LineDecoder, ReadPosition, display_name, text_lines
+from .lookalike_formats import embed_first_hint
 from .rejects import Rejects
-from .stream import RecordReader, RecordSink, RecordSource, Shard, StreamOptions, run_stream
+from .stream import PLAIN_TEXT_HINT, RecordReader, RecordSink, RecordSource, Shard, StreamOptions, run_stream
 from .vector_fields import SAFE_MAGNITUDES, Dimension, float32_vector, nonzero, unit_scaled, vector
 
 __all__ = [
     "AUTO_ENCODING",
+    "PLAIN_TEXT_HINT",
     "SAFE_MAGNITUDES",
     "STDIN",
     "Dimension",
@@ -64,6 +68,7 @@ __all__ = [
     "derived_key",
     "display_name",
     "dumps",
+    "embed_first_hint",
     "float32_vector",
     "group",
     "json_type",

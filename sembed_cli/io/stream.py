@@ -30,8 +30,10 @@ import orjson
 
 from ..errors import BadRecord, SembedError
 from .atomic_files import commit, temporary_sibling
+from .batches import window_sizes
 from .json_codec import dumps, json_problem, json_type, loads
 from .lines import STDIN, TEXT_SUFFIXES, ReadPosition, display_name, text_lines
+from .lookalike_formats import JSONL_HINT, PAIR_LINES, is_json_object, pair_format, pair_hint
 from .rejects import Rejects
 
 log = logging.getLogger(__name__)
@@ -88,20 +90,33 @@ class RecordSource:
     `shard`, lines of other shards are passed over unread (their errors are
     theirs to report).
 
-    `lines` is the command's --lines: True reads plain text, False JSONL; None
-    where the command has no --lines, so no error suggests it. With False, a
-    first line (blank lines aside) that is not JSON and opens with neither `{`
-    nor `[` is plain text read by mistake: its error says to pass --lines.
+    `lines` is the command's --lines/--jsonl: True reads plain text, False
+    JSONL, None decides by the name (a `.txt` is plain text, anything else
+    JSONL). The first line (blank lines aside) can show that the input is
+    something else, and the error says so in its hint (`lookalike_formats`):
+    read as JSONL, a line that is not JSON is a SICK or STS-B pair file
+    (`sembed convert` reads those) or plain text (`plain_text_hint`: the
+    command's way to read it, --lines or "embed first"; None: no hint); read as
+    plain text because of a `.txt` name, a JSON object or a pair file is an
+    error whatever --skip-errors says, as the whole file would be misread.
     """
 
     def __init__(
-        self, path: str = STDIN, *, skip_errors: bool = False, shard: Shard | None = None, lines: bool | None = None
+        self,
+        path: str = STDIN,
+        *,
+        skip_errors: bool = False,
+        shard: Shard | None = None,
+        lines: bool | None = None,
+        plain_text_hint: str | None = None,
     ):
         self.path = path
         self.rejects = Rejects(display_name(path), skip_errors)
         self.shard = shard
-        self.offers_lines = lines is not None
-        self.lines = bool(lines) or path.lower().endswith(TEXT_SUFFIXES)  # plain text: each line is {"text": line}
+        self.plain_text_hint = plain_text_hint
+        self.by_name = lines is None
+        # plain text: each line is {"text": line}
+        self.lines = lines if lines is not None else path.lower().endswith(TEXT_SUFFIXES)
         self.position = ReadPosition()
         self.line = 0  # the physical line of the record last read
 
@@ -119,6 +134,8 @@ class RecordSource:
             if self.shard is not None and not self.shard.owns(position):
                 continue
             if self.lines:
+                if position == 0 and self.by_name:
+                    self._refuse_lookalike(line, text)
                 record: object = {"text": text}
             else:
                 try:
@@ -138,11 +155,22 @@ class RecordSource:
             yield record
 
     def _text_hint(self, text: str) -> str | None:
-        """The hint for an input whose first line is not JSON and opens with neither an object nor an array: plain
-        text, where the command can read it with --lines (a JSONL input with a broken line further on gets none)."""
-        if self.offers_lines and not text.lstrip().startswith(("{", "[")):
-            return PLAIN_TEXT_HINT
-        return None
+        """The hint for an input whose first line is not JSON: a pair file `convert` reads, or, opening with neither
+        an object nor an array, plain text (a JSONL input with a broken line further on gets none)."""
+        if text.lstrip().startswith(("{", "[")):
+            return None
+        return pair_hint(text, self.path) or self.plain_text_hint
+
+    def _refuse_lookalike(self, line: int, text: str) -> None:
+        """A `.txt` input read as plain text whose first line is a JSON object or opens a pair file: an error."""
+        hint: str | None
+        if is_json_object(text):
+            what, hint = "a JSON object", JSONL_HINT
+        elif (fmt := pair_format(text)) is not None:
+            what, hint = PAIR_LINES[fmt], pair_hint(text, self.path)
+        else:
+            return
+        raise SembedError(f"{self.rejects.name}:{line}: a .txt INPUT is plain text, but this line is {what}", hint)
 
     def summary(self) -> str | None:
         return self.rejects.summary()
@@ -166,8 +194,15 @@ class StreamOptions:
     skip_errors: bool = False
 
     def source(self) -> RecordSource:
-        """The records of INPUT (its share, with a shard), read with the --skip-errors policy."""
-        return RecordSource(self.input, skip_errors=self.skip_errors, shard=self.shard, lines=self.lines)
+        """The records of INPUT (its share, with a shard), read with the --skip-errors policy; plain text read as
+        JSONL says to pass --lines (every command that streams through these options has it)."""
+        return RecordSource(
+            self.input,
+            skip_errors=self.skip_errors,
+            shard=self.shard,
+            lines=self.lines,
+            plain_text_hint=PLAIN_TEXT_HINT,
+        )
 
     def sink(self, flush_every: int = 1, progress=None) -> RecordSink:
         """-o FILE (or stdout), refused when it exists without --force or when it is INPUT."""
@@ -196,7 +231,8 @@ class StreamOptions:
 
 
 class RecordSink:
-    """Compact JSONL to stdout or `-o FILE`, flushed every `flush_every` records and on close.
+    """Compact JSONL to stdout or `-o FILE`, flushed every `flush_every` records (the first flushes sooner, as
+    `batches.window_sizes` grows to it, so a first window of one record is out at once) and on close.
 
     The rules for FILE, the same in every command: an existing FILE is refused unless `force`; FILE is
     never one of `inputs` (the same file under any name), with or without `force`; FILE.gz is written as
@@ -213,6 +249,8 @@ class RecordSink:
     ):
         self.path = path
         self.flush_every = max(1, flush_every)
+        self._flush_sizes = window_sizes(self.flush_every)  # growing as the windows of `batched` grow
+        self._flush_at = next(self._flush_sizes)
         self.force = force
         self.inputs = inputs
         self.progress = progress
@@ -271,7 +309,8 @@ class RecordSink:
     def write(self, record: dict) -> None:
         self._pending.append(dumps(record))
         self.count += 1
-        if len(self._pending) >= self.flush_every:
+        if len(self._pending) >= self._flush_at:
+            self._flush_at = next(self._flush_sizes)
             self.flush()
 
     def write_all(self, records: Iterable[dict]) -> int:

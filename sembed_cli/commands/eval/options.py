@@ -80,7 +80,7 @@ def pair_text_keys(text_keys: list[str] | None) -> tuple[str, str]:
     return key_a, key_b
 
 
-def write_report(report: dict, output: str, force: bool, input: str) -> None:
-    """The report, one JSON object, to stdout or the -o file."""
-    with RecordSink(output, force=force, inputs=[input]) as sink:
+def write_report(report: dict, output: str, force: bool, input: str | list[str]) -> None:
+    """The report, one JSON object, to stdout or the -o file (never one of the inputs)."""
+    with RecordSink(output, force=force, inputs=[input] if isinstance(input, str) else input) as sink:
         sink.write(report)

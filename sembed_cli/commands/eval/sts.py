@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
 
-from ...options import Force, Input, Only, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose, check_only
+from ...options import INPUT_HELP, Force, Only, Output, Quiet, Seed, SkipErrors, TextKeys, Threads, Verbose, check_only
 from .options import NpyVectors, pair_text_keys, write_report
 
 
@@ -65,16 +66,58 @@ PairsFile = Annotated[
 ]
 
 
+Inputs = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help=INPUT_HELP + " Several: one a training seed, with --versus (as many) or --versus-key.",
+        show_default=False,
+        metavar="INPUT",
+    ),
+]
 Versus = Annotated[
-    str | None,
+    list[str] | None,
     typer.Option(
         "--versus",
         metavar="FILE",
         show_default=False,
         help="Compare with another model: FILE holds the same pairs in the same order, embedded by it (read like the "
-        "input); adds their paired difference (input - FILE) with a bootstrap interval.",
+        "input); adds their paired difference (input - FILE) with a bootstrap interval. Seeds: one FILE per INPUT, "
+        "paired by position (--versus B1 B2 B3 after A1 A2 A3), adding the mean difference with a t interval.",
     ),
 ]
+
+
+def spread_versus(params: Sequence[Any], args: list[str]) -> list[str]:
+    """`A1 A2 A3 --versus B1 B2 B3` as `A1 A2 A3 --versus B1 --versus B2 --versus B3`: after --versus, as many files
+    as INPUTs came before it (so `--versus B A`, B against the input A, reads as it always has)."""
+    takes_value = {
+        name
+        for param in params
+        if getattr(param, "param_type_name", None) == "option" and not getattr(param, "is_flag", False)
+        for name in param.opts
+    }
+    spread: list[str] = []
+    inputs, i = 0, 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--versus" and i + 1 < len(args):
+            spread += [arg, args[i + 1]]
+            i += 2
+            while inputs > 1 and i < len(args) and not args[i].startswith("-") and spread.count("--versus") < inputs:
+                spread += ["--versus", args[i]]
+                i += 1
+            continue
+        spread.append(arg)
+        if arg in takes_value:
+            spread += args[i + 1 : i + 2]
+            i += 2
+            continue
+        if arg == "-" or not arg.startswith("-"):
+            inputs += 1
+        i += 1
+    return spread
+
+
 VersusKey = Annotated[
     str | None,
     typer.Option(
@@ -115,7 +158,7 @@ ONLY = tuple(
 
 def sts_command(
     ctx: typer.Context,
-    input: Input = "-",
+    inputs: Inputs = None,
     output: Output = "-",
     force: Force = False,
     text_keys: TextKeys = None,
@@ -178,6 +221,14 @@ def sts_command(
     of that field (the input's), each group resampled on its own. Not with
     --cf-grid, --pairs or --npy.
 
+    Several training seeds of each model: INPUT A1 A2 A3 --versus B1 B2 B3
+    (or --versus once per file; with --versus-key, each INPUT holds both),
+    paired by position, all of the same pairs: "seeds" holds each seed's
+    report as above (with its "input"), and "over_seeds" the mean of the
+    seeds' differences with the 95% Student t interval over them (k - 1
+    degrees of freedom), beside each seed's bootstrap interval, and the
+    differences themselves (pearson_by_seed, spearman_by_seed).
+
     Fewer than two pairs, or a constant similarity or score column, leaves
     the correlation undefined: an error.
 
@@ -192,21 +243,35 @@ def sts_command(
         sembed convert --from stsb sts-test.csv | sembed spo -o test.jsonl
         sembed embed test.jsonl --cf-weight 0.2 > cf.jsonl; sembed embed test.jsonl > plain.jsonl
         sembed eval sts cf.jsonl --versus plain.jsonl --resamples 2000
+        sembed eval sts cf.1.jsonl cf.2.jsonl cf.3.jsonl --versus sbert.1.jsonl sbert.2.jsonl sbert.3.jsonl
     """
     from ...evaluation import sts
 
+    inputs = inputs or ["-"]
+    input = inputs[0]
+    if len(inputs) > 1 and not versus and versus_key is None:
+        raise typer.BadParameter(
+            f"{len(inputs)} INPUTs are seeds of one model: compare them with --versus (one FILE each) or --versus-key",
+            param_hint="'INPUT'",
+        )
+    if versus and len(versus) != len(inputs):
+        raise typer.BadParameter(
+            f"{len(inputs)} INPUT(s) and {len(versus)} --versus FILE(s): give one of each per seed, paired by position",
+            param_hint="'--versus'",
+        )
+    versus = versus or None
     if versus is not None and versus_key is not None:
         raise typer.BadParameter(
             "give the other model once: --versus FILE or --versus-key NAME", param_hint="'--versus-key'"
         )
     check_only(ctx, ONLY)
     if versus is not None or versus_key is not None:
-        if versus == input:
+        if versus is not None and set(versus) & set(inputs):
             raise typer.BadParameter(
                 "--versus names the input itself: give the other model's records", param_hint="'--versus'"
             )
         report = sts.evaluate_versus(
-            input,
+            inputs,
             versus,
             versus_key,
             pair_text_keys(text_keys),
@@ -234,5 +299,5 @@ def sts_command(
             npy,
             skip_errors,
         )
-    write_report(report, output, force, input)
+    write_report(report, output, force, [*inputs, *(versus or [])])
     sts.print_report(report)
