@@ -6,8 +6,9 @@
 #   nightly_index.sh DOCS_DIR INDEX_DIR [-m MODEL] [--backend torch|onnx] [--quantize none|int8]
 #
 # The first night builds the index; every later night updates it in place: each sentence's id is a hash of its
-# text, so only sentences that are new or edited since yesterday are embedded (a line added at the top of a file
-# re-embeds that line alone), and --sync removes the sentences of edited and deleted files that are gone. Quiet
+# file and its text (one entry per file and sentence, so "which files say X" finds every one), so only sentences
+# that are new or edited since yesterday are embedded (a line added at the top of a file re-embeds that line
+# alone), and --sync removes the sentences of edited and deleted files that are gone. Quiet
 # when all is well (-q: errors only; the run's warnings are in INDEX_DIR/sembed.json), so cron mails only a
 # failure; a failed night leaves yesterday's index whole.
 #
@@ -37,10 +38,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -d "$INDEX" ]; then
-  sembed convert -q --from "$FORMAT" "$DOCS" | sembed index -q --update "$INDEX" --sync
+  sembed convert -q --from "$FORMAT" --doc-break file "$DOCS" | sembed index -q --update "$INDEX" --sync
 else
   embedding=(-m "$MODEL")
   [ -z "$BACKEND" ] || embedding+=(--backend "$BACKEND")
   [ -z "$QUANTIZE" ] || embedding+=(--quantize "$QUANTIZE")
-  sembed convert -q --from "$FORMAT" "$DOCS" | sembed index -q "${embedding[@]}" -o "$INDEX"
+  sembed convert -q --from "$FORMAT" --doc-break file "$DOCS" | sembed index -q "${embedding[@]}" -o "$INDEX"
 fi

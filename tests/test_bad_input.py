@@ -394,14 +394,14 @@ def test_gzip_output_reads_back(tmp_path):
 
 
 class FullDisk:
-    """A file whose second write stores a few bytes and then fails as on a full disk (ENOSPC)."""
+    """A file whose third write stores a few bytes and then fails as on a full disk (ENOSPC)."""
 
     def __init__(self, file):
         self.file, self.writes = file, 0
 
     def write(self, data: bytes) -> int:
         self.writes += 1
-        if self.writes == 2:
+        if self.writes == 3:
             self.file.write(data[:7])
             raise OSError(errno.ENOSPC, "No space left on device")
         return self.file.write(data)
@@ -411,7 +411,8 @@ class FullDisk:
 
 
 def test_a_full_disk_keeps_the_whole_batches_before_it(tmp_path, monkeypatch):
-    """ENOSPC in the second batch: the first batch is in FILE, no half record, no temporary file."""
+    """ENOSPC in the third batch (windows of 1, 1, then 2 records: they start small): the batches before it are
+    in FILE, no half record, no temporary file."""
     import builtins
 
     from sembed_cli.io import stream

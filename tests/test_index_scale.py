@@ -417,7 +417,16 @@ def test_the_nightly_script_mirrors_a_folder_that_gains_edits_and_loses_files(
             "-o",
             str(fresh),
             input=subprocess.run(
-                [str(ROOT / ".venv" / "bin" / "sembed"), "convert", "-q", "--from", "lines", str(docs)],
+                [
+                    str(ROOT / ".venv" / "bin" / "sembed"),
+                    "convert",
+                    "-q",
+                    "--from",
+                    "lines",
+                    "--doc-break",
+                    "file",
+                    str(docs),
+                ],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -443,3 +452,4 @@ def test_the_nightly_script_mirrors_a_folder_that_gains_edits_and_loses_files(
     (docs / "b.txt").unlink()
     (docs / "d.txt").write_text("A new bridge opened.\nThe council met on Monday.\n")  # one sentence c.txt has too
     check(3)
+    assert [text for _, text in contents(index)].count("A new bridge opened.") == 2  # an entry in each file
