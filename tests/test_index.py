@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -552,3 +553,72 @@ def test_search_k_is_the_neighbour_count_and_a_field_name_after_it_is_refused(in
         "'q' is not a count: in search -k is the number of neighbours; the query's text field is --text-key"
         in " ".join(run.stderr.split())
     )
+
+
+# --- an index on a read-only volume (issue 37.1) ------------------------------------------------------------------
+
+READ_ONLY_QUERIES = [{"text": "Springfield"}, {"text": "Riverside park"}]
+
+
+def read_only_index(tiny_model, tmp_path) -> tuple[Path, str]:
+    index = tmp_path / "ro" / "idx"
+    built = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(index), input=jsonl(*rows(CITIES)))
+    assert built.exit_code == 0, built.stderr
+    searched = sembed(
+        "search", "-q", "--index", str(index), "-k", "3", "--device", "cpu", input=jsonl(*READ_ONLY_QUERIES)
+    )
+    assert searched.exit_code == 0, searched.stderr
+    return index, searched.stdout
+
+
+def listing(directory: Path) -> list[tuple[str, int]]:
+    return sorted((p.name, p.stat().st_mtime_ns) for p in directory.iterdir())
+
+
+def test_search_and_merge_read_an_index_on_a_read_only_mount(tiny_model, tmp_path):
+    """A read-only bind mount (in a mount namespace of its own: nothing outside sees it): search answers as on a
+    writable disk and index merge reads indexes there as its pieces, with no file written there."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare to make a read-only mount with")
+    index, expected = read_only_index(tiny_model, tmp_path)
+    other = index.parent / "other"
+    more = [{"id": f"m{n}", "text": f"{city} harbour"} for n, city in enumerate(CITIES[:5])]
+    assert (
+        sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(other), input=jsonl(*more)).exit_code == 0
+    )
+    volume = index.parent
+    before = {path.name: listing(path) for path in (index, other)}
+    (tmp_path / "queries.jsonl").write_text(jsonl(*READ_ONLY_QUERIES))
+    sembed_bin = f"{sys.executable} -m sembed_cli"
+    script = (
+        f"mount --bind {volume} {volume} && mount -o remount,ro,bind {volume} || exit 99\n"
+        f"touch {volume}/probe 2>/dev/null && exit 98\n"  # the mount must refuse a write
+        f"{sembed_bin} search -q --index {index} -k 3 --device cpu {tmp_path}/queries.jsonl > {tmp_path}/found.jsonl\n"
+        f"{sembed_bin} index merge -q {index} {other} -o {tmp_path}/merged\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SEMBED_THREADS": "1"}
+    run = subprocess.run(["unshare", "-rm", "sh", "-ec", script], capture_output=True, text=True, env=env)
+    if run.returncode in (98, 99) or "unshare: " in run.stderr:
+        pytest.skip(f"no read-only mount can be made here: {run.stderr.strip()[:200]}")
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "found.jsonl").read_text() == expected
+    assert {path.name: listing(path) for path in (index, other)} == before  # no -wal, no -shm, nothing touched
+    with VectorIndex.load(tmp_path / "merged") as merged:
+        assert merged.count == len(CITIES) + len(more)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write a directory without write permission")
+def test_search_reads_an_index_in_a_directory_the_user_may_not_write(tiny_model, tmp_path):
+    index, expected = read_only_index(tiny_model, tmp_path)
+    before = listing(index)
+    for path in (index, *index.iterdir()):
+        path.chmod(path.stat().st_mode & ~0o222)
+    try:
+        found = sembed(
+            "search", "-q", "--index", str(index), "-k", "3", "--device", "cpu", input=jsonl(*READ_ONLY_QUERIES)
+        )
+        assert found.exit_code == 0, found.stderr
+        assert found.stdout == expected and listing(index) == before
+    finally:
+        for path in (index, *index.iterdir()):
+            path.chmod(path.stat().st_mode | 0o200)

@@ -46,7 +46,7 @@ def build_index(
     trained_from: Path | None = None,
 ) -> dict:
     """A new index at `output` from the records of `source`; returns its metadata."""
-    trained = VectorIndex.load(trained_from, writable=True) if trained_from is not None else None
+    trained = VectorIndex.load(trained_from, whole=True) if trained_from is not None else None
     reader = EntryReader(settings.text_key, settings.embedding_key, settings.id_key, npy, doc_key=settings.doc_key)
     check = ModelCheck(reader, choice, None)
     embedder = TextEmbedder(choice, check)

@@ -176,20 +176,22 @@ class VectorIndex:
     # --- loading ---------------------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: str | Path, writable: bool = False) -> VectorIndex:
-        """The index at `path`; memory-mapped for search, in RAM with `writable` (an update changes it)."""
+    def load(cls, path: str | Path, writable: bool = False, whole: bool = False) -> VectorIndex:
+        """The index at `path`; memory-mapped for search, writing nothing (a read-only directory or mount will do),
+        or with `writable` in RAM, its store open for an update; `whole`: read-only, but in RAM (a merge's
+        pieces, a trained quantiser reused)."""
         path = Path(path)
         if not (path / METADATA_FILE).exists() or not ((path / STORE_FILE).exists() or (path / INDEX_FILE).exists()):
             raise SembedError(f"no sembed index at '{path}'", "build one with sembed index -o DIR")
         if not (path / STORE_FILE).exists():
             return cls._load_legacy(path)
-        store = RecordStore(path / STORE_FILE)
+        store = RecordStore(path / STORE_FILE, readonly=not writable)
         try:
             if not writable:
                 store.snapshot()
             faiss_file = store.state.get("faiss_file", INDEX_FILE)
             metadata = cls._metadata(path)
-            index = read_faiss(path / faiss_file, mapped=not writable)
+            index = read_faiss(path / faiss_file, mapped=not (writable or whole))
             problem = metadata_problem(metadata, index.d)
             if problem is not None:
                 raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", REBUILD)

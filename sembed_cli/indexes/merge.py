@@ -29,7 +29,7 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
     """One index at `output` holding every piece's rows, piece after piece (merge_into)."""
     if len({piece.resolve() for piece in pieces}) < len(pieces):
         raise SembedError("the same piece twice", "merge each index once")
-    loaded = [VectorIndex.load(piece, writable=True) for piece in pieces]
+    loaded = [VectorIndex.load(piece, whole=True) for piece in pieces]  # read-only: a piece may be on a shared mount
     try:
         with building(output, force=force) as work:
             count, kind = merge_into(work, loaded)
@@ -155,7 +155,7 @@ def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[
     db = store.db
     source = piece.store
     assert isinstance(source, RecordStore)  # check_mergeable refused sembed 0.1 pieces
-    db.execute("ATTACH DATABASE ? AS piece", (str(source.path),))
+    db.execute("ATTACH DATABASE ? AS piece", (source.uri,))  # read-only, as the piece was opened
     try:
         shared = db.execute(
             "SELECT id, (SELECT row FROM main.rows WHERE main.rows.id = piece.rows.id) FROM piece.rows "

@@ -40,7 +40,7 @@ class VoteSettings:
     weight: float | None = None
 
 
-# The vote's HNSW search breadth, wider than `search`'s (vector_index.HNSW_EF_SEARCH, 64): on the POI run's
+# The vote's HNSW search breadth, wider than `search`'s (kinds.HNSW_EF_SEARCH, 64): on the POI run's
 # 350,205 labelled records (k = 20, p = 4), test F0.5 0.888 at 64, 0.890 at 128, 0.891 exact; 1,236 searches/s
 # at 128 against 2,424 at 64, and the taste beside it is slower than either (README, POI).
 VOTE_EF_SEARCH = 128

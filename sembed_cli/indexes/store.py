@@ -12,9 +12,11 @@ one transaction, and its commit (with the `state` that names the current FAISS f
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 from ..errors import SembedError
 
@@ -30,17 +32,53 @@ CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
+def uri_of(path: Path) -> str:
+    return f"file:{quote(str(path.resolve()))}"
+
+
+def connect(uri: str) -> sqlite3.Connection:
+    """A connection to the database at the SQLite URI `uri` (URIs also in ATTACH: merge attaches its pieces)."""
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+
+
+def connect_readonly(path: Path) -> tuple[sqlite3.Connection, str]:
+    """A connection that writes nothing to the index (search, merge's pieces): read-only, taking part in WAL's locks
+    so that it reads beside an update; where the directory cannot be written (a read-only mount, a shared copy
+    the user may not write), SQLite cannot make the WAL's shared-memory file, and the database is read as immutable,
+    which is sound there since no writer can change it either. A WAL file still holding committed pages (a writer
+    that died before its checkpoint) cannot be read without writing: that is an error saying so."""
+    uri = uri_of(path) + "?mode=ro"
+    try:
+        db = connect(uri)
+        db.execute("SELECT 1 FROM state LIMIT 1").fetchall()  # a WAL database opens its -shm file here
+        return db, uri
+    except sqlite3.OperationalError:
+        if os.access(path.parent, os.W_OK):
+            raise
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size:
+        raise SembedError(
+            f"the index at '{path.parent}' cannot be written, and {wal.name} holds changes not yet in {path.name}",
+            "open it once where it can be written (any sembed search there folds them in), then copy it",
+        )
+    return connect(uri + "&immutable=1"), uri + "&immutable=1"
+
+
 class RecordStore:
     """The SQLite database of an index directory; writes happen inside one transaction until `commit`."""
 
-    def __init__(self, path: Path, create: bool = False):
+    def __init__(self, path: Path, create: bool = False, readonly: bool = False):
         self.path = Path(path)
         if not create and not self.path.exists():
             raise SembedError(f"no {FILE} in '{self.path.parent}'", "build the index with sembed index -o DIR")
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
+            if readonly:
+                self.db, self.uri = connect_readonly(self.path)
+            else:
+                self.uri = uri_of(self.path)
+                self.db = connect(self.uri)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
             if create:
                 self.db.executescript(SCHEMA)
                 self.set_state(format=FORMAT, next_row=0, count=0)
