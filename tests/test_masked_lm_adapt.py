@@ -47,14 +47,14 @@ def records(*extra: dict) -> str:
     return jsonl(*({"doc_id": f"news#{i // 4}", "sent_id": i % 4, "text": t} for i, t in enumerate(SENTENCES)), *extra)
 
 
-def adapt(tiny_model: str, out: Path, *args: str, input: str | None = None):
+def adapt(tiny_model: str, out: Path, *args: str, input: str | None = None, quiet: bool = True):
     return sembed(
         "train",
         "--method",
         "mlm",
         "--model",
         tiny_model,
-        *FAST,
+        *(FAST if quiet else [arg for arg in FAST if arg != "-q"]),
         *args,
         "-o",
         str(out),
@@ -262,7 +262,7 @@ def test_bad_records_name_file_and_line(bad, message, tiny_model, tmp_path):
     assert run.exit_code == 1
     assert run.stderr.strip() == f"error: {message}"
     assert not (tmp_path / "m").exists()
-    skipped = adapt(tiny_model, tmp_path / "m", "--skip-errors", input=records(bad))
+    skipped = adapt(tiny_model, tmp_path / "m", "--skip-errors", input=records(bad), quiet=False)  # -q: errors only
     assert skipped.exit_code == 0, skipped.stderr
     assert "skipped 1" in skipped.stderr
 

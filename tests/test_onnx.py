@@ -401,10 +401,13 @@ STSB_TEST_SPEARMAN = 82.03  # torch fp32, all-MiniLM-L6-v2 (bench/embed_speed.py
 # int8 (ONNX Runtime dynamic quantisation) as measured on each instruction set's CPU (the config and ONNX Runtime's
 # kernels both follow it); the issue's bar, checked on every CPU: within 0.3 of fp32. int8 vectors depend a little on
 # the batches (activation ranges are per batch): these are `sembed embed`'s.
+# Windows start small (issue 41.5), so the first --batch-size records are embedded in smaller batches than before:
+# re-measured on AVX-512 VNNI (AMD EPYC, 2026-11-27; 82.25 / 77.09 with whole windows). The AVX2 figures (82.24 /
+# 77.09, AMD EPYC AVX2 + FMA) were measured with whole windows: re-measure there and pin them again; until then
+# AVX2 is held to the 0.3 bar alone.
 INT8_SPEARMAN = {
-    "avx2": {"stsb": 82.24, "sick": 77.09},  # AMD EPYC, AVX2 + FMA
-    "avx512_vnni": {"stsb": 82.25, "sick": 77.09},
-}  # Intel Xeon, AVX-512 VNNI
+    "avx512_vnni": {"stsb": 82.16, "sick": 77.04},
+}
 FP32_SPEARMAN = {"stsb": 82.03, "sick": 77.15}
 
 

@@ -134,7 +134,7 @@ def test_a_part_written_by_an_earlier_sembed_is_still_done(tmp_path, tiny_model,
         "backend": "torch",
         "quantize": "none",
         "text_keys": [],
-        "lines": False,
+        "lines": None,  # neither --lines nor --jsonl: the file's name decides
         "skip_errors": False,
     }
     manifest["settings"] = {  # as sembed wrote it before (issue 39)

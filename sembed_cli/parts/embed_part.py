@@ -35,7 +35,7 @@ class PartSettings:
     input: str
     vectors: SentenceVectorSettings = field(default_factory=SentenceVectorSettings)
     text_keys: tuple[str, ...] = ()  # none: each record's own text, text_a, text_b (TextFields)
-    lines: bool = False
+    lines: bool | None = None  # --lines / --jsonl; None: by the file's name
     skip_errors: bool = False
 
     def manifest_settings(self) -> dict:

@@ -165,6 +165,8 @@ def comparable_settings(settings: object) -> object:
         return settings
     kept = {key: value for key, value in settings.items() if key not in OTHER_MODES and key != "plain"}
     kept["explain"] = bool(settings.get("explain")) or bool(settings.get("plain"))
+    if kept.get("lines") is False:  # no --lines then: read as the file's name says, today's None (--jsonl is False)
+        kept["lines"] = None
     return kept
 
 
