@@ -318,6 +318,7 @@ def contents(index: Path) -> list[tuple]:
         return sorted((str(record_id), payload["text"]) for _, record_id, payload in loaded.rows())
 
 
+@pytest.mark.subprocess
 def test_the_nightly_script_mirrors_a_folder_that_gains_edits_and_loses_files(tiny_model, tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

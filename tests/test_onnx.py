@@ -248,6 +248,7 @@ def test_nowhere_to_write_is_one_clear_error(model, tmp_path, monkeypatch):
     )
 
 
+@pytest.mark.subprocess
 def test_two_jobs_starting_together_share_one_sound_export(model, tmp_path):
     texts = tmp_path / "in.jsonl"
     texts.write_text(jsonl(*({"text": t} for t in TEXTS if t)))  # the CLI refuses an empty text
@@ -271,6 +272,7 @@ def test_two_jobs_starting_together_share_one_sound_export(model, tmp_path):
 # --- no torch, and the CLI -------------------------------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_once_exported_the_onnx_path_imports_no_torch(model, tmp_path):
     onnx_encoder.load(model)
     records = tmp_path / "in.jsonl"  # with s_cf given, component focusing needs no spaCy either

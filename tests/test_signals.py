@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 
 from test_poi import TINY, names_records  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.subprocess]  # each test signals a real process
 PATIENCE = 180  # seconds a step may take on a loaded machine before a test gives up
 
 

@@ -82,6 +82,7 @@ def test_sentence_transformers_loads_the_directory_and_gives_the_same_vectors(st
     np.testing.assert_allclose(embedded("-m", str(static_dir)), theirs.encode(TEXTS), atol=1e-6)
 
 
+@pytest.mark.subprocess
 def test_embed_with_a_static_model_imports_no_torch(static_dir):
     done = subprocess.run(
         [sys.executable, "-c", IMPORTS_PROBE, "embed", "-q", "-m", str(static_dir)],
