@@ -45,6 +45,7 @@ def test_library_modules_do_not_write_messages_on_the_console():
     assert calls == []
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_importing_the_library_adds_no_logging_handler():
     names = [".".join(path.relative_to(ROOT).with_suffix("").parts) for path in library_modules()]

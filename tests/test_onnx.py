@@ -248,6 +248,7 @@ def test_nowhere_to_write_is_one_clear_error(model, tmp_path, monkeypatch):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_two_jobs_starting_together_share_one_sound_export(model, tmp_path):
     texts = tmp_path / "in.jsonl"
@@ -423,6 +424,7 @@ def sts_pipeline(kind: str, path: Path, *embed_args: str) -> float:
     return spearman(sembed("eval", "sts", "-q", input=embedded.stdout))
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_fp32_onnx_equals_torch_on_stsb_test(monkeypatch, data_dir):
     monkeypatch.delenv("SEMBED_CACHE")  # the packaged model's own onnx/ folder, reused as users reuse it
@@ -431,6 +433,7 @@ def test_fp32_onnx_equals_torch_on_stsb_test(monkeypatch, data_dir):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.parametrize("kind, path", [("stsb", "stsb/sts-test.csv"), ("sick", "sick/SICK_test_annotated.txt")])
 def test_int8_stays_within_0_3_of_fp32_on_this_cpu(kind, path, monkeypatch, data_dir, record_property):

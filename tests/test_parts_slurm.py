@@ -33,6 +33,7 @@ def environment(**slurm: str) -> dict:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_the_array_tasks_and_the_index_job_build_the_one_process_index(tmp_path, tiny_model, one_torch_thread):
     source, parts, index = corpus(tmp_path), tmp_path / "parts", tmp_path / "index"

@@ -40,6 +40,7 @@ def training_pairs(method: str) -> list[dict]:
     return pairs
 
 
+@pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.e2e
 @pytest.mark.parametrize("method", ["sbert", "cf", "ta"])

@@ -172,6 +172,7 @@ sentence_trainer.ConsoleProgress.on_step_begin = slow
 """
 
 
+@pytest.mark.slow
 def test_sentence_encoder_training_stopped_by_sigterm_checkpoints_the_step_and_resumes(tiny_model, tmp_path):
     from test_train import max_difference, pairs, weights
 

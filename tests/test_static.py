@@ -430,6 +430,7 @@ def corpora() -> str:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.parametrize("vectors, options", [("alone", []), ("corpus", ["--teacher-sentences", "2000"])])
 def test_minilm_distilled_with_the_corpora_scores_as_measured(corpora, tmp_path, data_dir, vectors, options):
