@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from pathlib import Path
 
 import orjson
@@ -34,6 +36,28 @@ def _console_as_a_fresh_run():
 
     console.set_verbose(False)
     console.set_quiet(False)
+
+
+# the package, or a word `sembed` (a command, a script at .../sembed), not a folder named sembed holding the checkout
+SEMBED_PROCESS = re.compile(r"sembed_cli|(?<![\w.-])sembed(?![\w/.-])")
+
+
+@pytest.fixture(autouse=True)
+def _sembed_processes_are_marked(request, monkeypatch):
+    """A test that starts a process whose command line names sembed (python -m sembed_cli, -c code importing it, a
+    shell pipeline) carries the `subprocess` marker, so `-m "not subprocess"` leaves out every process start-up."""
+    started: list[str] = []
+    real = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def noting(self, args, *rest, **kwargs):
+        if SEMBED_PROCESS.search(str(args)):
+            started.append(str(args)[:200])
+        return real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", noting)
+    yield
+    if started and request.node.get_closest_marker("subprocess") is None:
+        pytest.fail(f"starts a sembed process ({started[0]}) without @pytest.mark.subprocess")
 
 
 class Run:

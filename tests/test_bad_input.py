@@ -364,6 +364,7 @@ def test_an_existing_output_needs_force_and_is_left_alone_without_it(tmp_path):
     assert [r["id"] for r in (orjson.loads(line) for line in out.read_text().splitlines())] == [1]
 
 
+@pytest.mark.subprocess
 def test_output_that_is_the_input_through_a_link_or_stdin_is_refused(tmp_path):
     src = tmp_path / "x.jsonl"
     src.write_text(FIRST + jsonl({"text": "Dogs bark.", "id": 2}))
@@ -450,6 +451,7 @@ def test_an_interrupted_run_keeps_its_finished_batches_in_the_output(tmp_path, m
 # --- stdout ----------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_stdout_closed_before_the_first_write(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text(FIRST)
@@ -465,6 +467,7 @@ def test_stdout_closed_before_the_first_write(tmp_path):
     assert run.stderr == "error: cannot write <stdout>: it is closed (hint: redirect it (> FILE) or give -o FILE)\n"
 
 
+@pytest.mark.subprocess
 def test_a_reader_that_goes_away_ends_the_run_quietly(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text("".join(jsonl({"text": f"Sentence {n}.", "id": n}) for n in range(3000)))

@@ -50,6 +50,8 @@ def test_commands_that_cannot_share_their_work_refuse_on_every_rank(monkeypatch,
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.e2e
 def test_sbert_on_two_cpu_processes_writes_a_model_that_loads(tiny_model, tmp_path):
     from sentence_transformers import SentenceTransformer

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 from sembed_cli import manpage
@@ -21,6 +22,7 @@ def test_every_command_has_a_man_page():
     assert {"sembed.1", "sembed-parse.1", "sembed-spo.1", "sembed-normalize.1", "sembed-convert.1"} <= names
 
 
+@pytest.mark.subprocess
 def test_help_imports_nothing_heavy():
     """--help stays fast because the command tree imports no model library; its time is bench/startup.py's."""
     code = (

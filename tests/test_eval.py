@@ -539,6 +539,7 @@ def embedded(data_dir, fmt: str, path: str) -> str:
     return run.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_stsb_test_reproduces_the_published_minilm_figures(data_dir):
     # sentence-transformers' published all-MiniLM-L6-v2 result on STS-B test (cosine): Spearman 82.03, Pearson 82.74
@@ -554,6 +555,7 @@ SICK_R_PIN = {"pearson": 83.63, "spearman": 77.15}
 SICK_E_PIN = 82.93
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_sick_test_pinned(data_dir):
     records = embedded(data_dir, "sick", "sick/SICK_test_annotated.txt")

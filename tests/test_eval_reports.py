@@ -228,6 +228,7 @@ def test_print_report_shows_the_table_unless_quiet(capsys, monkeypatch):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.subprocess
 def test_the_evaluation_package_loads_no_cli():
     import subprocess
     import sys

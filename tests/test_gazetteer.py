@@ -166,6 +166,7 @@ def test_the_query_generator_makes_each_kind_of_variant_a_user_types(monkeypatch
     }
 
 
+@pytest.mark.subprocess
 def test_perturb_takes_the_kinds_in_turn_from_the_names_that_make_them(tmp_path):
     import json
     import subprocess

@@ -2,10 +2,15 @@
 command reference (all made from --help) never show a pipeline that fails.
 
 The quick test checks that each command has examples and that every option they use exists. The end-to-end test
-runs them all, in order, with `bash -o pipefail` in a folder holding small versions of the files they name (heads
-of ../shared/data) and the artifacts they read but no example writes (a salience table, a POI model, a default
-masked-LM). Where an example as written would run for minutes, SHORTER swaps in a smaller setting; each swap is
-listed, and keeps the pipeline's commands and options.
+runs each of them (one test per pipeline, in the order of the help, producers first) with `bash -o pipefail` in one
+folder holding small versions of the files they name (heads of ../shared/data) and the artifacts they read but no
+example writes (a salience table, a POI model, a default masked-LM). Where an example as written would run for
+minutes, SHORTER swaps in a smaller setting; each swap is listed, and keeps the pipeline's commands and options.
+A pipeline that reads what an earlier one writes runs that one first when it has not run (`-k` picks one alone).
+
+The `sembed` on the pipelines' PATH is preloaded_sembed.py's client: each stage is still its own process on the
+pipeline's pipes, with its own exit status, but forked from a server that imported torch, transformers, spaCy and
+FAISS once: their imports were most of the 5 minutes that the 44 pipelines' ~110 processes took (now 1.3).
 """
 
 from __future__ import annotations
@@ -14,8 +19,12 @@ import itertools
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,10 +78,16 @@ def examples(command: tuple[str, ...]) -> list[str]:
     return pipelines
 
 
+def shell_words(pipeline: str) -> list[str]:
+    """The words of a pipeline as the shell splits them, `|`, `>` and `;` words of their own."""
+    lexer = shlex.shlex(pipeline, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    return list(lexer)
+
+
 def written_paths(pipeline: str) -> list[str]:
     """The files and folders a pipeline writes: after -o or >."""
-    words = shlex.split(pipeline)
-    return [after for before, after in itertools.pairwise(words) if before in ("-o", ">")]
+    return [after for before, after in itertools.pairwise(shell_words(pipeline)) if before in ("-o", ">")]
 
 
 def sembed_calls(pipeline: str) -> list[list[str]]:
@@ -115,14 +130,80 @@ def run(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     )
 
 
+PIPELINES = [(command, pipeline) for command in COMMANDS for pipeline in examples(command)]
+
+
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory) -> tuple[Path, dict]:
-    """A folder with the files the examples name, and an environment whose `sembed` is this checkout's."""
+def workdir(tmp_path_factory) -> Iterator[tuple[Path, dict]]:
+    """A folder with the files the examples name, and an environment whose `sembed` is this checkout's (forked
+    from a preloaded server: see preloaded_sembed.py), with no SEMBED_* settings, one thread and no model hub."""
     from conftest import DATA
 
     if not DATA.is_dir():
         pytest.skip(f"shared data not found at {DATA} (set SEMBED_DATA)")
     work = tmp_path_factory.mktemp("examples")
+    sockets = Path(tempfile.mkdtemp(prefix="sembed-"))  # short: a socket's path holds at most 107 bytes
+    shim = work / "bin"
+    shim.mkdir()
+    env = {
+        **os.environ,
+        "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+        "XDG_DATA_HOME": str(work / "share"),
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    env = {key: value for key, value in env.items() if not key.startswith("SEMBED_") or key == "SEMBED_DATA"}
+    server = start_server(sockets / "server", shim / "sembed", work, env)
+    try:
+        write_inputs(work)  # while the server imports
+        wait_for(server, sockets / "server", work)
+        for setup in [
+            "sembed convert --from gazetteer | awk 'NR % 2000 == 1' > gazetteer.jsonl",
+            "sembed convert --from prose --doc-break blank corpora/abc "
+            "| sembed train --method nws --epochs 1 -o nws-glove -q",
+            "cat gazetteer.jsonl | sembed train --method mlm --from-scratch --max-steps 2 -o poi-model -q",
+        ]:
+            done = run(setup, work, env)
+            assert done.returncode == 0, f"{setup}: {done.stderr[-2000:]}"
+        yield work, env
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)  # the server and any sembed of its still running (a timeout)
+        server.wait()
+        shutil.rmtree(sockets, ignore_errors=True)
+
+
+def start_server(socket: Path, shim: Path, work: Path, env: dict) -> subprocess.Popen:
+    """Start preloaded_sembed.py's server on `socket`, and write the `sembed` shim that is its client."""
+    script = Path(__file__).with_name("preloaded_sembed.py")
+    quoted = " ".join(shlex.quote(str(word)) for word in (sys.executable, "-I", script, socket))
+    shim.write_text(f'#!/bin/sh\nexec {quoted} "$@"\n')
+    shim.chmod(0o755)
+    with open(work / "server.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, str(script), "serve", str(socket)],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+
+
+def wait_for(server: subprocess.Popen, socket: Path, work: Path) -> None:
+    deadline = time.monotonic() + 600
+    while not socket.exists():
+        assert server.poll() is None, f"the sembed server ended: {(work / 'server.log').read_text()[-2000:]}"
+        assert time.monotonic() < deadline, "the sembed server did not start in 600 s"
+        time.sleep(0.1)
+
+
+def write_inputs(work: Path) -> None:
+    """Heads of the shared data, small files the examples name, and gensets' default masked-LM."""
+    from conftest import DATA
+
     for name, count in DATA_HEADS.items():
         target = work / (Path(name).name if name in AT_TOP else name)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -160,30 +241,7 @@ def workdir(tmp_path_factory) -> tuple[Path, dict]:
             ]
         )
     )
-    shim = work / "bin"
-    shim.mkdir()
-    (shim / "sembed").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m sembed_cli "$@"\n')
-    (shim / "sembed").chmod(0o755)
-    env = {
-        **os.environ,
-        "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": str(ROOT),
-        "XDG_DATA_HOME": str(work / "share"),
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
-    env = {key: value for key, value in env.items() if not key.startswith("SEMBED_") or key == "SEMBED_DATA"}
     _tiny_masked_lm(work / "share" / "sembed" / "minilm-mlm")  # gensets' default --mlm
-    for setup in [
-        "sembed convert --from gazetteer | awk 'NR % 2000 == 1' > gazetteer.jsonl",
-        "sembed convert --from prose --doc-break blank corpora/abc "
-        "| sembed train --method nws --epochs 1 -o nws-glove -q",
-        "cat gazetteer.jsonl | sembed train --method mlm --from-scratch --max-steps 2 -o poi-model -q",
-    ]:
-        done = run(setup, work, env)
-        assert done.returncode == 0, f"{setup}: {done.stderr[-2000:]}"
-    return work, env
 
 
 def _tiny_masked_lm(path: Path) -> None:
@@ -207,22 +265,54 @@ def _tiny_masked_lm(path: Path) -> None:
     tokenizer.save_pretrained(path)
 
 
-@pytest.mark.e2e
-def test_every_help_example_runs(workdir):
+def as_run(pipeline: str) -> str:
+    """The pipeline as run here: SHORTER's swaps made."""
+    for written, shorter in SHORTER.items():
+        pipeline = pipeline.replace(written, shorter)
+    return pipeline
+
+
+def producers(number: int) -> list[int]:
+    """The earlier pipelines whose outputs pipeline `number` reads (the last to write each path it names but does
+    not write itself)."""
+    shell = as_run(PIPELINES[number][1])
+    words = set(shell_words(shell)) - set(written_paths(shell))
+    last: dict[str, int] = {}
+    for earlier in range(number):
+        for path in written_paths(as_run(PIPELINES[earlier][1])):
+            last[path] = earlier
+    return sorted({earlier for path, earlier in last.items() if path in words})
+
+
+@pytest.fixture(scope="module")
+def examples_run(workdir) -> dict[int, str | None]:
+    """Pipeline number -> None when it ran and exited 0, else why not (shared by the tests of this module)."""
+    return {}
+
+
+def run_example(number: int, workdir: tuple[Path, dict], done: dict[int, str | None]) -> str | None:
+    """Run pipeline `number` (after the pipelines it reads from, when they have not run) once; why it failed."""
+    if number in done:
+        return done[number]
+    for earlier in producers(number):
+        if (why := run_example(earlier, workdir, done)) is not None:
+            done[number] = f"needs the output of `{PIPELINES[earlier][1]}`, which failed: {why}"
+            return done[number]
     work, env = workdir
-    failures = []
-    for command in COMMANDS:
-        for pipeline in examples(command):
-            shell = pipeline
-            for written, shorter in SHORTER.items():
-                shell = shell.replace(written, shorter)
-            for written in written_paths(shell):  # an example shown twice must not meet its own output
-                shutil.rmtree(work / written, ignore_errors=True)
-                (work / written).unlink(missing_ok=True)
-            done = run(shell, work, env)
-            if done.returncode != 0:
-                failures.append(
-                    f"sembed {' '.join(command)}: {pipeline}\n  exit {done.returncode}: "
-                    f"{done.stderr.strip().splitlines()[-1:] or ''}"
-                )
-    assert not failures, "\n".join(failures)
+    shell = as_run(PIPELINES[number][1])
+    for written in written_paths(shell):  # an example shown twice must not meet its own output
+        shutil.rmtree(work / written, ignore_errors=True)
+        (work / written).unlink(missing_ok=True)
+    ended = run(shell, work, env)
+    done[number] = None if ended.returncode == 0 else f"exit {ended.returncode}: {ended.stderr.strip()[-2000:]}"
+    return done[number]
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+@pytest.mark.subprocess
+@pytest.mark.parametrize("number", range(len(PIPELINES)), ids=[f"{' '.join(c)}: {p}" for c, p in PIPELINES])
+def test_help_example_runs(number, workdir, examples_run):
+    command, pipeline = PIPELINES[number]
+    why = run_example(number, workdir, examples_run)
+    assert why is None, f"sembed {' '.join(command)}: {pipeline}\n  {why}"

@@ -160,6 +160,8 @@ def test_a_wider_hnsw_search_finds_what_the_index_own_breadth_misses():
     assert (index.search(queries, 10, ef_search=1)[1] == wide).all()  # a narrower one is ignored
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_reloads_in_a_new_process(index_dir):
     result = subprocess.run(
         [sys.executable, "-m", "sembed_cli", "search", "-q", "--index", str(index_dir), "--device", "cpu", "--k", "1"],

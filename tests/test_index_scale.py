@@ -384,6 +384,8 @@ def contents(index: Path) -> list[tuple]:
         return sorted((str(record_id), payload["text"]) for _, record_id, payload in loaded.rows())
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "flags, backend, quantized",
     [((), "torch", False), (("--backend", "onnx", "--quantize", "int8"), "onnx", True)],
@@ -406,32 +408,11 @@ def test_the_nightly_script_mirrors_a_folder_that_gains_edits_and_loses_files(
         assert settings.get("backend", "torch") == backend, f"night {night_number}"
         assert str(settings.get("quantization")).startswith("qint8") == quantized, f"night {night_number}: {settings}"
         fresh = tmp_path / f"fresh-{night_number}"
+        converted = sembed("convert", "-q", "--from", "lines", "--doc-break", "file", str(docs))  # in-process
+        assert converted.exit_code == 0, converted.stderr
         built = sembed(
-            "index",
-            "-q",
-            *flags,
-            "-m",
-            tiny_model,
-            "--device",
-            "cpu",
-            "-o",
-            str(fresh),
-            input=subprocess.run(
-                [
-                    str(ROOT / ".venv" / "bin" / "sembed"),
-                    "convert",
-                    "-q",
-                    "--from",
-                    "lines",
-                    "--doc-break",
-                    "file",
-                    str(docs),
-                ],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout,
-        )
+            "index", "-q", *flags, "-m", tiny_model, "--device", "cpu", "-o", str(fresh), input=converted.stdout
+        )  # fmt: skip
         assert built.exit_code == 0, built.stderr
         assert contents(index) == contents(fresh)
         queries = np.random.default_rng(night_number).standard_normal((5, 32)).astype(np.float32)

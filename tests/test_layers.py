@@ -26,6 +26,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "sembed_cli"
 CLI = "sembed_cli.commands"
@@ -285,6 +287,7 @@ def test_the_graph_sees_imports_inside_functions(tmp_path):
     assert import_graph(tmp_path)["sembed_cli.lib"] == {"sembed_cli.commands.spo", "sembed_cli.io"}
 
 
+@pytest.mark.subprocess
 def test_sentence_embedding_loads_no_typer():
     probe = (
         "import sys, sembed_cli.models.sentence_embedding; print(sorted(m for m in sys.modules if m == 'typer' "

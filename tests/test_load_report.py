@@ -60,6 +60,8 @@ LONG = (
 )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "options, rows, stderr",
     [
@@ -85,6 +87,8 @@ def test_a_masked_lm_loads_as_an_encoder_without_the_load_report(masked_lm, tmp_
     assert run.stderr == stderr
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_load_report_of_a_missing_encoder_weight_still_shows(masked_lm, tmp_path):
     from safetensors.torch import load_file, save_file
 

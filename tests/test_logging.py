@@ -13,6 +13,7 @@ import logging
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, jsonl, sembed
 
 PACKAGE = ROOT / "sembed_cli"
@@ -30,6 +31,7 @@ def library_modules() -> list:
     return [path for path in sorted(PACKAGE.rglob("*.py")) if path.relative_to(PACKAGE).parts[0] not in CLI_SHELL]
 
 
+@pytest.mark.subprocess
 def test_library_modules_do_not_write_messages_on_the_console():
     calls = []
     for path in library_modules():
@@ -44,6 +46,8 @@ def test_library_modules_do_not_write_messages_on_the_console():
     assert calls == []
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_importing_the_library_adds_no_logging_handler():
     names = [".".join(path.relative_to(ROOT).with_suffix("").parts) for path in library_modules()]
     script = (
@@ -119,6 +123,7 @@ def test_information_shows_on_rank_0_only(monkeypatch, capsys):
     assert capsys.readouterr().err == "warning: a warning\nmore information\n"
 
 
+@pytest.mark.subprocess
 def test_a_library_logging_through_the_root_logger_does_not_double_sembeds_messages():
     # onnxruntime's quantizer calls logging.warning, which gave the root a stderr handler (logging.basicConfig),
     # and each sembed warning then came out a second time as "WARNING:sembed_cli...:"

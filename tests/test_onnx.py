@@ -248,6 +248,8 @@ def test_nowhere_to_write_is_one_clear_error(model, tmp_path, monkeypatch):
     )
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_two_jobs_starting_together_share_one_sound_export(model, tmp_path):
     texts = tmp_path / "in.jsonl"
     texts.write_text(jsonl(*({"text": t} for t in TEXTS if t)))  # the CLI refuses an empty text
@@ -271,6 +273,7 @@ def test_two_jobs_starting_together_share_one_sound_export(model, tmp_path):
 # --- no torch, and the CLI -------------------------------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 def test_once_exported_the_onnx_path_imports_no_torch(model, tmp_path):
     onnx_encoder.load(model)
     records = tmp_path / "in.jsonl"  # with s_cf given, component focusing needs no spaCy either
@@ -424,6 +427,7 @@ def sts_pipeline(kind: str, path: Path, *embed_args: str) -> float:
     return spearman(sembed("eval", "sts", "-q", input=embedded.stdout))
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 def test_fp32_onnx_equals_torch_on_stsb_test(monkeypatch, data_dir):
     monkeypatch.delenv("SEMBED_CACHE")  # the packaged model's own onnx/ folder, reused as users reuse it
@@ -432,6 +436,7 @@ def test_fp32_onnx_equals_torch_on_stsb_test(monkeypatch, data_dir):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.parametrize("kind, path", [("stsb", "stsb/sts-test.csv"), ("sick", "sick/SICK_test_annotated.txt")])
 def test_int8_stays_within_0_3_of_fp32_on_this_cpu(kind, path, monkeypatch, data_dir, record_property):

@@ -34,6 +34,8 @@ def manifests(parts) -> list[dict]:
     ]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_parts_run_on_ray_equals_one_process(tmp_path, tiny_model, local_cluster, one_torch_thread):
     source, parts = corpus(tmp_path), tmp_path / "parts"
     run = sembed(
@@ -61,6 +63,8 @@ def test_parts_run_on_ray_equals_one_process(tmp_path, tiny_model, local_cluster
     assert again.exit_code == 0 and [path.stat().st_mtime_ns for path in sorted(parts.iterdir())] == before
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_ray_worker_killed_mid_part_is_restarted_and_its_part_redone(tmp_path, tiny_model, one_torch_thread):
     # parts of 4,000 records at batch size 8: a worker writes one for seconds, however quiet the machine
     source, parts = big_corpus(tmp_path, 12_000), tmp_path / "parts"

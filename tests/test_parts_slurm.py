@@ -33,6 +33,8 @@ def environment(**slurm: str) -> dict:
     }
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_the_array_tasks_and_the_index_job_build_the_one_process_index(tmp_path, tiny_model, one_torch_thread):
     source, parts, index = corpus(tmp_path), tmp_path / "parts", tmp_path / "index"
     tasks = [
@@ -73,6 +75,7 @@ def test_the_array_tasks_and_the_index_job_build_the_one_process_index(tmp_path,
     assert rows == one_rows and np.array_equal(vectors, one_vectors)
 
 
+@pytest.mark.subprocess
 def test_the_index_job_fails_naming_the_missing_part(tmp_path, tiny_model, one_torch_thread):
     source, parts = corpus(tmp_path), tmp_path / "parts"
     assert sembed("embed", str(source), "--shard", "1/2", "--parts", str(parts), "-m", tiny_model).exit_code == 0

@@ -40,6 +40,8 @@ def training_pairs(method: str) -> list[dict]:
     return pairs
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.e2e
 @pytest.mark.parametrize("method", ["sbert", "cf", "ta"])
 def test_two_nodes_of_two_processes_train_one_model(method, tiny_model, tmp_path):

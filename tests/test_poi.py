@@ -821,6 +821,7 @@ def test_a_misspelt_place_is_found_and_a_city_told_from_a_word(lookup_model, tmp
     assert run.exit_code == 1 and "holds names of one kind only: telling POI names from others needs both" in run.stderr
 
 
+@pytest.mark.subprocess
 def test_the_lookup_finds_each_kind_of_query_a_user_types(lookup_model, tmp_path):
     """Issue 31: a query file of each kind examples/poi_report.py makes (QUERIES=FILE of poi_reproduction.sh), from
     names written here, searched with `search --spelling`: each query's own name comes first."""

@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 
 from test_poi import TINY, names_records  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.subprocess]  # each test signals a real process
 PATIENCE = 180  # seconds a step may take on a loaded machine before a test gives up
 
 
@@ -173,6 +173,7 @@ sentence_loop.ConsoleProgress.on_step_begin = slow
 """
 
 
+@pytest.mark.slow
 def test_sentence_encoder_training_stopped_by_sigterm_checkpoints_the_step_and_resumes(tiny_model, tmp_path):
     from test_train import max_difference, pairs, weights
 

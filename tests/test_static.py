@@ -83,6 +83,7 @@ def test_sentence_transformers_loads_the_directory_and_gives_the_same_vectors(st
     np.testing.assert_allclose(embedded("-m", str(static_dir)), theirs.encode(TEXTS), atol=1e-6)
 
 
+@pytest.mark.subprocess
 def test_embed_with_a_static_model_imports_no_torch(static_dir):
     done = subprocess.run(
         [sys.executable, "-c", IMPORTS_PROBE, "embed", "-q", "-m", str(static_dir)],
@@ -430,6 +431,7 @@ def corpora() -> str:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.parametrize("vectors, options", [("alone", []), ("corpus", ["--teacher-sentences", "2000"])])
 def test_minilm_distilled_with_the_corpora_scores_as_measured(corpora, tmp_path, data_dir, vectors, options):

@@ -207,6 +207,7 @@ def _script(*args: str) -> list[str]:
     return [sys.executable, "-m", "sembed_cli", *args]
 
 
+@pytest.mark.subprocess
 def test_closed_pipe_exits_quietly(tmp_path):
     src = tmp_path / "big.jsonl"
     src.write_text(jsonl(*[{"text": f"Sentence number {i} is here.", "id": i} for i in range(3000)]))
@@ -223,6 +224,7 @@ def test_closed_pipe_exits_quietly(tmp_path):
     assert orjson.loads(run.stdout)["id"] == 0
 
 
+@pytest.mark.subprocess
 def test_no_traceback_unless_verbose(tmp_path, monkeypatch):
     src = tmp_path / "in.jsonl"
     src.write_text('{"text": 1}\n')
@@ -373,6 +375,7 @@ def test_no_progress_under_quiet_or_on_other_ranks(terminal, monkeypatch, settin
     assert terminal.getvalue() == ""
 
 
+@pytest.mark.subprocess
 def test_no_progress_where_stderr_is_not_a_terminal(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text(jsonl(*GOOD))

@@ -33,7 +33,7 @@ IndexType = Annotated[
         "--type",
         metavar="auto|flat|hnsw|ivf|ivfpq|FACTORY",
         help="flat: exact (4 bytes a dimension); hnsw: a graph (M 32; + 256 bytes a vector); ivf: 4 sqrt(n) k-means "
-        "cells of exact vectors; ivfpq: those cells over PQ codes of one byte per 8 dimensions (48 bytes at 384-d), "
+        "cells of exact vectors; ivfpq: those cells over PQ codes of one byte per 4 dimensions (96 bytes at 384-d), "
         "re-ranked from the vectors kept on disk; FACTORY: any FAISS index_factory string (e.g. "
         "'IVF16384_HNSW32,PQ48'). auto: flat up to 100,000 vectors, hnsw up to 1,000,000, ivfpq above "
         "(recall and cost: the docs' index section). --update keeps the index's own.",
@@ -56,8 +56,8 @@ NProbe = Annotated[
         min=1,
         metavar="N",
         show_default=False,
-        help="Inverted lists searched per query (ivf, ivfpq): more finds more, slower. Default: 16, or 1/256 of the "
-        "cells when there are more than 4,096.",
+        help="Inverted lists searched per query (ivf, ivfpq): more finds more, slower. Default: 1/16 of the "
+        "cells, at least 16 (all of them when fewer) and at most 256.",
     ),
 ]
 Sync = Annotated[
