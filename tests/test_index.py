@@ -577,6 +577,7 @@ def listing(directory: Path) -> list[tuple[str, int]]:
     return sorted((p.name, p.stat().st_mtime_ns) for p in directory.iterdir())
 
 
+@pytest.mark.subprocess
 def test_search_and_merge_read_an_index_on_a_read_only_mount(tiny_model, tmp_path):
     """A read-only bind mount (in a mount namespace of its own: nothing outside sees it): search answers as on a
     writable disk and index merge reads indexes there as its pieces, with no file written there."""

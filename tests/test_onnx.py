@@ -471,6 +471,7 @@ def test_long_texts_with_onnx_are_counted_and_windowed_as_with_torch(model, one_
     )
 
 
+@pytest.mark.subprocess
 def test_the_python_api_searches_an_int8_index_as_the_command_does_without_torch(model, tmp_path, one_torch_thread):
     """api.search embeds queries with the index's recorded backend and quantization (no torch imported), gives
     the command's scores and each hit's stored payload."""

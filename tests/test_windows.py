@@ -83,6 +83,7 @@ def test_each_window_is_written_before_the_next_record_is_read(tmp_path):
     assert out.read_text().splitlines()[0] == '{"text":"text 0","upper":"TEXT 0"}'
 
 
+@pytest.mark.subprocess
 def test_a_pipe_gets_the_first_record_while_the_input_is_still_open(tmp_path):
     """One line in, the input left open: the first record comes out (before, it waited for 1,000 lines or EOF)."""
     env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}", "SEMBED_THREADS": "1"}
