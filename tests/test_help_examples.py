@@ -16,6 +16,7 @@ FAISS once: their imports were most of the 5 minutes that the 44 pipelines' ~110
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shlex
 import shutil
@@ -222,6 +223,20 @@ def write_inputs(work: Path) -> None:
     (work / "STS.input.answers-forums.txt").write_text("".join(f"{a}\t{b}\n" for a, b, _ in pairs))
     (work / "STS.gs.answers-forums.txt").write_text("".join(f"{score}\n" for _, _, score in pairs))
     (work / "more.txt").write_text("The market opened early on Sunday.\n")  # a corpus grown overnight
+    for seed in (1, 2, 3):  # eval sts's seeds example: each model trained with three seeds, the same pairs embedded
+        for model, tilt in (("cf", 0.1), ("sbert", 0.3)):
+            records = [
+                {
+                    "text_a": f"a{n}",
+                    "text_b": f"b{n}",
+                    "score": float(n),
+                    "embedding_a": [1.0, 0.0],
+                    "embedding_b": [n / 5, 1 - n / 5 + tilt * ((n * seed) % 3)],
+                    "embedding_model": f"{model}-seed{seed}@{seed:012d}",
+                }
+                for n in range(6)
+            ]
+            (work / f"{model}.{seed}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (work / "names.jsonl").write_text('{"text": "Springfield"}\n{"text": "Lake Geneva"}\n{"text": "Mount Fuji"}\n')
     (work / "concreteness.tsv").write_text(
         "Word\tConc.M\n"

@@ -162,7 +162,8 @@ def build_into(
         )
         count = staging.next_row
         if count == 0 or staging.vectors is None:
-            raise SembedError(f"no records to index in {rejects.name}")
+            skipped = f" ({len(rejects.skipped)} skipped as bad records)" if rejects.skipped else ""
+            raise SembedError(f"no records to index in {rejects.name}{skipped}")
         raw = staging.vectors
         dim = raw.dim
         kind, index = fresh_index(trained, settings, count, dim)
