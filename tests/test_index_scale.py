@@ -388,14 +388,21 @@ def contents(index: Path) -> list[tuple]:
 @pytest.mark.subprocess
 @pytest.mark.parametrize(
     "flags, backend, quantized",
-    [((), "torch", False), (("--backend", "onnx", "--quantize", "int8"), "onnx", True)],
-    ids=["torch", "onnx-int8"],
+    [((), "torch", False), (("--backend", "onnx", "--quantize", "int8"), "onnx", True), ((), "static", False)],
+    ids=["torch", "onnx-int8", "static"],
 )
 def test_the_nightly_script_mirrors_a_folder_that_gains_edits_and_loses_files(
     tiny_model, tmp_path, flags, backend, quantized
 ):
     if flags:  # an ONNX export goes beside the model: into a copy, not the session's tiny model other tests copy
         tiny_model = str(shutil.copytree(tiny_model, tmp_path / "model"))
+    if backend == "static":  # -m STATIC_DIR: a static model distilled from the tiny one
+        towns = ("Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Bristol", "Clinton", "Salem")
+        corpus = jsonl(*({"text": f"{a} {b}."} for a in towns for b in ("river", "bridge", "market", "council")))
+        args = ("train", "-q", "--method", "static", "-m", tiny_model, "--dim", "16", "--device", "cpu")
+        trained = sembed(*args, "-o", str(tmp_path / "static"), input=corpus)
+        assert trained.exit_code == 0, trained.stderr
+        tiny_model = str(tmp_path / "static")
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("The river rose overnight.\nFarmers moved their cattle.\nRain is forecast.\n")
