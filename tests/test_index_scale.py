@@ -398,7 +398,8 @@ def test_the_nightly_script_mirrors_a_folder_that_gains_edits_and_loses_files(
         tiny_model = str(shutil.copytree(tiny_model, tmp_path / "model"))
     if backend == "static":  # -m STATIC_DIR: a static model distilled from the tiny one
         towns = ("Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Bristol", "Clinton", "Salem")
-        corpus = jsonl(*({"text": f"{a} {b}."} for a in towns for b in ("river", "bridge", "market", "council")))
+        places = ("river", "bridge", "market", "council")
+        corpus = jsonl(*({"text": f"The people of {a} met by the {b} today."} for a in towns for b in places))
         args = ("train", "-q", "--method", "static", "-m", tiny_model, "--dim", "16", "--device", "cpu")
         trained = sembed(*args, "-o", str(tmp_path / "static"), input=corpus)
         assert trained.exit_code == 0, trained.stderr
@@ -424,7 +425,8 @@ def test_the_nightly_script_mirrors_a_folder_that_gains_edits_and_loses_files(
         )  # fmt: skip
         assert built.exit_code == 0, built.stderr
         assert contents(index) == contents(fresh)
-        queries = np.random.default_rng(night_number).standard_normal((5, 32)).astype(np.float32)
+        dimension = json.loads((index / "sembed.json").read_text())["dimension"]  # 32, or the static model's 16
+        queries = np.random.default_rng(night_number).standard_normal((5, dimension)).astype(np.float32)
         nightly, built_fresh = answers(index, queries, 3), answers(fresh, queries, 3)
         if not quantized:
             assert nightly == built_fresh
