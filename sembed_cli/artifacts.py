@@ -15,9 +15,12 @@ import contextlib
 import datetime
 import fcntl
 import hashlib
+import logging
 import os
+import re
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata as package_metadata
@@ -30,6 +33,8 @@ from .errors import SembedError
 from .io import commit, dumps, temporary_sibling, write_json_atomic
 from .version import __version__
 
+log = logging.getLogger(__name__)
+
 VERSIONED_PACKAGES = ("torch", "transformers", "sentence-transformers")
 
 
@@ -39,6 +44,50 @@ def refuse_existing(path: Path, force: bool) -> None:
         raise SembedError(f"{path} already exists", "pass --force to replace it, or choose another -o")
     if path.exists() and not path.is_dir():
         raise SembedError(f"{path} exists and is not a directory", "choose another -o")
+
+
+STALE_AGE_S = 24 * 3600  # a temporary folder older than this is a dead run's, wherever it ran
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process `pid` runs on this host (one of another user counts as running)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:  # past any pid
+        return False
+    return True
+
+
+def remove_dead_runs(path: Path) -> None:
+    """Remove the `.NAME.tmp-PID` and `.NAME.old-PID` folders that runs writing `path` left when they were killed:
+    their process is gone from this host, or they are older than STALE_AGE_S (a run on another host of a shared
+    file system, whose process cannot be asked). Called under the artifact's lock, so no live run of this host
+    is writing them."""
+    pattern = re.compile(re.escape(f".{path.name}.") + r"(?:tmp|old)-(\d+)")
+    try:
+        siblings = list(path.parent.iterdir())
+    except OSError:
+        return
+    for sibling in siblings:
+        found = pattern.fullmatch(sibling.name)
+        if found is None or int(found.group(1)) == os.getpid():
+            continue
+        try:
+            old = time.time() - sibling.lstat().st_mtime > STALE_AGE_S
+        except OSError:
+            continue
+        if old or not process_alive(int(found.group(1))):
+            log.info(f"removing {sibling}, left by a run that was killed")
+            if sibling.is_dir() and not sibling.is_symlink():
+                shutil.rmtree(sibling, ignore_errors=True)
+            else:
+                sibling.unlink(missing_ok=True)
 
 
 def lock_file(path: Path) -> Path:
@@ -116,6 +165,7 @@ def building(path: Path, force: bool = False) -> Iterator[Path]:
 def _building(path: Path, force: bool) -> Iterator[Path]:
     refuse_existing(path, force)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_runs(path)
     work = temporary_sibling(path, "tmp")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()

@@ -625,3 +625,31 @@ def test_search_reads_an_index_in_a_directory_the_user_may_not_write(tiny_model,
     finally:
         for path in (index, *index.iterdir()):
             path.chmod(path.stat().st_mode | 0o200)
+
+
+@pytest.mark.subprocess
+def test_a_build_removes_the_folders_of_killed_runs_and_keeps_a_live_one(tiny_model, tmp_path):
+    """Issue 37.5: `.DIR.tmp-PID` folders that killed builds left are removed by the next build or merge of DIR
+    (their process gone from this host, or older than a day); one of a live process stays."""
+    import time
+
+    from sembed_cli.artifacts import STALE_AGE_S
+
+    index = tmp_path / "idx"
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        dead = tmp_path / ".idx.tmp-4194999"  # past any pid this host gives
+        stale = tmp_path / f".idx.old-{live.pid}"  # live pid, but two days old: another host's, long dead
+        running = tmp_path / f".idx.tmp-{live.pid}"
+        for folder in (dead, stale, running):
+            folder.mkdir()
+            (folder / "index.faiss").write_bytes(b"half")
+        past = time.time() - 2 * STALE_AGE_S
+        os.utime(stale, (past, past))
+        built = sembed("index", "-m", tiny_model, "--device", "cpu", "-o", str(index), input=jsonl(*rows(CITIES[:4])))
+        assert built.exit_code == 0, built.stderr
+        assert f"removing {dead}, left by a run that was killed" in built.stderr
+        assert not dead.exists() and not stale.exists() and running.exists()
+    finally:
+        live.kill()
+        live.wait()

@@ -316,3 +316,42 @@ def test_per_part_indexes_join_with_index_merge(tmp_path, tiny_model, one_torch_
     order = {key: n for n, (key, _) in enumerate(whole_rows)}  # the pieces' order: part 1's records, then part 2's
     assert sorted(rows) == sorted(whole_rows)
     assert np.array_equal(vectors, whole_vectors[[order[key] for key, _ in rows]])
+
+
+@pytest.mark.subprocess
+def test_a_second_writer_of_one_part_refuses_in_one_line(tmp_path, tiny_model):
+    """Two writers of one part cannot interleave (issue 37.5): while another process holds the part's lock, a run
+    writing the same part exits 1 with one line naming the holder, and writes nothing."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    source, parts = corpus(tmp_path), tmp_path / "parts"
+    parts.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom pathlib import Path\nfrom sembed_cli.artifacts import exclusive\n"
+            "with exclusive(Path(sys.argv[1])):\n    print('held', flush=True)\n    time.sleep(120)\n",
+            str(parts / "part-0001-of-0002"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        run = sembed("embed", str(source), "--shard", "1/2", "--parts", str(parts), "-m", tiny_model)
+        assert run.exit_code == 1
+        assert run.stderr == (
+            f"error: {parts / 'part-0001-of-0002'} is being written by another run (process {holder.pid}) "
+            f"(hint: wait for it to end, or choose another output; the lock is {parts / '.part-0001-of-0002.lock'})\n"
+        )
+        assert not list(parts.glob("part-0001-*"))
+    finally:
+        holder.kill()
+        holder.wait()
+    embed_parts(source, parts, 2, tiny_model, only=[1])  # the lock gone with its holder: the part is written
+    assert (parts / "part-0001-of-0002.json").exists()

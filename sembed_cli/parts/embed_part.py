@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
+from ..artifacts import exclusive
 from ..io import Shard, StreamOptions, TextFields
 from ..models.embed_stream import SentenceVectorSettings, embed_sentences
 from .files import Part
@@ -57,13 +58,14 @@ def embed_part(
     with its manifest; False when the part was done already (its manifest matches and its files are whole) and
     `force` is not given. `show` is embed_sentences' (the weights of --plain)."""
     part = Part.plan(directory, settings.input, shard, settings.vectors.model, settings.manifest_settings())
-    done = part.done()
-    if done and not force:
-        log.info(f"{done}: skipped (--force redoes it)")
-        return False
-    with part.writing() as (records, matrix):
-        stream = StreamOptions(
-            settings.input, records, lines=settings.lines, force=True, shard=shard, skip_errors=settings.skip_errors
-        )
-        embed_sentences(stream, TextFields(settings.text_keys), replace(settings.vectors, npy=matrix), show)
+    with exclusive(Path(directory) / part.name):  # a second writer of this part refuses, in one line
+        done = part.done()
+        if done and not force:
+            log.info(f"{done}: skipped (--force redoes it)")
+            return False
+        with part.writing() as (records, matrix):
+            stream = StreamOptions(
+                settings.input, records, lines=settings.lines, force=True, shard=shard, skip_errors=settings.skip_errors
+            )
+            embed_sentences(stream, TextFields(settings.text_keys), replace(settings.vectors, npy=matrix), show)
     return True

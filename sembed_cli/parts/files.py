@@ -30,6 +30,7 @@ from pathlib import Path
 
 import orjson
 
+from ..artifacts import process_alive
 from ..errors import SembedError
 from ..io import Rejects, Shard, display_name, loads, text_lines
 from ..io.atomic_files import commit, sync_directory, sync_file
@@ -48,18 +49,6 @@ OTHER_MODES = frozenset({"method", "vectors", "salience", "sif_component", "word
 def writer() -> str:
     """HOST-PID of this process, as the hidden names carry it (a function: a forked child has its own pid)."""
     return f"{socket.gethostname()}-{os.getpid()}"
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def part_name(index: int, count: int) -> str:
@@ -107,7 +96,7 @@ class PartFiles:
         other hosts may be live writers on a shared file system, and stay (`sembed parts` names them)."""
         for path in self.partials():
             found = re.search(re.escape(PARTIAL) + r"(.+?)-(\d+)(?=\.|$)", path.name)
-            if found and found.group(1) == socket.gethostname() and not _alive(int(found.group(2))):
+            if found and found.group(1) == socket.gethostname() and not process_alive(int(found.group(2))):
                 path.unlink(missing_ok=True)
 
     def read_manifest(self) -> dict | None:
