@@ -299,22 +299,10 @@ class VectorIndex:
 
     # --- the model check of queries --------------------------------------------------------------------------
 
-    def check_model(self, name: str, fingerprint: str) -> None:
-        """Refuse queries embedded by the model `name` (of `fingerprint`) when it is not the index's: by the
-        index's embedding_model, or the fingerprint of an index written before identities."""
-        if self.identity is not None:
-            from ..models.model_identity import of_sentence_model, refuse_another_model
-
-            theirs = of_sentence_model(name)
-            refuse_another_model(
-                theirs,
-                self.identity,
-                f"the index at '{self.path}' holds vectors of the model "
-                f"'{self.identity}', but the queries are embedded with '{theirs}', another model",
-                "search with the index's model (leave out --model), or rebuild the index",
-                weights_only=True,
-            )
-            return
+    def check_fingerprint(self, name: str, fingerprint: str) -> None:
+        """Refuse queries embedded by the model `name` (of `fingerprint`) when it is not the model of this index,
+        written before identities, by the fingerprint it recorded. (An index with an identity is checked where its
+        queries' Embedder is opened: `Embedder.for_identity`.)"""
         if fingerprint != self.metadata.get("model_fingerprint"):
             raise SembedError(
                 f"the index at '{self.path}' holds vectors of the model '{self.metadata.get('model')}', "

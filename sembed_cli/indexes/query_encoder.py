@@ -70,7 +70,7 @@ class QueryEmbedder:
         embedder = Embedder.open(
             name, backend=self.backend, quantize=self.quantize, long_text=self.long_text, device=self.device
         )
-        self.index.check_model(name, model_identity.model_fingerprint(embedder.encoder))
+        self.index.check_fingerprint(name, model_identity.model_fingerprint(embedder.encoder))
         return embedder
 
     def encode(self, texts: list[str]) -> np.ndarray:
