@@ -32,7 +32,7 @@ Records = str | Path | Iterable[dict]  # a JSONL file, or the records themselves
 
 
 def load_model(
-    model: str | None = DEFAULT_MODEL,
+    model: str | None = None,
     device: str = "auto",
     backend: str = "torch",
     quantize: str = "none",
@@ -47,7 +47,8 @@ def load_model(
     S_cf, TA-SBERT's Token Attention pooling, a POI model's character n-grams), a static model; `backend="onnx"`
     (and `quantize="int8"`) runs it without torch, as `embed --backend` does. `method` avg|isf|sif|nws: sentence
     vectors from word vectors (`model`: their file or package, None for the salience table's) weighted by the
-    salience table at `salience` (a directory `train(method="nws")` wrote). Its `encode(texts)` gives the rows,
+    salience table at `salience` (a directory `train(method="nws")` wrote). `model` None: the packaged MiniLM, or
+    for a word-vector method the table's vectors. Its `encode(texts)` gives the rows,
     `identity` the `embedding_model` they carry, `dimension` their length."""
     from .models.embedder import Embedder
 

@@ -312,7 +312,7 @@ def test_the_python_api_loads_a_salience_table_as_the_command_does(table):
     from sembed_cli import api
 
     for method in ("nws", "sif"):
-        model = api.load_model(None, method=method, salience=table)
+        model = api.load_model(method=method, salience=table)  # no model: the table's own vectors
         api_gives_what_embed_writes(PAIRS, model, "--method", method, "--salience", str(table))
 
 
