@@ -81,7 +81,8 @@ def main() -> None:
             for name in order:
                 result = time_process(name, commands[name], env, len(texts), WINDOW)
                 runs.setdefault(name, []).append(result)
-                log(f"{name}: {result['sentences_per_s']} sentences/s, start-up {result['startup_to_first_record_s']} s")
+                rate, start = result["sentences_per_s"], result["startup_to_first_record_s"]
+                log(f"{name}: {rate} sentences/s, start-up {start} s")
     best = {name: max(run["sentences_per_s"] for run in found) for name, found in runs.items()}
     result = {
         "what": "sembed embed against the Python API on the same records and model (all-MiniLM-L6-v2, torch, CPU)",
