@@ -1,0 +1,128 @@
+"""Real vectors for the search benchmarks, made once and kept under runs/real/ (ignored).
+
+Issue 36 found that the synthetic near-duplicates of bench/index_scale.py flatter every index: real text is
+harder. This script makes the real data the ANN, hybrid, re-rank and dedup benchmarks share:
+
+- windows.jsonl: overlapping 12-word windows (stride 3) of the shared corpora abc, state_union, inaugural,
+  webtext and movie_reviews (about 950,000), as records {id, doc_id, text};
+- queries.jsonl: STS-B and SICK test sentences (distinct, seeded order), which are not in the corpus;
+- MODEL.npy / MODEL.queries.npy: their vectors through `sembed embed --npy` (default: the packaged MiniLM,
+  ONNX int8, 384-d);
+- MODEL.truth.npy: the exact top-100 neighbours of every query over all windows (inner product of the normalised
+  vectors), computed once.
+
+Usage: python bench/real_vectors.py [--model M] [--backend onnx --quantize int8] [--name minilm] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+from common import CONVERT, DATA, ROOT, log, stsb_test_sentences
+
+OUT = ROOT / "runs" / "real"
+WINDOW_CORPORA = ("abc", "state_union", "inaugural", "webtext", "movie_reviews")
+WINDOW_WORDS, STRIDE = 12, 3
+TRUTH_K = 100
+
+
+def sick_test_sentences() -> list[str]:
+    lines = (DATA / "sick" / "SICK_test_annotated.txt").read_text(encoding="utf-8").splitlines()[1:]
+    return [s for line in lines for s in line.split("\t")[1:3]]
+
+
+def make_windows(path: Path) -> int:
+    """Windows of WINDOW_WORDS words at stride STRIDE over each document's sentences, joined."""
+    count = 0
+    with open(path, "wb") as out:
+        for kind, folder, extra in CONVERT:
+            if folder not in WINDOW_CORPORA:
+                continue
+            command = [str(ROOT / ".venv/bin/sembed"), "convert", "-q", "--from", kind, str(DATA / "corpora" / folder)]
+            converted = subprocess.run(
+                [*command, *extra],
+                capture_output=True,
+                check=True,
+            ).stdout
+            documents: dict[str, list[str]] = {}
+            for line in converted.splitlines():
+                record = orjson.loads(line)
+                documents.setdefault(f"{folder}/{record['doc_id']}", []).extend(record["text"].split())
+            for doc_id, words in documents.items():
+                starts = range(0, max(len(words) - WINDOW_WORDS, 0) + 1, STRIDE)
+                for start in starts:
+                    text = " ".join(words[start : start + WINDOW_WORDS])
+                    out.write(orjson.dumps({"id": f"{doc_id}:{start}", "doc_id": doc_id, "text": text}) + b"\n")
+                    count += 1
+    return count
+
+
+def make_queries(path: Path, seed: int = 0) -> int:
+    seen = dict.fromkeys(s.strip() for s in stsb_test_sentences() + sick_test_sentences())
+    queries = [q for q in seen if q]
+    random.Random(seed).shuffle(queries)
+    with open(path, "wb") as out:
+        for i, text in enumerate(queries):
+            out.write(orjson.dumps({"id": f"q{i}", "text": text}) + b"\n")
+    return len(queries)
+
+
+def embed(source: Path, npy: Path, args) -> None:
+    if npy.exists():
+        return
+    command = [str(ROOT / ".venv/bin/sembed"), "embed", str(source), "--npy", str(npy), "-o", "/dev/null", "--force"]
+    command += ["-m", args.model] if args.model else []
+    command += ["--backend", args.backend] + (["--quantize", args.quantize] if args.quantize else [])
+    env = {**os.environ, "SEMBED_THREADS": str(args.threads)}
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env=env)
+    log(f"embedded {source.name} into {npy.name} in {time.perf_counter() - started:.0f} s")
+
+
+def exact_truth(corpus: np.ndarray, queries: np.ndarray, k: int = TRUTH_K, block: int = 200_000) -> np.ndarray:
+    """The k nearest rows of `corpus` for each query by inner product, exactly (blocks of the corpus)."""
+    best_scores = np.full((len(queries), 0), -np.inf, dtype=np.float32)
+    best_ids = np.zeros((len(queries), 0), dtype=np.int64)
+    for start in range(0, len(corpus), block):
+        scores = queries @ np.asarray(corpus[start : start + block], dtype=np.float32).T
+        top = np.argpartition(-scores, min(k, scores.shape[1] - 1), axis=1)[:, :k]
+        best_scores = np.concatenate([best_scores, np.take_along_axis(scores, top, 1)], axis=1)
+        best_ids = np.concatenate([best_ids, top + start], axis=1)
+        keep = np.argsort(-best_scores, axis=1, kind="stable")[:, :k]
+        best_scores, best_ids = np.take_along_axis(best_scores, keep, 1), np.take_along_axis(best_ids, keep, 1)
+    return best_ids
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="the model to embed with (default: the packaged MiniLM)")
+    parser.add_argument("--backend", default="onnx")
+    parser.add_argument("--quantize", default="int8")
+    parser.add_argument("--name", default="minilm", help="the file name stem of this model's vectors")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    windows, queries = OUT / "windows.jsonl", OUT / "queries.jsonl"
+    if not windows.exists():
+        log(f"{make_windows(windows)} windows in {windows}")
+    if not queries.exists():
+        log(f"{make_queries(queries)} queries in {queries}")
+    embed(queries, OUT / f"{args.name}.queries.npy", args)
+    embed(windows, OUT / f"{args.name}.npy", args)
+    truth = OUT / f"{args.name}.truth.npy"
+    if not truth.exists():
+        corpus = np.load(OUT / f"{args.name}.npy", mmap_mode="r")
+        found = exact_truth(corpus, np.load(OUT / f"{args.name}.queries.npy"))
+        np.save(truth, found)
+        log(f"exact top-{TRUTH_K} of {len(found)} queries over {len(corpus)} vectors in {truth}")
+
+
+if __name__ == "__main__":
+    main()
