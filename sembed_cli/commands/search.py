@@ -126,6 +126,67 @@ Spelling = Annotated[
         "sembed_cli/models/poi_lookup.py).",
     ),
 ]
+KeywordSearch = Annotated[
+    bool,
+    typer.Option(
+        "--keyword",
+        help="Rank by BM25 alone over the indexed texts (SQLite FTS5; no model is loaded). The query is FTS5's "
+        'syntax: words (all must match), "a phrase", prefix*, OR, NOT, NEAR(a b); score: -bm25, higher is better.',
+    ),
+]
+HybridSearch = Annotated[
+    bool,
+    typer.Option(
+        "--hybrid",
+        help="Fuse the BM25 ranking and the vector ranking (100 candidates each) by reciprocal-rank fusion, "
+        "score = sum of w / (60 + rank); --hybrid-weight sets w of the keyword side (the vectors get 1 - w).",
+    ),
+]
+HybridWeight = Annotated[
+    float,
+    typer.Option(
+        "--hybrid-weight",
+        metavar="W",
+        min=0.0,
+        max=1.0,
+        help="The keyword ranking's weight in --hybrid, 0-1 (0.5: plain reciprocal-rank fusion; 0: vectors only).",
+    ),
+]
+AnyWord = Annotated[
+    bool,
+    typer.Option(
+        "--any-word",
+        help="Read the query as plain words, any of which may match (each quoted, joined by OR): BM25 over a "
+        "sentence, as a search engine ranks it, with no FTS5 syntax to get wrong.",
+    ),
+]
+Where = Annotated[
+    str | None,
+    typer.Option(
+        "--where",
+        metavar="EXPR",
+        show_default=False,
+        help="Search only the indexed records whose fields meet EXPR, selected before the search, so k come back "
+        "whenever k match: field = 'text', year >= 2000, field != 3, field in ('a', 'b'), field like 'a%', "
+        'field is [not] null, meta.year (nested), "odd name", joined by and/or/not and parentheses.',
+    ),
+]
+RerankModel = Annotated[
+    str | None,
+    typer.Option(
+        "--rerank-model",
+        metavar="MODEL",
+        show_default=False,
+        help="A second model that re-embeds the query and the stored texts of the first stage's --rerank-depth "
+        "candidates and orders them by its cosine (score: that cosine). Opened on --backend/--quantize.",
+    ),
+]
+RerankDepth = Annotated[
+    int,
+    typer.Option(
+        "--rerank-depth", metavar="N", min=1, help="Candidates per query the first stage finds for --rerank-model."
+    ),
+]
 Payload = Annotated[
     bool,
     typer.Option(
@@ -149,6 +210,13 @@ def search_command(
     payload: Payload = False,
     long_text: LongText = "truncate",
     spelling: Spelling = False,
+    keyword: KeywordSearch = False,
+    hybrid: HybridSearch = False,
+    hybrid_weight: HybridWeight = 0.5,
+    any_word: AnyWord = False,
+    where: Where = None,
+    rerank_model: RerankModel = None,
+    rerank_depth: RerankDepth = 100,
     batch_size: BatchSize = 1000,
     device: Device = "auto",
     backend: QueryBackend = None,
@@ -201,6 +269,14 @@ def search_command(
         raise typer.BadParameter(
             "either query records (INPUT) or --query texts, not both", param_hint=flag(ctx, "query")
         )
+    if keyword and hybrid:
+        raise typer.BadParameter("either --keyword (BM25 alone) or --hybrid (BM25 and vectors), not both")
+    if spelling and (keyword or hybrid or rerank_model):
+        raise typer.BadParameter(
+            "--spelling re-ranks the vector search: not with --keyword, --hybrid or --rerank-model"
+        )
+    if any_word and not (keyword or hybrid):
+        raise typer.BadParameter("--any-word reads keyword queries: give --keyword or --hybrid too")
     loaded = ctx.with_resource(VectorIndex.load(index))
     query_backend, query_quantize = index_backend(loaded, backend, quantize)
     check_backend(query_backend, query_quantize, device)
@@ -216,6 +292,13 @@ def search_command(
         query_backend,
         query_quantize,
         long_text,
+        keyword,
+        hybrid,
+        hybrid_weight,
+        any_word,
+        where,
+        rerank_model,
+        rerank_depth,
     )
     stream = StreamOptions(input, output, lines=lines, force=force, skip_errors=skip_errors)
     search_stream(stream, loaded, settings, query or ())

@@ -149,7 +149,7 @@ def build_into(
 ) -> Built:
     """Stream `entries` into a new index in the empty directory `work` (the store, the kept vectors and the FAISS
     file; the caller writes sembed.json)."""
-    store = RecordStore(work / STORE_FILE, create=True)
+    store = RecordStore(work / STORE_FILE, create=True, text_key=settings.text_key)
     try:
         store.begin()
         staging = stage(

@@ -259,9 +259,12 @@ class VectorIndex:
 
     # --- search ----------------------------------------------------------------------------------------------
 
-    def search(self, queries: np.ndarray, k: int, ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, queries: np.ndarray, k: int, ef_search: int | None = None, selector=None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(cosines, rows) of the k nearest rows of each query (unit-normalised first), best first; row -1 where
-        fewer exist. ef_search: a wider graph search than the index's own for this call (never narrower)."""
+        fewer exist. ef_search: a wider graph search than the index's own for this call (never narrower);
+        selector: a FAISS IDSelector of the only rows allowed (search --where; it leaves out removed rows itself)."""
         import faiss
 
         queries = unit_rows(queries)
@@ -270,11 +273,19 @@ class VectorIndex:
         params = None
         if graph is not None:
             breadth = max(graph.hnsw.efSearch, ef_search or 0, asked if self.vectors is not None else 0)
-            selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.removed)) if len(self.removed) else None
+            if selector is None and len(self.removed):
+                selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.removed))
             if breadth != graph.hnsw.efSearch or selector is not None:
                 params = faiss.SearchParametersHNSW(efSearch=breadth)  # type: ignore[attr-defined]  # not in the stubs
                 if selector is not None:
                     params.sel = selector
+        elif selector is not None:
+            ivf = kinds.ivf_of(self.index)
+            params = (
+                faiss.SearchParametersIVF(sel=selector, nprobe=ivf.nprobe)  # type: ignore[call-arg]
+                if ivf is not None
+                else faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
+            )
         scores, rows = (
             self.index.search(queries, asked, params=params)
             if params is not None

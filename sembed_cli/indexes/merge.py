@@ -69,7 +69,9 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
     stores = check_mergeable(pieces)
     meta = first.settings
     kind = kinds.Kind(meta.get("type", "factory"), meta["factory"], meta.get("nprobe"))
-    store = RecordStore(work / STORE_FILE, create=True)  # no transaction: ATTACH refuses one; `work` is atomic
+    store = RecordStore(
+        work / STORE_FILE, create=True, text_key=meta.get("text_key", "text")
+    )  # no transaction: ATTACH refuses one; `work` is atomic
     try:
         offset = 0
         merged = None

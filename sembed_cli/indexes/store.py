@@ -19,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import SembedError
+from . import keyword
 
 FILE = "records.sqlite"
 FORMAT = 2  # sembed 0.1 kept records.jsonl
@@ -67,7 +68,7 @@ def connect_readonly(path: Path) -> tuple[sqlite3.Connection, str]:
 class RecordStore:
     """The SQLite database of an index directory; writes happen inside one transaction until `commit`."""
 
-    def __init__(self, path: Path, create: bool = False, readonly: bool = False):
+    def __init__(self, path: Path, create: bool = False, readonly: bool = False, text_key: str = "text"):
         self.path = Path(path)
         if not create and not self.path.exists():
             raise SembedError(f"no {FILE} in '{self.path.parent}'", "build the index with sembed index -o DIR")
@@ -82,6 +83,7 @@ class RecordStore:
             if create:
                 self.db.executescript(SCHEMA)
                 self.set_state(format=FORMAT, next_row=0, count=0)
+                keyword.install(self.db, text_key)  # the FTS5 table of the texts, kept in step by triggers
             self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
         except sqlite3.DatabaseError as e:
             raise SembedError(

@@ -21,7 +21,7 @@ import numpy as np
 from ..artifacts import building, describe, exclusive, write_metadata
 from ..io import Rejects
 from ..models.embedder import model_path
-from . import kinds
+from . import keyword, kinds
 from .build import build_from_index
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex
 from .entries import CONTENT_IDS, GIVEN_IDS, Entry, EntryReader
@@ -227,6 +227,7 @@ def update_in_place(
 
     store.begin()
     try:
+        keyword.install(store.db, loaded.settings.get("text_key", "text"))  # an index built before keyword search
         staging = stage(store, entries, vectors, embed, rejects, batch_size, sync)
         changes, index = staging.changes, loaded.index
         faiss_file = store.state.get("faiss_file", INDEX_FILE)
