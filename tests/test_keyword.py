@@ -30,10 +30,7 @@ def vector(i: int, dim: int = 8) -> list[float]:
 
 
 def records(texts=TEXTS, start: int = 0) -> list[dict]:
-    return [
-        {"id": f"r{start + i}", "text": t, "year": 1945 + start + i}
-        for i, t in enumerate(texts)
-    ]
+    return [{"id": f"r{start + i}", "text": t, "year": 1945 + start + i} for i, t in enumerate(texts)]
 
 
 def build(model: str, out: Path, rows: list[dict]) -> None:

@@ -260,11 +260,12 @@ class VectorIndex:
     # --- search ----------------------------------------------------------------------------------------------
 
     def search(
-        self, queries: np.ndarray, k: int, ef_search: int | None = None, selector=None
+        self, queries: np.ndarray, k: int, ef_search: int | None = None, selector=None, nprobe: int | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(cosines, rows) of the k nearest rows of each query (unit-normalised first), best first; row -1 where
         fewer exist. ef_search: a wider graph search than the index's own for this call (never narrower);
-        selector: a FAISS IDSelector of the only rows allowed (search --where; it leaves out removed rows itself)."""
+        selector: a FAISS IDSelector of the only rows allowed (search --where; it leaves out removed rows itself),
+        with `nprobe` inverted lists probed (None: the index's own)."""
         import faiss
 
         queries = unit_rows(queries)
@@ -282,7 +283,7 @@ class VectorIndex:
         elif selector is not None:
             ivf = kinds.ivf_of(self.index)
             params = (
-                faiss.SearchParametersIVF(sel=selector, nprobe=ivf.nprobe)  # type: ignore[call-arg]
+                faiss.SearchParametersIVF(sel=selector, nprobe=nprobe or ivf.nprobe)  # type: ignore[call-arg]
                 if ivf is not None
                 else faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
             )

@@ -18,7 +18,8 @@ comparison (SQL's NULL), `is null` finds it; a text and a number never compare e
 SQL's (% any run, _ one character, case-insensitive for ASCII).
 
 Searching the selection: up to EXACT_LIMIT rows, exactly, against their vectors (read once per search); above it,
-FAISS with an IDSelectorBitmap of the allowed rows in its SearchParameters (HNSW, IVF, flat alike); a query that
+FAISS with an IDSelectorBitmap of the allowed rows in its SearchParameters (HNSW, IVF, flat alike), a graph's
+efSearch and an IVF's probes widened by 1 / the allowed share (a walk meets allowed rows at that rate); a query that
 still finds fewer than k (an IVF probe or a graph walk that met too few allowed rows) is answered exactly over the
 selection, a chunk at a time.
 """
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 EXACT_LIMIT = 20_000  # allowed rows searched exactly rather than through FAISS's selector
 EXACT_CHUNK = 50_000  # vectors read at a time by the exact fallback
+MAX_EF_SEARCH = 4096  # the widest graph search a selective filter asks for
 PAYLOAD = "json_extract(CAST(payload AS TEXT), ?)"
 GRAMMAR_HINT = (
     "write field = 'text', field >= 2000, field in ('a', 'b'), field like 'a%', field is null, "
@@ -267,6 +269,21 @@ class Selection:
             self._selector = faiss.IDSelectorBitmap(size, faiss.swig_ptr(self._bitmap))
         return self._selector
 
+    def breadth(self, k: int) -> dict:
+        """A graph's efSearch and the lists an IVF probes, widened by 1 / the allowed share of the rows: a walk
+        or a probe meets allowed rows at that share, so it must look that much further to find as many (capped
+        at MAX_EF_SEARCH and at every list)."""
+        from . import kinds
+
+        share = max(len(self.rows) / max(self.index.count, 1), 1e-9)
+        graph = kinds.hnsw_of(self.index.index)
+        if graph is not None:
+            return {"ef_search": int(min(MAX_EF_SEARCH, max(k, np.ceil(graph.hnsw.efSearch / share))))}
+        ivf = kinds.ivf_of(self.index.index)
+        if ivf is not None:
+            return {"nprobe": int(min(ivf.nlist, np.ceil(ivf.nprobe / share)))}
+        return {}
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(cosines, rows) of the k nearest allowed rows of each (unit) query, best first; row -1 where fewer."""
         from .entries import unit_rows
@@ -276,7 +293,7 @@ class Selection:
             return np.full((len(queries), k), -np.inf, np.float32), np.full((len(queries), k), -1, np.int64)
         if self.exact:
             return top_k(queries @ self.vectors().T, self.rows, k)
-        scores, rows = self.index.search(queries, k, selector=self.selector())
+        scores, rows = self.index.search(queries, k, selector=self.selector(), **self.breadth(k))
         short = np.flatnonzero((rows >= 0).sum(axis=1) < min(k, len(self.rows)))
         if len(short):
             scores[short], rows[short] = self.scan(queries[short], k)

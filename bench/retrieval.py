@@ -1,0 +1,275 @@
+"""Dense, keyword (BM25) and hybrid retrieval on one sembed index of ~961,000 real texts; --where speed; a re-rank.
+
+The retrieval set: every STS-B test pair scored >= 4 (of 0-5) and every SICK test pair of relatedness >= 4 (of
+1-5) gives each of its sentences as a query whose relevant answer is the other (a sentence in several such pairs
+has them all as relevant answers). The index holds the 7,559 distinct STS-B and SICK test sentences and the
+953,433 overlapping 12-word windows of the shared corpora (runs/real/windows.jsonl) as distractors: built by
+`sembed index --npy` from all-MiniLM-L6-v2 ONNX int8 vectors made once by bench/real_vectors.py (runs/real/), so
+only `sembed index` runs here, `--type ivf` (4,096 cells, 256 probed). The query's own sentence is left out of
+its answers. Scored: recall@10 (the share of a query's relevant sentences among its 10 answers) and MRR@10 (1 / the
+rank of the first relevant one, 0 past 10) of `search` (dense, the vectors), `search --keyword --any-word` (BM25
+over the query's words) and `search --hybrid --any-word` (reciprocal-rank fusion, k = 60, weight 0.5), with
+paired bootstrap 95% intervals of each difference over the queries (the same draws for both sides, as
+sembed_cli.evaluation.statistics.paired_difference does for correlations); queries/s of each mode from the text
+(the query vectors read from runs/real/minilm.queries.npy for dense and hybrid, so the model's time is not in it).
+
+--where at this size: `bucket < 5000`, `bucket < 100`, `bucket = 0` over a field bucket = row % 10,000 (50%, 1%,
+0.01% of the records): the time to select the rows (SQLite over the payloads), queries/s of the filtered search,
+and whether every query got 10 answers, all meeting the filter.
+
+Second stage (when runs/real/static.npy, the static model's vectors of the windows, exists): recall of MiniLM's
+exact top-10 among the windows (runs/real/minilm.truth.npy) for the static model's index alone, for it with
+`--rerank-model` MiniLM (ONNX int8) over 100 candidates, and for MiniLM's own index, with queries/s.
+
+    python bench/retrieval.py [--queries 2000] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+from common import DATA, ROOT, log, save
+
+from sembed_cli.evaluation.statistics import BOOTSTRAP_RESAMPLES
+from sembed_cli.indexes.directory import VectorIndex
+from sembed_cli.indexes.search import SearchSettings, plan_of, search_records
+
+WORK = ROOT / "runs" / "retrieval"
+RELEVANT_FROM = 4.0
+K = 10
+WHERE = {"50%": "bucket < 5000", "1%": "bucket < 100", "0.01%": "bucket = 0"}
+
+
+def real_dir() -> Path:
+    for candidate in (ROOT / "runs" / "real", Path("/work/main/runs/real")):
+        if (candidate / "windows.jsonl").exists():
+            return candidate
+    raise SystemExit("no runs/real/windows.jsonl: run bench/real_vectors.py first")
+
+
+def pairs() -> list[tuple[str, str]]:
+    """(sentence, sentence) of the STS-B and SICK test pairs scored >= RELEVANT_FROM."""
+    found = []
+    for line in (DATA / "stsb" / "sts-test.csv").read_text(encoding="utf-8").splitlines():
+        cols = line.split("\t")
+        if float(cols[4]) >= RELEVANT_FROM:
+            found.append((cols[5].strip(), cols[6].strip()))
+    for line in (DATA / "sick" / "SICK_test_annotated.txt").read_text(encoding="utf-8").splitlines()[1:]:
+        cols = line.split("\t")
+        if float(cols[3]) >= RELEVANT_FROM:
+            found.append((cols[1].strip(), cols[2].strip()))
+    return [(a, b) for a, b in found if a and b and a != b]
+
+
+def build(real: Path, work: Path) -> tuple[Path, dict]:
+    """The index over the windows and the STS-B/SICK sentences (rows: windows by line, then the sentences)."""
+    index = work / "index"
+    if (index / "sembed.json").exists():
+        return index, json.loads((work / "build.json").read_text())
+    work.mkdir(parents=True, exist_ok=True)
+    windows = np.load(real / "minilm.npy", mmap_mode="r")
+    sentences = np.load(real / "minilm.queries.npy", mmap_mode="r")
+    matrix = np.lib.format.open_memmap(
+        work / "vectors.npy", mode="w+", dtype=np.float16, shape=(len(windows) + len(sentences), windows.shape[1])
+    )
+    for start in range(0, len(windows), 100_000):
+        matrix[start : start + 100_000] = windows[start : start + 100_000]
+    matrix[len(windows) :] = sentences
+    matrix.flush()
+    del matrix
+    sidecar = json.loads((real / "minilm.queries.npy.json").read_text())
+    sidecar.update(rows=len(windows) + len(sentences), dtype="float16")
+    (work / "vectors.npy.json").write_text(json.dumps(sidecar))
+    row = 0
+    with (
+        open(work / "records.jsonl", "wb") as out,
+        open(real / "windows.jsonl", "rb") as window_lines,
+        open(real / "queries.jsonl", "rb") as sentence_lines,
+    ):
+        for line in window_lines:
+            record = orjson.loads(line)
+            record.update(source="window", bucket=row % 10_000, embedding_row=row)
+            out.write(orjson.dumps(record) + b"\n")
+            row += 1
+        for line in sentence_lines:
+            record = orjson.loads(line)
+            record.update(id=f"s:{record['id']}", doc_id="sts-sick", source="sentence", bucket=row % 10_000)
+            record["embedding_row"] = row
+            out.write(orjson.dumps(record) + b"\n")
+            row += 1
+    command = [str(ROOT / ".venv/bin/sembed"), "index", str(work / "records.jsonl"), "--npy", str(work / "vectors.npy")]
+    command += ["--type", "ivf", "-o", str(index), "--force", "-q"]
+    log(f"building: {' '.join(command)}")
+    started, cpu = time.time(), os.times()
+    subprocess.run(command, check=True)
+    done = os.times()
+    built = {
+        "records": row,
+        "type": "ivf",
+        "wall_s": round(time.time() - started, 1),
+        "cpu_s": round(done.children_user + done.children_system - cpu.children_user - cpu.children_system, 1),
+        "records_sqlite_bytes": (index / "records.sqlite").stat().st_size,
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
+    (work / "build.json").write_text(json.dumps(built))
+    (work / "vectors.npy").unlink()
+    (work / "records.jsonl").unlink()
+    return index, built
+
+
+def retrieval_set(real: Path, count: int, seed: int) -> list[dict]:
+    """Query records: text, the MiniLM vector, the query's own id and the ids of its relevant sentences."""
+    by_text: dict[str, str] = {}
+    rows: dict[str, int] = {}
+    with open(real / "queries.jsonl", "rb") as lines:
+        for row, line in enumerate(lines):
+            record = orjson.loads(line)
+            by_text[record["text"].strip()] = f"s:{record['id']}"
+            rows[f"s:{record['id']}"] = row
+    relevant: dict[str, set[str]] = {}
+    for a, b in pairs():
+        if a in by_text and b in by_text and by_text[a] != by_text[b]:
+            relevant.setdefault(a, set()).add(by_text[b])
+            relevant.setdefault(b, set()).add(by_text[a])
+    texts = sorted(relevant)
+    random.Random(seed).shuffle(texts)
+    vectors = np.load(real / "minilm.queries.npy", mmap_mode="r")
+    return [
+        {
+            "text": text,
+            "own": by_text[text],
+            "relevant": sorted(relevant[text]),
+            "embedding": np.asarray(vectors[rows[by_text[text]]], dtype=np.float32),
+        }
+        for text in texts[:count]
+    ]
+
+
+def run_mode(index: VectorIndex, queries: list[dict], settings: SearchSettings, vectors: bool) -> tuple[list, float]:
+    """Each query's answer ids (its own sentence left out) and the queries/s of the search."""
+    plan = plan_of(index, settings)
+    records = [{"text": q["text"], **({"embedding": q["embedding"]} if vectors else {})} for q in queries]
+    started = time.perf_counter()
+    found = list(
+        search_records(iter(records), index, None, settings.k + 1, "text", "embedding", 500, plan=plan)  # type: ignore[arg-type]
+    )
+    seconds = time.perf_counter() - started
+    answers = [
+        [n["id"] for n in record["neighbors"] if n["id"] != q["own"]][: settings.k] for record, q in zip(found, queries)
+    ]
+    return answers, len(queries) / seconds
+
+
+def scores(answers: list[list[str]], queries: list[dict]) -> dict[str, np.ndarray]:
+    recall, reciprocal = [], []
+    for found, q in zip(answers, queries):
+        relevant = set(q["relevant"])
+        recall.append(len(relevant & set(found[:K])) / len(relevant))
+        rank = next((i for i, f in enumerate(found[:K], 1) if f in relevant), None)
+        reciprocal.append(1.0 / rank if rank else 0.0)
+    return {"recall@10": np.asarray(recall), "mrr@10": np.asarray(reciprocal)}
+
+
+def paired(a: np.ndarray, b: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
+    """mean(a) - mean(b) over the same queries, with a paired bootstrap 95% percentile interval (Efron & Tibshirani
+    1993): the same `default_rng(seed).integers(0, n, (resamples, n))` draws for both sides."""
+    draws = np.random.default_rng(seed).integers(0, len(a), (resamples, len(a)))
+    spread = np.concatenate([(a[d] - b[d]).mean(axis=1) for d in np.array_split(draws, 10)])
+    low, high = np.percentile(spread, [2.5, 97.5])
+    return {"difference": round(float(a.mean() - b.mean()), 4), "ci95": [round(float(low), 4), round(float(high), 4)]}
+
+
+def where_speed(index: VectorIndex, queries: list[dict]) -> dict:
+    from sembed_cli.indexes.filters import Selection
+
+    out: dict = {}
+    vectors = np.stack([q["embedding"] for q in queries])
+    started = time.perf_counter()
+    index.search(vectors, K)
+    out["none"] = {"queries_per_s": round(len(queries) / (time.perf_counter() - started), 1)}
+    for share, expression in WHERE.items():
+        started = time.perf_counter()
+        selection = Selection.of(index, expression)
+        selected = time.perf_counter() - started
+        started = time.perf_counter()
+        _, rows = selection.search(vectors, K)
+        seconds = time.perf_counter() - started
+        allowed = set(selection.rows.tolist())
+        full = all((r >= 0).sum() == min(K, len(allowed)) for r in rows)
+        meets = all(int(x) in allowed for x in rows.ravel() if x >= 0)
+        out[share] = {
+            "where": expression,
+            "selected": len(selection),
+            "path": "exact over the selection" if selection.exact else "FAISS IDSelectorBitmap",
+            "select_s": round(selected, 3),
+            "queries_per_s": round(len(queries) / seconds, 1),
+            "every_query_got_min(k, selected)": bool(full),
+            "all_answers_meet_the_filter": bool(meets),
+        }
+        log(f"--where {expression}: {out[share]}")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--where-queries", type=int, default=500)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--name", default="retrieval")
+    args = parser.parse_args()
+    import faiss
+
+    faiss.omp_set_num_threads(args.threads)
+    real = real_dir()
+    index_dir, built = build(real, WORK)
+    log(f"index: {built}")
+    queries = retrieval_set(real, args.queries, args.seed)
+    log(f"{len(queries)} queries, {sum(len(q['relevant']) for q in queries)} relevant sentences")
+    result: dict = {
+        "how": __doc__.split("\n\n")[1],
+        "threads": args.threads,
+        "build": built,
+        "queries": len(queries),
+        "relevant_per_query": round(float(np.mean([len(q["relevant"]) for q in queries])), 3),
+    }
+    with VectorIndex.load(index_dir) as index:
+        result["records"] = index.count
+        modes = {
+            "dense": (SearchSettings(k=K), True),
+            "keyword": (SearchSettings(k=K, keyword=True, any_word=True), False),
+            "hybrid": (SearchSettings(k=K, hybrid=True, any_word=True), True),
+        }
+        metrics, speed = {}, {}
+        for name, (settings, vectors) in modes.items():
+            answers, per_second = run_mode(index, queries, settings, vectors)
+            metrics[name], speed[name] = scores(answers, queries), round(per_second, 1)
+            log(
+                f"{name}: "
+                + ", ".join(f"{m} {v.mean():.4f}" for m, v in metrics[name].items())
+                + f"; {per_second:.1f} q/s"
+            )
+        result["modes"] = {
+            name: {**{m: round(float(v.mean()), 4) for m, v in metrics[name].items()}, "queries_per_s": speed[name]}
+            for name in modes
+        }
+        result["paired"] = {
+            f"{a} - {b}": {m: paired(metrics[a][m], metrics[b][m]) for m in ("recall@10", "mrr@10")}
+            for a, b in (("hybrid", "dense"), ("hybrid", "keyword"), ("dense", "keyword"))
+        }
+        result["where"] = where_speed(index, queries[: args.where_queries])
+    result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    path = save(args.name, result)
+    log(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
