@@ -81,7 +81,8 @@ def build(real: Path, work: Path) -> tuple[Path, dict]:
         work / "vectors.npy", mode="w+", dtype=np.float16, shape=(len(windows) + len(sentences), windows.shape[1])
     )
     for start in range(0, len(windows), 100_000):
-        matrix[start : start + 100_000] = windows[start : start + 100_000]
+        end = min(start + 100_000, len(windows))
+        matrix[start:end] = windows[start:end]
     matrix[len(windows) :] = sentences
     matrix.flush()
     del matrix
