@@ -253,6 +253,15 @@ def search_command(
     holds: a word the name lacks costs it little when common among the
     names ("City"), much when rare (see sembed_cli/models/poi_lookup.py).
 
+    --keyword ranks by BM25 over the indexed texts alone (SQLite FTS5 in
+    the index's records.sqlite; score: -bm25, higher is better);
+    --hybrid fuses the BM25 and vector rankings by reciprocal-rank fusion
+    (score: the fused sum of w / (60 + rank)). --where EXPR picks the
+    records a search may return before it searches, so k come back
+    whenever k match; --rerank-model re-orders the first stage's
+    candidates by a second model (score: its cosine). The docs' search
+    page has the --where grammar and measured figures.
+
     \b
     Example:
       echo '{"text": "Springfeild"}' | sembed search --index poi-index --spelling
@@ -260,6 +269,11 @@ def search_command(
       sembed search --index poi-index -k 3 --query Springfeild
       sembed convert --from gazetteer | sembed taste -m poi-model \\
         | grep '"is_poi":true' | sembed search --index poi-index --k 10
+      sembed search --index abc-index --keyword --query '"prime minister" OR wheat*'
+      sembed search --index abc-index --hybrid --any-word --query 'wheat sales to Iraq'
+      sembed search --index abc-index --where "doc_id like '%rural%'" -k 3 --query drought
+      sembed search --index abc-index --rerank-model all-MiniLM-L6-v2 --rerank-depth 50 \\
+        --query 'help for farmers in the drought'
     """
     from ..indexes.directory import VectorIndex
     from ..indexes.query_encoder import index_backend

@@ -96,17 +96,16 @@ class KeywordIndex:
     @classmethod
     def of(cls, index) -> KeywordIndex:
         """The keyword index of the loaded VectorIndex `index`; an error where it has none."""
-        from .store import RecordStore
-
-        if not isinstance(index.store, RecordStore):
+        db = getattr(index.store, "db", None)  # a RecordStore's; sembed 0.1's records.jsonl has none
+        if db is None:
             raise SembedError(
                 f"the index at '{index.path}' was written by sembed 0.1 and has no keyword index", REBUILD_HINT
             )
-        if not present(index.store.db):
+        if not present(db):
             raise SembedError(
                 f"the index at '{index.path}' was built before keyword search: it has no keyword index", REBUILD_HINT
             )
-        return cls(index.store.db, str(index.path))
+        return cls(db, str(index.path))
 
     def check(self, query: str) -> None:
         """A query FTS5 cannot parse is a bad query record (one line, naming FTS5's reason)."""
