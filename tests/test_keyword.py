@@ -157,10 +157,20 @@ def test_usage_errors(built):
     assert run.exit_code == 2 and "--any-word" in run.stderr
 
 
-def test_fuse_and_any_word_units():
+def test_any_word_reads_plain_words_and_leaves_out_the_commonest(built, monkeypatch):
+    db = sqlite3.connect(built / "records.sqlite")
+    words = keyword.KeywordIndex(db)
+    assert words.words_query('Truman\'s "speech", never!') == '"truman" OR "speech" OR "never"'  # no text holds 's'
+    monkeypatch.setattr(keyword, "COMMON_FLOOR", 1)  # as at a million texts: a word in 2 of 6 is common
+    monkeypatch.setattr(keyword, "COMMON_SHARE", 0.2)
+    assert words.words_query("the park highway") == '"highway"'  # 'the' in 5 texts and 'park' in 2 left out
+    assert words.words_query("the park") == '"park"'  # all common: the rarest kept
+    assert words.words_query("zebra") == ""
+
+
+def test_fuse_units():
     dense = (np.zeros((1, 3), np.float32), np.array([[1, 2, 3]]))
     words = (np.zeros((1, 3), np.float32), np.array([[3, 4, -1]]))
     scores, rows = keyword.fuse(dense, words, 4)
     assert rows.tolist() == [[3, 1, 2, 4]]  # 3: ranked by both
     assert scores[0, 0] == pytest.approx(0.5 / 63 + 0.5 / 61)
-    assert keyword.any_word('say "hi", say it') == '"say" OR "hi" OR "it"'

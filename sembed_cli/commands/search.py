@@ -157,7 +157,8 @@ AnyWord = Annotated[
     typer.Option(
         "--any-word",
         help="Read the query as plain words, any of which may match (each quoted, joined by OR): BM25 over a "
-        "sentence, as a search engine ranks it, with no FTS5 syntax to get wrong.",
+        "sentence, as a search engine ranks it, with no FTS5 syntax to get wrong. Words in over 3% of the "
+        "texts (and over 10,000) are left out as stop words, unless all are.",
     ),
 ]
 Where = Annotated[

@@ -35,6 +35,8 @@ STATE_KEY = "keyword_text_key"  # the payload field the FTS table indexes, in th
 RRF_K = 60  # Cormack et al. 2009's constant
 DEFAULT_WEIGHT = 0.5  # the keyword ranking's share in the fusion
 HYBRID_DEPTH = 100  # each ranking's candidates fused into a hybrid answer (at least k)
+COMMON_SHARE = 0.03  # --any-word leaves out words in more of the texts than this share (stop words)...
+COMMON_FLOOR = 10_000  # ... and than this many texts: ranking that many matches takes milliseconds
 WORD = re.compile(r"\w+", re.UNICODE)
 REBUILD_HINT = "add it with sembed index --update DIR < /dev/null, or rebuild the index"
 
@@ -81,17 +83,38 @@ def install(db: sqlite3.Connection, text_key: str = "text") -> bool:
     return True
 
 
-def any_word(text: str) -> str:
-    """`text` as an FTS5 query matching any of its words (each quoted, joined by OR): BM25 over a sentence as a
-    search engine reads it, with no FTS5 syntax to get wrong. Empty when it has no words."""
-    return " OR ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(WORD.findall(text)))
-
-
 class KeywordIndex:
     """The FTS table of an opened store, searched by BM25 (a connection that may be read-only)."""
 
-    def __init__(self, db: sqlite3.Connection, where: str = ""):
+    def __init__(self, db: sqlite3.Connection, where: str = "", count: int | None = None):
         self.db, self.where = db, where
+        self.count = count if count is not None else db.execute("SELECT COUNT(*) FROM rows").fetchone()[0]
+        self._frequency: dict[str, int] = {}
+
+    def frequency(self, word: str) -> int:
+        """How many texts hold `word` (as FTS5 tokenises it), counted once per word and kept."""
+        key = word.lower()
+        if key not in self._frequency:
+            query = '"' + key.replace('"', '""') + '"'
+            self._frequency[key] = self.db.execute(
+                f"SELECT COUNT(*) FROM {TABLE} WHERE {TABLE} MATCH ?", (query,)
+            ).fetchone()[0]
+        return self._frequency[key]
+
+    def words_query(self, text: str) -> str:
+        """--any-word: `text` as an FTS5 query matching any of its words, leaving out the words in more than
+        COMMON_SHARE of the texts and more than COMMON_FLOOR texts (stop words: BM25 gives them little weight,
+        IDF <= ln 32 = 3.5 against ~12 for a word in a few of a million texts, and ranking the half of a
+        corpus that they match took 1-3 s a query at a million texts) unless every word is that common, when
+        the rarest is kept; empty when no word is indexed."""
+        words = list(dict.fromkeys(word.lower() for word in WORD.findall(text)))
+        counted = [(self.frequency(word), word) for word in words]
+        counted = [(count, word) for count, word in counted if count]
+        limit = max(COMMON_SHARE * self.count, COMMON_FLOOR)
+        kept = [word for count, word in counted if count <= limit]
+        if not kept and counted:
+            kept = [min(counted)[1]]
+        return " OR ".join('"' + word.replace('"', '""') + '"' for word in kept)
 
     @classmethod
     def of(cls, index) -> KeywordIndex:
@@ -105,7 +128,7 @@ class KeywordIndex:
             raise SembedError(
                 f"the index at '{index.path}' was built before keyword search: it has no keyword index", REBUILD_HINT
             )
-        return cls(db, str(index.path))
+        return cls(db, str(index.path), index.count)
 
     def check(self, query: str) -> None:
         """A query FTS5 cannot parse is a bad query record (one line, naming FTS5's reason)."""

@@ -72,9 +72,8 @@ class SearchPlan:
         return self.keyword is not None or self.reranker is not None
 
     def keyword_query(self, text: str) -> str:
-        from .keyword import any_word
-
-        return any_word(text) if self.any_word else text
+        assert self.keyword is not None
+        return self.keyword.words_query(text) if self.any_word else text
 
     def check(self, record: dict, text_key: str) -> None:
         """A query record's part of the plan: a text for keyword search and the re-rank, FTS5 able to parse it."""
