@@ -219,6 +219,96 @@ def where_speed(index: VectorIndex, queries: list[dict]) -> dict:
     return out
 
 
+def build_static(real: Path, work: Path) -> Path:
+    """The static model's index over the windows alone (row i = line i of windows.jsonl), from static.npy."""
+    index = work / "static-index"
+    if (index / "sembed.json").exists():
+        return index
+    with open(work / "static.records.jsonl", "wb") as out, open(real / "windows.jsonl", "rb") as lines:
+        for row, line in enumerate(lines):
+            record = orjson.loads(line)
+            record["embedding_row"] = row
+            out.write(orjson.dumps(record) + b"\n")
+    command = [str(ROOT / ".venv/bin/sembed"), "index", str(work / "static.records.jsonl"), "--npy"]
+    command += [str(real / "static.npy"), "--type", "ivf", "-o", str(index), "--force", "-q"]
+    log(f"building: {' '.join(command)}")
+    subprocess.run(command, check=True)
+    (work / "static.records.jsonl").unlink()
+    return index
+
+
+def second_stage(real: Path, minilm_index: Path, count: int, seed: int, depth: int) -> dict:
+    """Recall of MiniLM's exact top-10 among the windows (minilm.truth.npy) and queries/s: the static index alone,
+    the static index with --rerank-model MiniLM (ONNX int8) over `depth` candidates, MiniLM's own index."""
+    from sembed_cli.indexes.query_encoder import QueryEmbedder
+    from sembed_cli.models.embedder import Embedder
+
+    truth = np.load(real / "minilm.truth.npy", mmap_mode="r")
+    with open(real / "queries.jsonl", "rb") as lines:
+        texts = [orjson.loads(line)["text"] for line in lines]
+    with open(real / "windows.jsonl", "rb") as lines:
+        window_rows = {orjson.loads(line)["id"]: row for row, line in enumerate(lines)}
+    chosen = sorted(random.Random(seed).sample(range(len(texts)), count))
+    expected = [set(truth[i, :K].tolist()) for i in chosen]
+
+    def recall(found: list[list[str]]) -> np.ndarray:
+        rows = [[window_rows[i] for i in ids if i in window_rows][:K] for ids in found]
+        return np.asarray([len(set(r) & e) / K for r, e in zip(rows, expected)])
+
+    out: dict = {"queries": count, "depth": depth, "truth": "MiniLM's exact top-10 windows (minilm.truth.npy)"}
+    static_index = build_static(real, WORK)
+    with VectorIndex.load(static_index) as index:
+        encoder = QueryEmbedder(index)
+        encoder.open()
+        records = [{"text": texts[i]} for i in chosen]
+        for name, settings in (
+            ("static", SearchSettings(k=K)),
+            (
+                f"static + MiniLM re-rank of {depth}",
+                SearchSettings(
+                    k=K, rerank_model="all-MiniLM-L6-v2", rerank_depth=depth, backend="onnx", quantize="int8"
+                ),
+            ),
+        ):
+            plan = plan_of(index, settings)
+            if plan is not None and plan.reranker is not None:
+                plan.reranker.open()
+            started = time.perf_counter()
+            found = list(
+                search_records(iter([dict(r) for r in records]), index, encoder, K, "text", "embedding", 100, plan=plan)
+            )
+            seconds = time.perf_counter() - started
+            scored = recall([[n["id"] for n in r["neighbors"]] for r in found])
+            out[name] = {"recall@10": round(float(scored.mean()), 4), "queries_per_s": round(count / seconds, 1)}
+            out[name]["_per_query"] = scored
+            log(f"{name}: {out[name]['recall@10']}, {out[name]['queries_per_s']} q/s")
+    minilm = Embedder.open("all-MiniLM-L6-v2", backend="onnx", quantize="int8")
+    started = time.perf_counter()
+    vectors = minilm.encode([texts[i] for i in chosen])
+    embedding = time.perf_counter() - started
+    with VectorIndex.load(minilm_index) as index:
+        started = time.perf_counter()
+        _, rows = index.search(vectors, 2 * K)  # the sentences in the index are left out: windows only
+        searching = time.perf_counter() - started
+        found_records = index.records(rows.ravel())
+        found = [[found_records[r][0] for r in row_list if r in found_records] for row_list in rows.tolist()]
+    scored = recall(found)
+    out["MiniLM's own index"] = {
+        "recall@10": round(float(scored.mean()), 4),
+        "queries_per_s": round(count / (embedding + searching), 1),
+        "_per_query": scored,
+    }
+    log(f"MiniLM: {out['MiniLM' + chr(39) + 's own index']}")
+    names = [name for name in out if isinstance(out[name], dict) and "_per_query" in out[name]]
+    out["paired"] = {
+        f"{a} - {b}": paired(out[a]["_per_query"], out[b]["_per_query"])
+        for a, b in ((names[1], names[0]), (names[2], names[1]))
+    }
+    for name in names:
+        del out[name]["_per_query"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=2000)
@@ -226,6 +316,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--name", default="retrieval")
+    parser.add_argument("--rerank-queries", type=int, default=500)
+    parser.add_argument("--rerank-depth", type=int, default=100)
+    parser.add_argument("--part", choices=("all", "retrieval", "rerank"), default="all")
     args = parser.parse_args()
     import faiss
 
@@ -233,6 +326,14 @@ def main() -> None:
     real = real_dir()
     index_dir, built = build(real, WORK)
     log(f"index: {built}")
+    if args.part in ("all", "rerank") and (real / "static.npy").exists():
+        rerank = second_stage(real, index_dir, args.rerank_queries, args.seed, args.rerank_depth)
+        rerank.update(threads=args.threads, load_average_end=[round(x, 2) for x in os.getloadavg()])
+        log(f"wrote {save(args.name + '_rerank', {'how': __doc__.split(chr(10) * 2)[3], **rerank})}")
+    elif args.part == "rerank":
+        raise SystemExit(f"no {real / 'static.npy'} yet")
+    if args.part == "rerank":
+        return
     queries = retrieval_set(real, args.queries, args.seed)
     log(f"{len(queries)} queries, {sum(len(q['relevant']) for q in queries)} relevant sentences")
     result: dict = {

@@ -74,10 +74,6 @@ class Filter:
     parameters: list
     fields: list[str] = field(default_factory=list)
 
-    @property
-    def condition(self) -> tuple[str, list]:
-        return self.sql, self.parameters
-
 
 def json_path(name: str) -> str:
     """The JSON path of a field: each dotted part quoted (a "quoted" name is one part, dots and all)."""

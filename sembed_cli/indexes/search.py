@@ -223,11 +223,7 @@ def search_records(
         if plan.keyword is not None:
             texts = [plan.keyword_query(record[text_key]) for record in batch]
             keyword_ranked = plan.keyword.search(
-                texts,
-                depth,
-                plan.selection.filter.condition
-                if plan.selection is not None and plan.selection.filter is not None
-                else None,
+                texts, depth, plan.selection.rows if plan.selection is not None else None
             )
         dense = None
         if plan.dense:
