@@ -154,19 +154,40 @@ def retrieval_set(real: Path, count: int, seed: int) -> list[dict]:
     ]
 
 
-def run_mode(index: VectorIndex, queries: list[dict], settings: SearchSettings, vectors: bool) -> tuple[list, float]:
-    """Each query's answer ids (its own sentence left out) and the queries/s of the search."""
+def run_mode(
+    index: VectorIndex, queries: list[dict], settings: SearchSettings, vectors: bool, asked: int
+) -> tuple[list, list, float]:
+    """Each query's answer ids (its own sentence left out), its whole ranking of `asked` (own included, as the
+    fusion sees it), and the queries/s of the search."""
     plan = plan_of(index, settings)
     records = [{"text": q["text"], **({"embedding": q["embedding"]} if vectors else {})} for q in queries]
     started = time.perf_counter()
     found = list(
-        search_records(iter(records), index, None, settings.k + 1, "text", "embedding", 500, plan=plan)  # type: ignore[arg-type]
+        search_records(iter(records), index, None, asked, "text", "embedding", 500, plan=plan)  # type: ignore[arg-type]
     )
     seconds = time.perf_counter() - started
-    answers = [
-        [n["id"] for n in record["neighbors"] if n["id"] != q["own"]][: settings.k] for record, q in zip(found, queries)
-    ]
-    return answers, len(queries) / seconds
+    rankings = [[n["id"] for n in record["neighbors"]] for record in found]
+    answers = [[i for i in ranking if i != q["own"]][:K] for ranking, q in zip(rankings, queries)]
+    return answers, rankings, len(queries) / seconds
+
+
+def fused(dense: list[list[str]], words: list[list[str]], weight: float, queries: list[dict]) -> list[list[str]]:
+    """search --hybrid's answers from the two rankings, by the command's own fusion (keyword.fuse)."""
+    from sembed_cli.indexes.keyword import HYBRID_DEPTH, fuse
+
+    answers = []
+    for a, b, q in zip(dense, words, queries):
+        names = list(dict.fromkeys(a[:HYBRID_DEPTH] + b[:HYBRID_DEPTH]))
+        number = {name: i for i, name in enumerate(names)}
+
+        def ranking(ids: list[str], number: dict[str, int] = number) -> tuple[np.ndarray, np.ndarray]:
+            rows = np.full((1, HYBRID_DEPTH), -1, dtype=np.int64)
+            rows[0, : len(ids[:HYBRID_DEPTH])] = [number[i] for i in ids[:HYBRID_DEPTH]]
+            return np.zeros(rows.shape, np.float32), rows
+
+        _, rows = fuse(ranking(a), ranking(b), K + 1, weight)
+        answers.append([names[r] for r in rows[0].tolist() if r >= 0 and names[r] != q["own"]][:K])
+    return answers
 
 
 def scores(answers: list[list[str]], queries: list[dict]) -> dict[str, np.ndarray]:
@@ -345,15 +366,17 @@ def main() -> None:
     }
     with VectorIndex.load(index_dir) as index:
         result["records"] = index.count
-        modes = {
-            "dense": (SearchSettings(k=K), True),
-            "keyword": (SearchSettings(k=K, keyword=True, any_word=True), False),
-            "hybrid": (SearchSettings(k=K, hybrid=True, any_word=True), True),
+        from sembed_cli.indexes.keyword import HYBRID_DEPTH
+
+        modes = {  # dense and keyword rank HYBRID_DEPTH + 1 (their top 10 as at -k 11), for the fusion sweep
+            "dense": (SearchSettings(k=K), True, HYBRID_DEPTH + 1),
+            "keyword": (SearchSettings(k=K, keyword=True, any_word=True), False, HYBRID_DEPTH + 1),
+            "hybrid": (SearchSettings(k=K, hybrid=True, any_word=True), True, K + 1),
         }
-        metrics, speed = {}, {}
-        for name, (settings, vectors) in modes.items():
-            answers, per_second = run_mode(index, queries, settings, vectors)
-            metrics[name], speed[name] = scores(answers, queries), round(per_second, 1)
+        metrics, speed, rankings, answers = {}, {}, {}, {}
+        for name, (settings, vectors, asked) in modes.items():
+            answers[name], rankings[name], per_second = run_mode(index, queries, settings, vectors, asked)
+            metrics[name], speed[name] = scores(answers[name], queries), round(per_second, 1)
             log(
                 f"{name}: "
                 + ", ".join(f"{m} {v.mean():.4f}" for m, v in metrics[name].items())
@@ -363,9 +386,30 @@ def main() -> None:
             name: {**{m: round(float(v.mean()), 4) for m, v in metrics[name].items()}, "queries_per_s": speed[name]}
             for name in modes
         }
+        result["modes"]["dense"]["note"] = result["modes"]["keyword"]["note"] = (
+            f"queries/s while ranking {HYBRID_DEPTH + 1} (for the fusion sweep), not 11"
+        )
+        same = fused(rankings["dense"], rankings["keyword"], 0.5, queries)
+        result["hybrid_by_the_sweeps_fusion_equals_the_command"] = float(
+            np.mean([a == b for a, b in zip(same, answers["hybrid"])])
+        )
+        sweep = {}
+        for weight in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
+            name = f"hybrid w={weight}"
+            metrics[name] = scores(fused(rankings["dense"], rankings["keyword"], weight, queries), queries)
+            sweep[str(weight)] = {m: round(float(v.mean()), 4) for m, v in metrics[name].items()}
+            log(f"{name}: {sweep[str(weight)]}")
+        result["hybrid_weight_sweep"] = sweep
+        best = max((0.1, 0.2, 0.3, 0.4), key=lambda w: metrics[f"hybrid w={w}"]["recall@10"].mean())
         result["paired"] = {
             f"{a} - {b}": {m: paired(metrics[a][m], metrics[b][m]) for m in ("recall@10", "mrr@10")}
-            for a, b in (("hybrid", "dense"), ("hybrid", "keyword"), ("dense", "keyword"))
+            for a, b in (
+                ("hybrid", "dense"),
+                ("hybrid", "keyword"),
+                ("dense", "keyword"),
+                (f"hybrid w={best}", "dense"),
+                (f"hybrid w={best}", "keyword"),
+            )
         }
         result["where"] = where_speed(index, queries[: args.where_queries])
     result["load_average_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -286,9 +286,9 @@ def search_command(
         )
     if keyword and hybrid:
         raise typer.BadParameter("either --keyword (BM25 alone) or --hybrid (BM25 and vectors), not both")
-    if spelling and (keyword or hybrid or rerank_model):
+    if spelling and (keyword or hybrid or rerank_model or where is not None):
         raise typer.BadParameter(
-            "--spelling re-ranks the vector search: not with --keyword, --hybrid or --rerank-model"
+            "--spelling re-ranks the vector search: not with --keyword, --hybrid, --where or --rerank-model"
         )
     if any_word and not (keyword or hybrid):
         raise typer.BadParameter("--any-word reads keyword queries: give --keyword or --hybrid too")
