@@ -258,7 +258,7 @@ def build_static(real: Path, work: Path) -> Path:
     return index
 
 
-def second_stage(real: Path, minilm_index: Path, count: int, seed: int, depth: int) -> dict:
+def second_stage(real: Path, minilm_index: Path, count: int, seed: int, depth: int, static_model: str) -> dict:
     """Recall of MiniLM's exact top-10 among the windows (minilm.truth.npy) and queries/s: the static index alone,
     the static index with --rerank-model MiniLM (ONNX int8) over `depth` candidates, MiniLM's own index."""
     from sembed_cli.indexes.query_encoder import QueryEmbedder
@@ -279,7 +279,7 @@ def second_stage(real: Path, minilm_index: Path, count: int, seed: int, depth: i
     out: dict = {"queries": count, "depth": depth, "truth": "MiniLM's exact top-10 windows (minilm.truth.npy)"}
     static_index = build_static(real, WORK)
     with VectorIndex.load(static_index) as index:
-        encoder = QueryEmbedder(index)
+        encoder = QueryEmbedder(index, static_model)  # where the static model is (its recorded path is relative)
         encoder.open()
         records = [{"text": texts[i]} for i in chosen]
         for name, settings in (
@@ -339,6 +339,7 @@ def main() -> None:
     parser.add_argument("--name", default="retrieval")
     parser.add_argument("--rerank-queries", type=int, default=500)
     parser.add_argument("--rerank-depth", type=int, default=100)
+    parser.add_argument("--static-model", default=str(real_dir().parent / "static" / "minilm-static"))
     parser.add_argument("--part", choices=("all", "retrieval", "rerank"), default="all")
     args = parser.parse_args()
     import faiss
@@ -348,7 +349,7 @@ def main() -> None:
     index_dir, built = build(real, WORK)
     log(f"index: {built}")
     if args.part in ("all", "rerank") and (real / "static.npy").exists():
-        rerank = second_stage(real, index_dir, args.rerank_queries, args.seed, args.rerank_depth)
+        rerank = second_stage(real, index_dir, args.rerank_queries, args.seed, args.rerank_depth, args.static_model)
         rerank.update(threads=args.threads, load_average_end=[round(x, 2) for x in os.getloadavg()])
         log(f"wrote {save(args.name + '_rerank', {'how': __doc__.split(chr(10) * 2)[3], **rerank})}")
     elif args.part == "rerank":

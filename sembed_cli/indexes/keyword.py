@@ -20,6 +20,7 @@ plain RRF, halved).
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -27,6 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import BadRecord, SembedError
+
+log = logging.getLogger(__name__)
 
 TABLE = "keyword"
 VIEW = "keyword_texts"
@@ -79,6 +82,7 @@ def install(db: sqlite3.Connection, text_key: str = "text") -> bool:
     ):
         db.execute(statement)
     if db.execute("SELECT 1 FROM rows LIMIT 1").fetchone() is not None:
+        log.info("adding the keyword index (FTS5) of the texts already stored, once")
         db.execute(f"INSERT INTO {TABLE} ({TABLE}) VALUES ('rebuild')")
     db.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (STATE_KEY, text_key))
     return True
