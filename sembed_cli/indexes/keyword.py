@@ -189,20 +189,25 @@ def fuse(
     constant: int = RRF_K,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Reciprocal-rank fusion of two rankings (scores, rows; row -1 for none) into the `k` best rows of each
-    query: sum of w / (constant + rank), the keyword ranking weighted `weight`, the dense 1 - weight."""
+    query: sum of w / (constant + rank), the keyword ranking weighted `weight`, the dense 1 - weight. Equal sums
+    (common: rank r in one ranking alone against rank r in the other) go to the row the heavier ranking gives
+    (the vectors' at equal weights), then by rank, not by row number, which says nothing."""
     count = dense[1].shape[0]
     scores = np.full((count, k), -np.inf, dtype=np.float32)
     rows = np.full((count, k), -1, dtype=np.int64)
+    sides = [(1.0 - weight, dense[1]), (weight, keyword[1])]
+    sides.sort(key=lambda side: -side[0])  # stable: the vectors first at equal weights
     for q in range(count):
         fused: dict[int, float] = {}
-        for share, ranked in ((1.0 - weight, dense[1][q]), (weight, keyword[1][q])):
+        for share, ranked in sides:
             if share <= 0:
                 continue
-            for rank, row in enumerate(ranked.tolist(), 1):
+            for rank, row in enumerate(ranked[q].tolist(), 1):
                 if row >= 0:
                     fused[row] = fused.get(row, 0.0) + share / (constant + rank)
-        best = sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
-        if best:
-            rows[q, : len(best)] = [row for row, _ in best]
-            scores[q, : len(best)] = [score for _, score in best]
+        # dicts keep the order rows were first met in: the heavier ranking's, best first, then the other's
+        order = sorted(enumerate(fused.items()), key=lambda item: (-item[1][1], item[0]))[:k]
+        if order:
+            rows[q, : len(order)] = [row for _, (row, _) in order]
+            scores[q, : len(order)] = [score for _, (_, score) in order]
     return scores, rows
