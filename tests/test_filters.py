@@ -202,3 +202,12 @@ def test_where_with_keyword_search(indexes):
     assert run.exit_code == 0, run.stderr
     ids = [n["id"] for n in run.records[0]["neighbors"]]
     assert len(ids) == 3 and all(int(i[1:]) % 100 == 0 for i in ids)
+
+
+def test_where_with_hybrid_search(indexes):
+    query = {"text": "text 5", "embedding": queries(1)[0].tolist()}
+    run = sembed("search", "-q", "--index", str(indexes["hnsw"]), "--hybrid", "--where", "p = 'yes'", "-k", "5",
+                 input=jsonl(query))  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    ids = [n["id"] for n in run.records[0]["neighbors"]]
+    assert len(ids) == 5 and all(int(i[1:]) % 100 == 0 for i in ids)
