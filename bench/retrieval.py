@@ -17,9 +17,10 @@ sembed_cli.evaluation.statistics.paired_difference does for correlations); queri
 0.01% of the records): the time to select the rows (SQLite over the payloads), queries/s of the filtered search,
 and whether every query got 10 answers, all meeting the filter.
 
-Second stage (when runs/real/static.npy, the static model's vectors of the windows, exists): recall of MiniLM's
-exact top-10 among the windows (runs/real/minilm.truth.npy) for the static model's index alone, for it with
-`--rerank-model` MiniLM (ONNX int8) over 100 candidates, and for MiniLM's own index, with queries/s.
+Second stage: recall of MiniLM's exact top-10 among the windows (runs/real/minilm.truth.npy) for a first stage
+alone, for it with `--rerank-model` MiniLM (ONNX int8) over 100 candidates, and for MiniLM's own index, with
+queries/s: the first stage is the static model's index of the windows where runs/real/static.npy (its vectors of
+the windows) exists (results: retrieval_rerank.json), else BM25 over the index above (retrieval_rerank_bm25.json).
 
     python bench/retrieval.py [--queries 2000] [--threads 2]
 """
@@ -277,26 +278,29 @@ def second_stage(real: Path, minilm_index: Path, count: int, seed: int, depth: i
         return np.asarray([len(set(r) & e) / K for r, e in zip(rows, expected)])
 
     out: dict = {"queries": count, "depth": depth, "truth": "MiniLM's exact top-10 windows (minilm.truth.npy)"}
-    static_index = build_static(real, WORK)
-    with VectorIndex.load(static_index) as index:
-        encoder = QueryEmbedder(index, static_model)  # where the static model is (its recorded path is relative)
-        encoder.open()
+    static = (real / "static.npy").exists()
+    first_index = build_static(real, WORK) if static else minilm_index
+    label = "static" if static else "BM25 (--keyword --any-word)"
+    asked = K if static else 2 * K  # the combined index also holds the sentences: windows only are scored
+    rerank = {"rerank_model": "all-MiniLM-L6-v2", "rerank_depth": depth, "backend": "onnx", "quantize": "int8"}
+    words = {} if static else {"keyword": True, "any_word": True}
+    with VectorIndex.load(first_index) as index:
+        encoder = QueryEmbedder(index, static_model if static else None)  # the static model's recorded path is relative
+        if static:
+            encoder.open()
         records = [{"text": texts[i]} for i in chosen]
         for name, settings in (
-            ("static", SearchSettings(k=K)),
-            (
-                f"static + MiniLM re-rank of {depth}",
-                SearchSettings(
-                    k=K, rerank_model="all-MiniLM-L6-v2", rerank_depth=depth, backend="onnx", quantize="int8"
-                ),
-            ),
+            (label, SearchSettings(k=asked, **words)),  # type: ignore[arg-type]
+            (f"{label} + MiniLM re-rank of {depth}", SearchSettings(k=asked, **words, **rerank)),  # type: ignore[arg-type]
         ):
             plan = plan_of(index, settings)
             if plan is not None and plan.reranker is not None:
                 plan.reranker.open()
             started = time.perf_counter()
             found = list(
-                search_records(iter([dict(r) for r in records]), index, encoder, K, "text", "embedding", 100, plan=plan)
+                search_records(
+                    iter([dict(r) for r in records]), index, encoder, asked, "text", "embedding", 100, plan=plan
+                )
             )
             seconds = time.perf_counter() - started
             scored = recall([[n["id"] for n in r["neighbors"]] for r in found])
@@ -348,12 +352,11 @@ def main() -> None:
     real = real_dir()
     index_dir, built = build(real, WORK)
     log(f"index: {built}")
-    if args.part in ("all", "rerank") and (real / "static.npy").exists():
+    if args.part in ("all", "rerank"):
         rerank = second_stage(real, index_dir, args.rerank_queries, args.seed, args.rerank_depth, args.static_model)
         rerank.update(threads=args.threads, load_average_end=[round(x, 2) for x in os.getloadavg()])
-        log(f"wrote {save(args.name + '_rerank', {'how': __doc__.split(chr(10) * 2)[3], **rerank})}")
-    elif args.part == "rerank":
-        raise SystemExit(f"no {real / 'static.npy'} yet")
+        name = args.name + ("_rerank" if (real / "static.npy").exists() else "_rerank_bm25")
+        log(f"wrote {save(name, {'how': __doc__.split(chr(10) * 2)[3], **rerank})}")
     if args.part == "rerank":
         return
     queries = retrieval_set(real, args.queries, args.seed)
