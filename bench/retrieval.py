@@ -281,26 +281,24 @@ def second_stage(real: Path, minilm_index: Path, count: int, seed: int, depth: i
     static = (real / "static.npy").exists()
     first_index = build_static(real, WORK) if static else minilm_index
     label = "static" if static else "BM25 (--keyword --any-word)"
-    asked = K if static else 2 * K  # the combined index also holds the sentences: windows only are scored
+    windows = {} if static else {"where": "source = 'window'"}  # the combined index holds the sentences too
     rerank = {"rerank_model": "all-MiniLM-L6-v2", "rerank_depth": depth, "backend": "onnx", "quantize": "int8"}
-    words = {} if static else {"keyword": True, "any_word": True}
+    words = {} if static else {"keyword": True, "any_word": True, **windows}
     with VectorIndex.load(first_index) as index:
         encoder = QueryEmbedder(index, static_model if static else None)  # the static model's recorded path is relative
         if static:
             encoder.open()
         records = [{"text": texts[i]} for i in chosen]
         for name, settings in (
-            (label, SearchSettings(k=asked, **words)),  # type: ignore[arg-type]
-            (f"{label} + MiniLM re-rank of {depth}", SearchSettings(k=asked, **words, **rerank)),  # type: ignore[arg-type]
+            (label, SearchSettings(k=K, **words)),  # type: ignore[arg-type]
+            (f"{label} + MiniLM re-rank of {depth}", SearchSettings(k=K, **words, **rerank)),  # type: ignore[arg-type]
         ):
             plan = plan_of(index, settings)
             if plan is not None and plan.reranker is not None:
                 plan.reranker.open()
             started = time.perf_counter()
             found = list(
-                search_records(
-                    iter([dict(r) for r in records]), index, encoder, asked, "text", "embedding", 100, plan=plan
-                )
+                search_records(iter([dict(r) for r in records]), index, encoder, K, "text", "embedding", 100, plan=plan)
             )
             seconds = time.perf_counter() - started
             scored = recall([[n["id"] for n in r["neighbors"]] for r in found])
@@ -312,8 +310,11 @@ def second_stage(real: Path, minilm_index: Path, count: int, seed: int, depth: i
     vectors = minilm.encode([texts[i] for i in chosen])
     embedding = time.perf_counter() - started
     with VectorIndex.load(minilm_index) as index:
+        from sembed_cli.indexes.filters import Selection
+
+        only_windows = Selection.of(index, "source = 'window'")  # as search --where does
         started = time.perf_counter()
-        _, rows = index.search(vectors, 2 * K)  # the sentences in the index are left out: windows only
+        _, rows = only_windows.search(vectors, K)
         searching = time.perf_counter() - started
         found_records = index.records(rows.ravel())
         found = [[found_records[r][0] for r in row_list if r in found_records] for row_list in rows.tolist()]
