@@ -431,8 +431,11 @@ def test_update_and_output_usage(tmp_path):
     ],
 )
 def test_damaged_index_metadata_is_a_clear_error(index_dir, tmp_path, metadata, problem):
+    """sembed.json's content checked, in an index written before checksums (which would find any change first:
+    tests/test_reliability.py)."""
     damaged = tmp_path / "damaged"
     shutil.copytree(index_dir, damaged)
+    without_checksums(damaged)
     (damaged / "sembed.json").write_text(metadata)
     run = sembed("search", "--index", str(damaged), "--query", "Salem")
     assert run.exit_code == 1
@@ -441,12 +444,22 @@ def test_damaged_index_metadata_is_a_clear_error(index_dir, tmp_path, metadata, 
     )
 
 
+def without_checksums(index: Path) -> None:
+    """Make `index` as sembed wrote indexes before checksums: no checksums, nor sembed.json, in its state."""
+    import sqlite3
+
+    with sqlite3.connect(index / "records.sqlite") as db:
+        db.execute("DELETE FROM state WHERE key LIKE 'sum:%' OR key LIKE 'previous_sum:%' OR key = 'metadata'")
+    db.close()
+
+
 def test_truncated_index_files_are_a_clear_error(index_dir, tmp_path):
     damaged = tmp_path / "damaged"
     shutil.copytree(index_dir, damaged)
+    without_checksums(damaged)
     (damaged / "sembed.json").write_text('{"model": ')
     run = sembed("search", "--index", str(damaged), "--query", "Salem")
-    assert run.exit_code == 1 and run.stderr.startswith(f"error: unreadable index at '{damaged}': ")
+    assert run.exit_code == 1 and run.stderr.startswith(f"error: damaged index at '{damaged}': sembed.json is not JSON")
     shutil.copy(index_dir / "sembed.json", damaged / "sembed.json")
     (damaged / "records.sqlite").write_bytes(b"not a database" * 100)
     run = sembed("search", "--index", str(damaged), "--query", "Salem")
