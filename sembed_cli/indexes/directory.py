@@ -285,8 +285,21 @@ class VectorIndex:
                 descriptors.append(os.open(path / faiss_file, os.O_RDONLY))
             except FileNotFoundError:
                 raise changed(f"{faiss_file} is missing") from None
-            index = read_faiss(path / faiss_file, mapped=not (writable or whole))
-            if not _same_file(descriptors[0], path / faiss_file):
+            # FAISS reads the file this descriptor holds, even once a later commit has removed its name
+            held = Path(f"/proc/self/fd/{descriptors[0]}")
+            try:
+                index = read_faiss(
+                    held if held.exists() else path / faiss_file, not (writable or whole), path / faiss_file
+                )
+            except SembedError:
+                if not _same_file(descriptors[0], path / faiss_file):
+                    raise changed(f"{faiss_file} was replaced while it was read") from None
+                if sum_key(faiss_file) in state:  # damage FAISS itself trips on: said as damage
+                    problem = mismatch(descriptors[0], state[sum_key(faiss_file)], True, faiss_file)
+                    if problem is not None:
+                        raise SembedError(f"damaged index at '{path}': {problem}", REBUILD) from None
+                raise
+            if not held.exists() and not _same_file(descriptors[0], path / faiss_file):
                 raise changed(f"{faiss_file} was replaced while it was read")
             problem = metadata_problem(metadata, index.d)
             if problem is not None:
@@ -441,6 +454,31 @@ class VectorIndex:
             )
 
 
+def check_index(path: Path) -> str:
+    """Verify the index at `path` fully (`sembed index --check`): each file against its checksum, SQLite's own
+    integrity check and every row against its check. Returns what was checked, in a line; damage is a SembedError
+    naming the file."""
+    with VectorIndex.load(path) as loaded:
+        if loaded.legacy:
+            return f"{path} was written by sembed 0.1: it has no checksums (sembed index --update DIR converts it)"
+        store = cast(RecordStore, loaded.store)
+        files = sorted(key[len(SUM) :] for key in store.state if key.startswith(SUM))
+        loaded.verified()
+        problems = store.verify()
+        if problems:
+            raise SembedError(f"damaged index at '{path}': {problems[0]}", REBUILD)
+    if not files:
+        return (
+            f"{path} has no checksums (written before sembed kept them): {STORE_FILE} passes SQLite's integrity "
+            "check; rebuild the index to have its files checked"
+        )
+    rows = "its rows match their checks" if store.checked else "its rows carry no checks (written before them)"
+    return (
+        f"{path} is whole: {', '.join(files)} match their checksums; "
+        f"{STORE_FILE} passes SQLite's integrity check, {rows}"
+    )
+
+
 def seal(directory: Path, metadata: dict) -> None:
     """Write sembed.json into the finished, still hidden index `directory` (a build's, a merge's, a rebuild's) and
     record the checksums of its files and the metadata in its state: one transaction, whole with the directory's
@@ -473,8 +511,9 @@ def _same_file(descriptor: int, path: Path) -> bool:
         return False
 
 
-def read_faiss(path: Path, mapped: bool):
-    """The FAISS index at `path`: memory-mapped (inverted lists and flat codes stay on disk until read) or whole."""
+def read_faiss(path: Path, mapped: bool, shown: Path | None = None):
+    """The FAISS index at `path` (named `shown` in errors): memory-mapped (inverted lists and flat codes stay on disk
+    until read) or whole."""
     import faiss
 
     try:
@@ -486,6 +525,6 @@ def read_faiss(path: Path, mapped: bool):
                 return faiss.read_index(str(path), flags)
         return faiss.read_index(str(path))
     except RuntimeError as e:
-        raise SembedError(
-            f"unreadable index at '{path.parent}': {path.name}: {str(e).strip().splitlines()[-1]}", REBUILD
-        ) from None
+        shown = shown or path
+        problem = str(e).strip().splitlines()[-1].replace(str(path), str(shown))
+        raise SembedError(f"unreadable index at '{shown.parent}': {shown.name}: {problem}", REBUILD) from None
