@@ -177,15 +177,18 @@ def on_small_disks(tmp_path: Path, prepare: str, command: str, sizes: list[int])
     if shutil.which("unshare") is None:
         pytest.skip("no unshare to mount a small tmpfs with")
     disk = tmp_path / "disk"
-    disk.mkdir(exist_ok=True)
+    disk.mkdir(parents=True, exist_ok=True)
     script = "set -u\n"
     for size in sizes:
         out = tmp_path / f"out-{size}"
         script += textwrap.dedent(
             f"""
             mount -t tmpfs -o size={size}k tmpfs {disk} || exit 99
-            cd {disk} && {prepare}
-            {command} > {out}.stdout 2> {out}.stderr; echo $? > {out}.code
+            if cd {disk} && {prepare}; then
+                {command} > {out}.stdout 2> {out}.stderr; echo $? > {out}.code
+            else
+                echo 98 > {out}.code; : > {out}.stderr  # what the command needs does not fit: no run
+            fi
             cd {tmp_path} && mkdir -p {out} && ls -A {disk} > {out}.listing && cp -a {disk}/. {out}/ 2>/dev/null
             umount {disk}
             """
@@ -215,6 +218,8 @@ def check_all_or_nothing(results: list[dict], before, after, queries, name: str,
     failed = succeeded = 0
     for result in results:
         lines = result["stderr"].splitlines()
+        if result["code"] == 98:
+            continue
         if result["code"] == 0:
             succeeded += 1
             assert answers(result["out"] / name, queries) == after
@@ -236,7 +241,7 @@ def sweep(sizes_of, tmp_path, prepare, command) -> list[dict]:
     """A coarse sweep of disk sizes, then the gap between the largest that failed and the smallest that succeeded
     cut in eight: the steps of the commit are all crossed."""
     coarse = on_small_disks(tmp_path, prepare, command, sizes_of)
-    failing = [r["size"] for r in coarse if r["code"] != 0]
+    failing = [r["size"] for r in coarse if r["code"] == 1]
     passing = [r["size"] for r in coarse if r["code"] == 0]
     assert failing and passing, [(r["size"], r["code"], r["stderr"]) for r in coarse]
     low, high = max(failing), min(s for s in passing if s > max(failing))
@@ -279,7 +284,7 @@ def test_a_full_disk_during_an_update_or_a_build_changes_nothing_and_says_so(mod
     )
     failed, succeeded = check_all_or_nothing(results, None, before, queries, "new", [])
     assert failed >= 2 and succeeded >= 1
-    assert any(f"{built}/disk/new/" in r["stderr"] for r in results)  # the final name, not the hidden one
+    assert any("writing new/" in r["stderr"] for r in results)  # the final name, not the hidden one
 
 
 @pytest.mark.subprocess

@@ -53,7 +53,7 @@ def build_index(
     embedder = TextEmbedder(choice, check)
     entries = read_entries(source, reader, check)
     try:
-        with building(output, force=force) as work, disk_full_named(work, output):
+        with building(output, force=force) as work, disk_full_named(work, output, STORE_FILE):
             built = build_into(work, entries, settings, embedder, source.rejects, trained)
             embedder.report()
             if source.summary():

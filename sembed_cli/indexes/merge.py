@@ -32,7 +32,7 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
         raise SembedError("the same piece twice", "merge each index once")
     loaded = [VectorIndex.load(piece, whole=True) for piece in pieces]  # read-only: a piece may be on a shared mount
     try:
-        with building(output, force=force) as work, disk_full_named(work, output):
+        with building(output, force=force) as work, disk_full_named(work, output, STORE_FILE):
             count, kind = merge_into(work, loaded)
             meta = dict(loaded[0].metadata)
             fresh = describe("sembed index merge", {}, {})

@@ -108,6 +108,10 @@ class RecordStore:
                 self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checks'").fetchall()
             )
         except sqlite3.DatabaseError as e:
+            from ..io.atomic_files import DiskFull, is_disk_full
+
+            if is_disk_full(e):
+                raise DiskFull(self.path) from None
             raise SembedError(
                 f"unreadable index at '{self.path.parent}': {FILE}: {e}", "rebuild it with sembed index -o DIR --force"
             ) from None

@@ -132,11 +132,11 @@ class DiskFull(SembedError):
 
 
 @contextmanager
-def disk_full_named(work: Path, final: Path) -> Iterator[None]:
+def disk_full_named(work: Path, final: Path, unnamed: str) -> Iterator[None]:
     """A full disk inside the block, named by its final place: a file of the hidden directory `work` (a build's)
-    as the same file of `final`."""
+    as the same file of `final`; an error naming no file (SQLite's) as the file `unnamed` there."""
     try:
-        with disk_full_as_error(work):
+        with disk_full_as_error(work / unnamed):
             yield
     except DiskFull as e:
         try:
