@@ -454,9 +454,11 @@ def test_kill_9_at_random_moments_of_a_build_an_update_and_a_merge(model, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".idx")) == []  # the killed runs' folders
 
     update = [*SEMBED, "index", "-q", "--update", str(index), str(tmp_path / "more.jsonl")]
+    killed = 0
     for _ in range(4):
-        killed_at_random(update, chance, longest)
+        killed += killed_at_random(update, chance, longest)
         assert answers(index, queries) in (before, after)
+    assert killed >= 1  # at least one kill landed before the update ended
     assert subprocess.run(update, env=ENV).returncode == 0
     assert answers(index, queries) == after
     assert sembed("index", "--check", str(index)).exit_code == 0
