@@ -308,6 +308,20 @@ def test_a_full_disk_during_a_merge_leaves_no_half_index(model, tmp_path):
     assert failed >= 2 and succeeded >= 1
 
 
+@pytest.mark.subprocess
+@pytest.mark.slow
+def test_a_full_disk_during_a_part_leaves_no_part(tiny_model, tmp_path):
+    source = tmp_path / "corpus.jsonl"
+    source.write_text(jsonl(*({"id": n, "text": f"sentence number {n} of a corpus"} for n in range(3000))))
+    command = f"{' '.join(SEMBED)} embed -q {source} --shard 1/2 --parts parts -m {tiny_model}"
+    results = on_small_disks(tmp_path, "true", command, [40, 150, 4000])
+    assert [r["code"] for r in results] == [1, 1, 0], [r["stderr"] for r in results]
+    for result in results[:2]:
+        assert result["stderr"].startswith("error: no space left on device writing parts/part-0001-of-0002")
+        assert len(result["stderr"].splitlines()) == 1 and list((result["out"] / "parts").iterdir()) == []
+    assert sembed("parts", str(results[2]["out"] / "parts"), "--check").exit_code == 1  # one part of two: done
+
+
 # --- damage is an error, never an answer (37.4) -------------------------------------------------------------------
 
 

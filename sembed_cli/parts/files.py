@@ -36,7 +36,7 @@ import orjson
 from ..artifacts import process_alive
 from ..errors import SembedError
 from ..io import Rejects, Shard, display_name, loads, text_lines
-from ..io.atomic_files import commit, disk_full_as_error, sync_directory, sync_file
+from ..io.atomic_files import DiskFull, commit, disk_full_as_error, is_disk_full, sync_directory, sync_file
 from ..io.checksums import file_checksum, mismatch
 
 log = logging.getLogger(__name__)
@@ -270,8 +270,18 @@ class Part:
         records, vectors = files.hidden(files.records), files.hidden(files.vectors)
         written = (records, vectors, vectors.with_name(vectors.name + ".json"))
         try:
-            yield str(records), str(vectors)
-            self._commit(*written)
+            with disk_full_as_error(files.directory / files.name):
+                yield str(records), str(vectors)
+                self._commit(*written)
+        except DiskFull as e:  # named by the file's final name, not the hidden one it was written under
+            name = e.path.name
+            if name.startswith(".") and PARTIAL in name:
+                raise e.shown_as(e.path.with_name(name[1 : name.index(PARTIAL)])) from None
+            raise
+        except SembedError as e:  # the record sink's own words for a full disk: the part's, here
+            if e.__context__ is not None and is_disk_full(e.__context__):
+                raise DiskFull(files.records) from None
+            raise
         finally:
             for path in written:
                 path.unlink(missing_ok=True)
