@@ -327,10 +327,10 @@ class VectorIndex:
                     checks.append((vectors.path.name, os.open(vectors.path, os.O_RDONLY), state[key], False))
             for name, descriptor, checksum, _ in checks:  # sizes now: a truncated file never loads
                 size = os.fstat(descriptor).st_size
-                if size < parse(checksum)[0]:
+                if size < parse(checksum)[1]:
                     raise SembedError(
                         f"damaged index at '{path}': {name} has {size} bytes, its checksum was taken over "
-                        f"{parse(checksum)[0]}",
+                        f"{parse(checksum)[1]}",
                         REBUILD,
                     )
             removed = np.asarray(store.removed(), dtype=np.int64)

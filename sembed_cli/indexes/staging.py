@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 from .. import console
 from ..io import RecordReader, Rejects
 from ..io.atomic_files import DiskFull, is_disk_full
+from ..io.checksums import DEFAULT, hasher, make
 from . import kinds
 from .entries import Entry, EntryReader, unit_rows
 from .store import RecordStore
@@ -218,12 +218,12 @@ def write_faiss(index, path: Path) -> str:
     would say neither); the partial file is removed."""
     import faiss
 
-    written, crc = 0, 0
+    written, digest = 0, hasher()
     failure: OSError | None = None
     with open(path, "wb", buffering=0) as f:
 
         def write(data: bytes) -> int:
-            nonlocal written, crc, failure
+            nonlocal written, failure
             if failure is None:
                 try:
                     view = memoryview(data)
@@ -232,7 +232,7 @@ def write_faiss(index, path: Path) -> str:
                 except OSError as e:
                     failure = e  # the rest is counted, not written: the size the whole file needs
             written += len(data)
-            crc = zlib.crc32(data, crc)
+            digest.update(data)
             return len(data)
 
         faiss.write_index(index, faiss.PyCallbackIOWriter(write))  # type: ignore[attr-defined]  # not in the stubs
@@ -246,4 +246,4 @@ def write_faiss(index, path: Path) -> str:
         if is_disk_full(failure):
             raise DiskFull(path, written)
         raise failure
-    return f"{written}:{crc:08x}"
+    return make(DEFAULT, written, digest.hexdigest())

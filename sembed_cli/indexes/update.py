@@ -21,7 +21,7 @@ import numpy as np
 from ..artifacts import building, describe, exclusive
 from ..io import Rejects, commit, sync_file, temporary_sibling, write_bytes_atomic
 from ..io.atomic_files import disk_full_as_error, json_bytes
-from ..io.checksums import bytes_checksum, extend, file_checksum, parse
+from ..io.checksums import bytes_checksum, file_checksum
 from ..models.embedder import model_path
 from . import kinds
 from .build import build_from_index
@@ -275,7 +275,8 @@ def update_in_place(
             )
         if kept is not None:
             kept.sync()
-            sums[sum_key(kept.path.name)] = vectors_checksum(store, kept, committed)
+            size = (store.number("vector_rows") - kept.base) * kept.row_bytes
+            sums[sum_key(kept.path.name)] = file_checksum(kept.path, size)  # the rows this commit counts
         updated = Updated(changes, store.count, store.state.get("data_sha256", ""), faiss_file)
         metadata = with_warnings(write_metadata(updated))
         data = json_bytes(metadata)
@@ -305,16 +306,6 @@ def update_in_place(
     remove_old_generations(path, keep=(faiss_file, previous_faiss))
     (path / UPDATE_VECTORS).unlink(missing_ok=True)
     return updated
-
-
-def vectors_checksum(store: RecordStore, kept: VectorFile, committed: int) -> str:
-    """The checksum of the kept vectors' rows this commit counts: the last commit's, continued over the rows it
-    appended (the file is read whole only for an index written before checksums)."""
-    size = (store.number("vector_rows") - kept.base) * kept.row_bytes
-    before = store.state.get(sum_key(kept.path.name))
-    if before is not None and parse(before)[0] == (committed - kept.base) * kept.row_bytes <= size:
-        return extend(before, kept.path, size)
-    return file_checksum(kept.path, size)
 
 
 def with_warnings(metadata: dict) -> dict:

@@ -9,14 +9,13 @@ as `sembed embed` without --npy would have written it; memory holds one record p
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 from ..errors import BadRecord, SembedError
 from ..io import ReadPosition, Rejects, loads
-from ..io.checksums import mismatch, parse
+from ..io.checksums import hasher, mismatch, parse
 from ..vector_rows import RowVectors, vector_field
 from .files import PartFiles, finished
 
@@ -34,14 +33,15 @@ class PartReader:
             if problem is not None:
                 raise SembedError(f"damaged part: {files.directory}/{problem}", RUN_AGAIN)
         self.checksum = recorded.get("jsonl_checksum")
-        self.crc = 0
+        self.hasher = hasher(parse(self.checksum)[0]) if self.checksum is not None else None
         self.vectors = RowVectors(files.vectors)
         self.stream = stack.enter_context(open(files.records, "rb"))  # noqa: SIM115 (the stack closes it)
         self.line = 0
 
     def next(self) -> dict:
         raw = self.stream.readline()
-        self.crc = zlib.crc32(raw, self.crc)
+        if self.hasher is not None:
+            self.hasher.update(raw)
         self.line += 1
         if not raw:
             raise SembedError(
@@ -69,7 +69,9 @@ class PartReader:
                 f"{self.files.records} holds more records than its manifest counts",
                 "the part was changed after it was written: run it again with --force",
             )
-        if self.checksum is not None and zlib.crc32(rest, self.crc) != parse(self.checksum)[1]:
+        if self.hasher is not None:
+            self.hasher.update(rest)
+        if self.checksum is not None and self.hasher is not None and self.hasher.hexdigest() != parse(self.checksum)[2]:
             raise SembedError(
                 f"damaged part: {self.files.records} does not match its checksum (its bytes changed after they "
                 "were written)",
