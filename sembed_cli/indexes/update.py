@@ -20,7 +20,7 @@ import numpy as np
 
 from ..artifacts import building, describe, exclusive
 from ..io import Rejects, commit, sync_file, temporary_sibling, write_bytes_atomic
-from ..io.atomic_files import disk_full_as_error, json_bytes
+from ..io.atomic_files import disk_full_as_error, disk_full_named, json_bytes
 from ..io.checksums import bytes_checksum, file_checksum
 from ..models.embedder import model_path
 from . import kinds
@@ -181,7 +181,7 @@ def rebuild(directory: Path, settings: IndexSettings) -> dict:
     """The index at `directory` built afresh from its own rows and vectors (new cells; rows renumbered)."""
     old = VectorIndex.load(directory, writable=True)
     try:
-        with building(directory, force=True) as work:
+        with building(directory, force=True) as work, disk_full_named(work, directory, STORE_FILE):
             built = build_from_index(work, old, settings)
             meta = dict(old.metadata)
             fresh = {**meta, "count": built.count, "type": built.kind.name}
