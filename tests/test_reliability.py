@@ -8,7 +8,9 @@ part is an error naming it; kill -9 at seeded random moments of a build, an upda
 of before or of after, and a re-run finishes the work (a part's: tests/test_parts_faults.py).
 
 The vectors are given in the records (the tiny model's identity, no model run), so each sembed process costs its
-start-up and little more: the whole file runs in about a minute and a half on a quiet 2-core machine.
+start-up and little more (a part's full-disk test alone runs the tiny model): `-m reliability`, this file and the
+part kill test of tests/test_parts_faults.py, took 3 min 22 s on the shared 2-core machine under a load average of
+13 (64 s of CPU).
 """
 
 from __future__ import annotations
@@ -314,12 +316,12 @@ def test_a_full_disk_during_a_part_leaves_no_part(tiny_model, tmp_path):
     source = tmp_path / "corpus.jsonl"
     source.write_text(jsonl(*({"id": n, "text": f"sentence number {n} of a corpus"} for n in range(3000))))
     command = f"{' '.join(SEMBED)} embed -q {source} --shard 1/2 --parts parts -m {tiny_model}"
-    results = on_small_disks(tmp_path, "true", command, [40, 150, 4000])
-    assert [r["code"] for r in results] == [1, 1, 0], [r["stderr"] for r in results]
-    for result in results[:2]:
+    results = on_small_disks(tmp_path, "true", command, [150, 4000])  # each run starts torch: two sizes only
+    assert [r["code"] for r in results] == [1, 0], [r["stderr"] for r in results]
+    for result in results[:1]:
         assert result["stderr"].startswith("error: no space left on device writing parts/part-0001-of-0002")
         assert len(result["stderr"].splitlines()) == 1 and list((result["out"] / "parts").iterdir()) == []
-    assert sembed("parts", str(results[2]["out"] / "parts"), "--check").exit_code == 1  # one part of two: done
+    assert sembed("parts", str(results[1]["out"] / "parts"), "--check").exit_code == 1  # one part of two: done
 
 
 # --- damage is an error, never an answer (37.4) -------------------------------------------------------------------
