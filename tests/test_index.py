@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TINY_DIM, jsonl, sembed
+from conftest import ROOT, TINY_DIM, jsonl, sembed, without_checksums
 
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.indexes.entries import content_digest
@@ -442,15 +442,6 @@ def test_damaged_index_metadata_is_a_clear_error(index_dir, tmp_path, metadata, 
     assert run.stderr == (
         f"error: damaged index at '{damaged}': {problem} (hint: rebuild it with sembed index -o DIR --force)\n"
     )
-
-
-def without_checksums(index: Path) -> None:
-    """Make `index` as sembed wrote indexes before checksums: no checksums, nor sembed.json, in its state."""
-    import sqlite3
-
-    with sqlite3.connect(index / "records.sqlite") as db:
-        db.execute("DELETE FROM state WHERE key LIKE 'sum:%' OR key LIKE 'previous_sum:%' OR key = 'metadata'")
-    db.close()
 
 
 def test_truncated_index_files_are_a_clear_error(index_dir, tmp_path):
