@@ -330,6 +330,7 @@ def repair_metadata(loaded: VectorIndex) -> None:
     store, path = loaded.store, loaded.path
     assert isinstance(store, RecordStore)
     remove_dead_runs(path / METADATA_FILE)
+    (path / UPDATE_VECTORS).unlink(missing_ok=True)  # a killed update's new vectors (this run holds the lock)
     recorded, data = store.state.get(sum_key(METADATA_FILE)), store.state.get(STATE_METADATA)
     if recorded is None or data is None:
         return
