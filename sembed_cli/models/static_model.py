@@ -19,6 +19,7 @@ torch. Built by `sembed_cli/training/static.py`.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ WEIGHTS_FILE = "model.safetensors"
 WEIGHTS_KEY = "embedding.weight"  # StaticEmbedding's state dict
 TOKENIZER_FILE = "tokenizer.json"
 NORMALIZE_DIR = "1_Normalize"
+SPARSE_AT = 256  # texts from which a window's sums are one sparse product (`StaticModel.embed_ids`)
 
 log = logging.getLogger(__name__)
 
@@ -94,16 +96,38 @@ class StaticModel:
         return self.embed_ids(self.token_ids(texts))
 
     def embed_ids(self, ids: list[list[int]]) -> np.ndarray:
-        """The mean of each text's rows (StaticEmbedding's EmbeddingBag, mode mean), then unit length. A text at a
-        time: its few rows stay in cache, faster than one gather and `np.add.reduceat` over a batch."""
-        vectors = np.zeros((len(ids), self.matrix.shape[1]), dtype=np.float32)
-        for n, pieces in enumerate(ids):
-            if pieces:
-                vectors[n] = self.matrix[pieces].sum(axis=0)
+        """The mean of each text's rows (StaticEmbedding's EmbeddingBag, mode mean), then unit length.
+
+        Each sum adds a text's rows in their order in float32, one after another (`numpy`'s sum over axis 0 of a
+        text's rows does the same), so both ways give the same bits: a window of SPARSE_AT texts or more is one
+        product of the sparse text-by-piece count matrix with `matrix` (scipy's CSR product, no gathered copy of
+        the rows: 3-4x faster than a call per text), a smaller one (a query, the first windows of a stream) a
+        text at a time, without scipy's import."""
+        if len(ids) >= SPARSE_AT:
+            vectors = self._sparse_sums(ids)
+        else:
+            vectors = np.zeros((len(ids), self.matrix.shape[1]), dtype=np.float32)
+            for n, pieces in enumerate(ids):
+                if pieces:
+                    vectors[n] = self.matrix[pieces].sum(axis=0)
         vectors /= np.maximum(np.fromiter(map(len, ids), dtype=np.float32, count=len(ids)), 1)[:, None]
         if self.normalize:
             vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return vectors
+
+    def _sparse_sums(self, ids: list[list[int]]) -> np.ndarray:
+        """Each text's sum of rows as counts @ matrix, the counts a CSR matrix whose row n lists text n's pieces in
+        order, repeats kept (not summed: a repeated piece is added again where it stands)."""
+        from scipy.sparse import csr_matrix
+
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        pieces = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=int(indptr[-1]))
+        counts = csr_matrix(
+            (np.ones(len(pieces), dtype=np.float32), pieces, indptr), shape=(len(ids), self.matrix.shape[0])
+        )
+        return np.asarray(counts @ self.matrix, dtype=np.float32)
 
 
 def load(path: str | Path) -> StaticModel:
