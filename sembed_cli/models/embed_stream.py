@@ -277,7 +277,7 @@ def read_ahead(items: Iterator[T], depth: int = AHEAD) -> Iterator[T]:
             for item in items:
                 if not put((None, item)):
                     return
-        except BaseException as error:  # noqa: BLE001 (handed to the caller, who raises it in its own thread)
+        except BaseException as error:  # handed to the caller, who raises it in its own thread
             put((error, None))
             return
         put((None, done))
