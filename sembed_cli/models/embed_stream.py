@@ -245,6 +245,7 @@ def encoded_windows(
 
 
 AHEAD = 2  # windows `read_ahead` keeps ready: one being written, one to overlap with the next
+JOIN_SECONDS = 2.0  # how long a stopped `read_ahead` waits for its thread
 
 
 def read_ahead(items: Iterator[T], depth: int = AHEAD) -> Iterator[T]:
@@ -253,8 +254,8 @@ def read_ahead(items: Iterator[T], depth: int = AHEAD) -> Iterator[T]:
 
     The thread only reads and computes (here: reads records and encodes windows, whose tokenizer and numpy work
     runs without the GIL), so it overlaps the caller's writing; it holds nothing the caller closes, and stops at
-    the next item once the caller is done (a closed pipe, an error, an interrupt), or with the process (a daemon
-    thread, e.g. one waiting on stdin).
+    the next item once the caller is done (a closed pipe, an error, an interrupt), which waits for it up to
+    JOIN_SECONDS; one waiting on stdin longer ends with the process (a daemon thread).
     """
     import queue
     import threading
@@ -294,6 +295,9 @@ def read_ahead(items: Iterator[T], depth: int = AHEAD) -> Iterator[T]:
             yield item
     finally:
         stop.set()
+        # let a window being encoded finish (milliseconds): a process that exits under native code running
+        # without the GIL (the tokenizer) may abort; a thread waiting on stdin is left to end with the process
+        thread.join(timeout=JOIN_SECONDS)
 
 
 def uses_threads() -> bool:
