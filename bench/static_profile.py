@@ -12,13 +12,13 @@ of --repeats:
   check record      embed's per-record check (text fields, vectors of another model, --long-text)
   window and jobs   the window's (record, text field) jobs, repeats found, long texts counted
   tokenize          the tokenizer's batch encoding (Rust), ids as Python lists
-  sum pieces        the mean of each text's rows and unit length: one sparse product (now), a numpy sum a
-                    text at a time (before)
+  sum pieces        the mean of each text's rows and unit length: a piece position at a time (now), a numpy
+                    sum a text at a time (before)
   stamp             each record's embedding_model, its vector stored in it
   JSON line         the record as a JSON line, 256 float32 values (JSONL) or a row number (--npy, with the
                     matrix's rows copied out)
 
-What runs without the GIL (the tokenizer; scipy's product; the file writes)
+What runs without the GIL (the tokenizer; numpy's gathers and sums; the file writes)
 can overlap the rest in a second thread; the rest is Python and holds it.
 
     python bench/static_profile.py --static DIR [--records 20000] [--repeats 5]
@@ -61,7 +61,7 @@ def best(repeats: int, run) -> float:
 
 
 def one_at_a_time(model: StaticModel, ids: list[list[int]]):
-    """The sums as embed made them before the sparse product: numpy's sum of a text's rows, a text at a time."""
+    """The sums as embed made them before (issue 40): numpy's sum of a text's rows, a text at a time."""
     import numpy as np
 
     vectors = np.zeros((len(ids), model.matrix.shape[1]), dtype=np.float32)
@@ -141,7 +141,7 @@ def main() -> None:
             "check record": lambda: [check(record) for record in records],
             "window and jobs": jobs,
             "tokenize": lambda: [model.token_ids(window) for window in texts],
-            "sum pieces (sparse product)": lambda: [model.embed_ids(window) for window in ids],
+            "sum pieces (a position at a time)": lambda: [model.embed_ids(window) for window in ids],
             "sum pieces (a text at a time, before)": lambda: [one_at_a_time(model, window) for window in ids],
             "stamp": stamp_all,
             "JSON line, 256 floats (JSONL)": lambda: [dumps(record) for record in stamped],

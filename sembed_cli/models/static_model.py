@@ -36,7 +36,8 @@ WEIGHTS_FILE = "model.safetensors"
 WEIGHTS_KEY = "embedding.weight"  # StaticEmbedding's state dict
 TOKENIZER_FILE = "tokenizer.json"
 NORMALIZE_DIR = "1_Normalize"
-SPARSE_AT = 256  # texts from which a window's sums are one sparse product (`StaticModel.embed_ids`)
+BY_POSITION = 32  # texts from which a window is summed a piece position at a time (`StaticModel.embed_ids`)
+POSITIONS = 64  # pieces past which a text is summed alone there
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +99,13 @@ class StaticModel:
     def embed_ids(self, ids: list[list[int]]) -> np.ndarray:
         """The mean of each text's rows (StaticEmbedding's EmbeddingBag, mode mean), then unit length.
 
-        Each sum adds a text's rows in their order in float32, one after another (`numpy`'s sum over axis 0 of a
-        text's rows does the same), so both ways give the same bits: a window of SPARSE_AT texts or more is one
-        product of the sparse text-by-piece count matrix with `matrix` (scipy's CSR product, no gathered copy of
-        the rows: 3-4x faster than a call per text), a smaller one (a query, the first windows of a stream) a
-        text at a time, without scipy's import."""
-        if len(ids) >= SPARSE_AT:
-            vectors = self._sparse_sums(ids)
+        A text's sum adds its rows in their order in float32 to 0.0 (as numpy's sum over axis 0 of the text's
+        rows does: -0.0 alone sums to 0.0), so the vectors are the same bits whichever way they are computed: a
+        window of BY_POSITION texts or more a position at a time (`_sums_by_position`: a few numpy calls a
+        window, about 2x faster than a call per text), a smaller one (a query, the first windows of a stream) a
+        text at a time."""
+        if len(ids) >= BY_POSITION:
+            vectors = self._sums_by_position(ids)
         else:
             vectors = np.zeros((len(ids), self.matrix.shape[1]), dtype=np.float32)
             for n, pieces in enumerate(ids):
@@ -115,19 +116,30 @@ class StaticModel:
             vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return vectors
 
-    def _sparse_sums(self, ids: list[list[int]]) -> np.ndarray:
-        """Each text's sum of rows as counts @ matrix, the counts a CSR matrix whose row n lists text n's pieces in
-        order, repeats kept (not summed: a repeated piece is added again where it stands)."""
-        from scipy.sparse import csr_matrix
-
-        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        pieces = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=int(indptr[-1]))
-        counts = csr_matrix(
-            (np.ones(len(pieces), dtype=np.float32), pieces, indptr), shape=(len(ids), self.matrix.shape[0])
+    def _sums_by_position(self, ids: list[list[int]]) -> np.ndarray:
+        """Each text's sum of rows, a piece position at a time: the texts sorted by length (longest first), so
+        those with a p-th piece are the first k_p, and step p adds the rows of their p-th pieces in one gather;
+        a text of more than POSITIONS pieces is summed alone, so a long one costs the rest no steps."""
+        lengths = np.fromiter(map(len, ids), dtype=np.intp, count=len(ids))
+        vectors = np.zeros((len(ids), self.matrix.shape[1]), dtype=np.float32)
+        for n in np.flatnonzero(lengths > POSITIONS).tolist():
+            vectors[n] = self.matrix[ids[n]].sum(axis=0)
+        short = np.flatnonzero((lengths > 0) & (lengths <= POSITIONS))
+        if not len(short):
+            return vectors
+        order = short[np.argsort(-lengths[short], kind="stable")]
+        counts = lengths[order]
+        pieces = np.fromiter(
+            itertools.chain.from_iterable(ids[n] for n in order.tolist()), dtype=np.intp, count=int(counts.sum())
         )
-        return np.asarray(counts @ self.matrix, dtype=np.float32)
+        starts = np.zeros(len(order), dtype=np.intp)
+        np.cumsum(counts[:-1], out=starts[1:])
+        having = np.searchsorted(-counts, -np.arange(int(counts[0])), side="left")  # texts with a p-th piece
+        sums = np.zeros((len(order), self.matrix.shape[1]), dtype=np.float32)
+        for p, k in enumerate(having.tolist()):
+            sums[:k] += self.matrix[pieces[starts[:k] + p]]
+        vectors[order] = sums
+        return vectors
 
 
 def load(path: str | Path) -> StaticModel:
