@@ -136,7 +136,16 @@ def main() -> None:
         choices=[*EMBEDDERS, *AROUND],
         help="run only these; the others' rows are kept from the results file",
     )
+    parser.add_argument(
+        "--summarise-only", action="store_true", help="recompute the figures of the results file's runs, run nothing"
+    )
     args = parser.parse_args()
+    if args.summarise_only:
+        old = json.loads((RESULTS / "static_speed.json").read_text())
+        args.contenders = []
+        described = {key: old[key] for key in ("cpu_model", "cpu_flags", "cores", "load_average_before", "kept")}
+        summarise({threads: {} for threads in old["runs"]}, args, [""] * old["sentences"], described, show=True)
+        return
     names = [name for name in [*EMBEDDERS, *AROUND] if name != "model2vec" or args.model2vec]
     if args.contenders:
         names = [name for name in names if name in args.contenders]
@@ -297,7 +306,7 @@ def kept_rows(runs: dict) -> dict[str, dict[str, list[dict]]]:
 def summarise(runs: dict, args, texts: list[str], described: dict, show: bool = False) -> None:
     """Best figures and per-round ratios to the reference; saved after every round, so a cut-short run keeps its
     rounds."""
-    kept = kept_rows(runs) if args.contenders else {}
+    kept = kept_rows(runs) if args.contenders is not None else {}
     runs = {threads: {**kept.get(threads, {}), **by_name} for threads, by_name in runs.items()}
     table = {}
     for threads, by_name in runs.items():
@@ -322,8 +331,7 @@ def summarise(runs: dict, args, texts: list[str], described: dict, show: bool = 
                 # the process's CPU time a sentence, start-up included: what a loaded machine changes least
                 "cpu_us_per_sentence": round(min(r["cpu_s"] / r["sentences"] for r in results) * 1e6, 1),
             }
-            fresh = name not in kept.get(threads, {}) and "model2vec" not in kept.get(threads, {})
-            if name in (*STATIC, "sembed_static_index") and peer and fresh:
+            if name in STATIC and peer and len(results) == len(peer):  # rounds of one run: paired
                 same_round = sorted(r["sentences_per_s"] / m["sentences_per_s"] for r, m in zip(results, peer))
                 if same_round:
                     table[threads][name]["vs_model2vec"] = round(same_round[len(same_round) // 2], 2)
@@ -346,7 +354,7 @@ def summarise(runs: dict, args, texts: list[str], described: dict, show: bool = 
         "runs; cpu_us_per_sentence: the process's CPU seconds (start-up included) over its sentences, least of "
         "rounds; vs_model2vec: sentences/s over model2vec's in the same round, median of rounds; "
         "sembed_static_search's sentences_per_s are queries/s",
-        "kept": {threads: sorted(names) for threads, names in kept.items()},
+        "kept": described.get("kept") or {threads: sorted(names) for threads, names in kept.items()},
         "aim": {"static_throughput_ratio": 50, "npy_vs_model2vec": 1.0, "jsonl_vs_model2vec_at_2_threads": 0.8},
         "best_by_threads": table,
         "runs": runs,
