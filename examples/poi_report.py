@@ -310,21 +310,23 @@ def speed(args) -> None:
 AIM = 0.95  # issue 31: recall@10 on every kind but "missing word" (whose bound is printed), and all of them
 
 
-def recall_rows(lines: list, title: str, ours: dict, plain: dict, base: dict) -> list[str]:
-    """The table of recall@10 by kind, and the kinds that miss the aims (AIM, and at least the baseline's), which
-    it returns."""
+def recall_rows(lines: list, title: str, ours: dict, plain: dict, base: dict, hybrid: dict | None = None) -> list[str]:
+    """The table of recall@10 by kind (with `search --hybrid --any-word`'s column where it ran), and the kinds that
+    miss the aims (AIM, and at least the baseline's), which it returns."""
     lines += [
         "",
         title,
         "",
         "| perturbation | queries | sembed (stage 2 + n-grams + --spelling) | without --spelling "
-        "| baseline (char n-gram TF-IDF) |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        + ("| --hybrid --any-word (BM25 + vectors) " if hybrid else "")
+        + "| baseline (char n-gram TF-IDF) |",
+        "| --- | ---: | ---: | ---: | ---: |" + (" ---: |" if hybrid else ""),
     ]
     for kind, m in ours.items():
         lines.append(
             f"| {kind} | {m['n']} | {m['recall_at_10']:.3f} | {plain[kind]['recall_at_10']:.3f} | "
-            f"{base[kind]['recall_at_10']:.3f} |"
+            + (f"{hybrid[kind]['recall_at_10']:.3f} | " if hybrid else "")
+            + f"{base[kind]['recall_at_10']:.3f} |"
         )
     below = [
         f"{kind} {m['recall_at_10']:.3f} (below {AIM})"
@@ -489,6 +491,7 @@ def table(args) -> None:
         metrics["recall"],
         metrics["recall-no-spelling"],
         metrics["baseline-recall"],
+        metrics.get("recall-hybrid"),
     )
     bound = missing_word_bound(
         [json.loads(line)["text"] for line in (work / "poi-names.jsonl").open(encoding="utf-8")],
@@ -507,6 +510,7 @@ def table(args) -> None:
             metrics["recall-queries"],
             metrics["recall-queries-no-spelling"],
             metrics["baseline-recall-queries"],
+            metrics.get("recall-queries-hybrid"),
         )
     typed_rows(lines, work)
     lines += [
@@ -537,6 +541,7 @@ def table(args) -> None:
             if key in metrics
         },
         "recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics["recall"].items()},
+        "hybrid_recall_at_10": {kind: m["recall_at_10"] for kind, m in metrics.get("recall-hybrid", {}).items()},
         "missing_word_bound": bound,
         "lookup_aims_unmet": unmet,
         "queries_per_s": best,

@@ -21,7 +21,8 @@
 #    perturbed real names, the kinds in turn (typo, missing word, dropped suffix, word added, word order, accents
 #    dropped, case and punctuation, abbreviation; poi_report.py perturb) and, when QUERIES=FILE is
 #    given, also with its records (JSONL: text, the intended target name, and perturbation, by which recall@10 is
-#    reported), recall@10, and the queries typed by hand in examples/data/poi_typed_queries.jsonl, each query's
+#    reported), recall@10, also of search --hybrid --any-word (BM25 over the names' words fused with the
+#    vectors), and the queries typed by hand in examples/data/poi_typed_queries.jsonl, each query's
 #    first names; queries/s of sembed search --spelling from text (the command's own code, timed in
 #    process over the queries 5 times, the index and model loaded: poi_report.py speed), with 1 and 2 threads.
 # 6. The baseline (examples/poi_baseline.py, scikit-learn): TF-IDF of character 1- to 4-grams, a logistic
@@ -122,6 +123,8 @@ stage "index all POI names" sembed index -q "$WORK/poi-names.jsonl" -m "$models/
 lookup() {  # lookup NAME QUERIES
   sembed search -q --index "$WORK/poi-index" --spelling --device cpu "$2" | $report recall > "$WORK/metrics/$1.json"
   sembed search -q --index "$WORK/poi-index" --device cpu "$2" | $report recall > "$WORK/metrics/$1-no-spelling.json"
+  sembed search -q --index "$WORK/poi-index" --hybrid --any-word --device cpu "$2" \
+    | $report recall > "$WORK/metrics/$1-hybrid.json"
   $baseline lookup "$WORK/poi-names.jsonl" "$2" | $report recall > "$WORK/metrics/baseline-$1.json"
 }
 stage "search perturbed names" lookup recall "$WORK/queries.jsonl"
