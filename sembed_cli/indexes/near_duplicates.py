@@ -27,6 +27,7 @@ DEFAULT_NEIGHBOURS = 10
 DEFAULT_NPROBE = 16  # near-duplicates lie in their own cell or the next: 16 lists find >= 0.99 of their pairs
 EXACT_LIMIT = kinds.AUTO_EXACT_LIMIT  # exact search over all pairs up to 100,000 records (seconds), cells above
 KEEP = ("all", "first", "duplicates")
+MARGIN = 0.01  # candidates this far under the threshold by FAISS's score are scored again from the kept vectors
 FIELDS = ("group", "representative", "score")
 
 Search = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]  # (unit queries, k) -> (cosines, positions)
@@ -92,19 +93,24 @@ def vector_search(collection: Collection, settings: DedupSettings) -> tuple[Sear
 
 
 def find_pairs(collection: Collection, search: Search, settings: DedupSettings) -> Pairs:
-    """Every record's neighbours at or above the threshold (itself left out), each pair once (a < b)."""
+    """Every record's neighbours at or above the threshold (itself left out), each pair once (a < b). A pair's
+    cosine is taken again from the kept vectors (FAISS's codes round otherwise: an inverted list's float16
+    residuals, an index's PQ), so exact and approximate search judge a pair they both find alike."""
     found_a, found_b, found_score = [], [], []
     asked = settings.neighbours + 1  # the record itself comes back too
     for start in console.progress(range(0, collection.count, BLOCK), "finding neighbours", unit="blocks"):
         queries = collection.block(start, start + BLOCK)
         scores, positions = search(queries, asked)
         own = np.arange(start, start + len(queries))[:, None]
-        keep = (positions >= 0) & (positions != own) & (scores >= settings.threshold)
+        keep = (positions >= 0) & (positions != own) & (scores >= settings.threshold - MARGIN)
         a = np.broadcast_to(own, positions.shape)[keep]
         b = positions[keep]
+        score = np.einsum("nd,nd->n", queries[a - start], collection.rows(b))
+        close = score >= settings.threshold
+        a, b = a[close], b[close]
         found_a.append(np.minimum(a, b))
         found_b.append(np.maximum(a, b))
-        found_score.append(scores[keep].astype(np.float32))
+        found_score.append(score[close].astype(np.float32))
     if not found_a:
         return Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
     a, b, score = np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_score)
