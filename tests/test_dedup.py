@@ -11,7 +11,6 @@ from conftest import jsonl, sembed
 
 from sembed_cli import api
 
-
 TOY = "toy@0123456789ab"  # vectors of a made-up model
 
 
