@@ -125,9 +125,11 @@ def dedup_command(
     reading, and the records before it are still grouped and written
     before the error.
 
-    The default threshold, 0.9, keeps copies, changed punctuation or case
-    and most one-word edits of a sentence together under all-MiniLM-L6-v2
-    and leaves paraphrases apart (the figures: docs/dedup-cluster.md).
+    The default threshold, 0.9, groups the copies of a sentence and its
+    changes of punctuation or case under all-MiniLM-L6-v2, about half of
+    its one-word edits, and few of the windows of a text that overlap it;
+    a lower one groups more edits, and more merely similar texts (the
+    measured trade-off: docs/dedup-cluster.md).
 
     \b
     Example:
