@@ -88,6 +88,7 @@ def kmeans(collection: Collection, settings: ClusterSettings) -> Clusters:
         scores, found = nearest.search(collection.block(start, start + BLOCK), 1)
         cluster[start : start + len(found)] = found[:, 0]
         score[start : start + len(found)] = np.clip(scores[:, 0], -1.0, 1.0)
+        collection.release()
     return Clusters(centroids, cluster, score)
 
 

@@ -17,6 +17,7 @@ read is lost, as the record stream's rule is for the streaming commands.
 from __future__ import annotations
 
 import logging
+import mmap
 import shutil
 import sys
 import tempfile
@@ -44,6 +45,16 @@ log = logging.getLogger(__name__)
 
 SPOOL_DTYPE = "float16"  # cosines to about 1e-3 (vector_file.py), half the memory of float32
 BLOCK = 50_000  # rows read, searched or assigned together
+RELEASE_EVERY = 50_000  # records read between two releases of the .npy matrix's mapped pages
+
+
+def drop_pages(array: object) -> None:
+    """Let the kernel drop the pages of a memory-mapped matrix read so far: mapped file pages count in the process's
+    memory (RSS) while they stay, and a matrix read once need not stay (a page read again comes back from the
+    file). A no-op for an array that is not mapped."""
+    mapped = getattr(array, "_mmap", None)
+    if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        mapped.madvise(mmap.MADV_DONTNEED)
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,11 @@ class Collection:
 
     def block(self, start: int, stop: int) -> np.ndarray:
         return np.asarray(self.matrix()[start:stop], dtype=np.float32)
+
+    def release(self) -> None:
+        """Drop the spooled vectors' mapped pages (read again from the temporary file when needed): a pass over
+        them all then holds only a block at a time."""
+        drop_pages(self.matrix())
 
     def rows(self, positions: np.ndarray) -> np.ndarray:
         """float32 unit vectors of `positions` (any order)."""
@@ -195,6 +211,8 @@ class StreamCollection(Collection):
                 self.lines.append(source.line)
                 if len(pending_vectors) + len(pending_texts) >= settings.batch_size:
                     flush()
+                    if rows is not None and len(self.lines) % RELEASE_EVERY < settings.batch_size:
+                        drop_pages(rows.matrix)  # the .npy read so far: its rows are in the spool now
         except SembedError as e:  # bad input: what was read before it is still used, and the error raised after
             self.error = e
         flush()

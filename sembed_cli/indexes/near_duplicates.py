@@ -77,6 +77,7 @@ def vector_search(collection: Collection, settings: DedupSettings) -> tuple[Sear
         flat = faiss.IndexFlatIP(dim)
         for start in range(0, count, BLOCK):
             flat.add(collection.block(start, start + BLOCK))
+            collection.release()
         return flat.search, "exact inner product"
     cells = kinds.cells(count)
     quantizer = f"IVF{cells}_HNSW{kinds.HNSW_M}" if cells >= kinds.TWO_LEVEL_FROM else f"IVF{cells}"
@@ -88,6 +89,7 @@ def vector_search(collection: Collection, settings: DedupSettings) -> tuple[Sear
     kinds.train(index, collection.rows(sample), settings.seed)
     for start in console.progress(range(0, count, BLOCK), "adding vectors", unit="blocks"):
         index.add(collection.block(start, start + BLOCK))
+        collection.release()
     kinds.set_search_breadth(index, settings.nprobe, None)
     return index.search, f"{kind.factory}, {min(settings.nprobe, cells)} of {cells} lists probed"
 
@@ -111,6 +113,7 @@ def find_pairs(collection: Collection, search: Search, settings: DedupSettings) 
         found_a.append(np.minimum(a, b))
         found_b.append(np.maximum(a, b))
         found_score.append(score[close].astype(np.float32))
+        collection.release()
     if not found_a:
         return Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
     a, b, score = np.concatenate(found_a), np.concatenate(found_b), np.concatenate(found_score)
