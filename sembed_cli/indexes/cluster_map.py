@@ -3,8 +3,8 @@ most central text.
 
 The map is drawn from a seeded sample (at most SAMPLE points: a scatter of millions says no more and takes
 minutes), projected by UMAP (McInnes et al. 2018) where the umap-learn package is installed, else by PCA: the two
-leading principal axes of the centred sample, by numpy's SVD. A cluster's label sits at its centroid's
-projection (UMAP: at the median of its sampled points). matplotlib comes with the plots extra.
+leading principal axes of the centred sample, by numpy's SVD. A cluster's label sits at the median of its sampled
+points. matplotlib comes with the plots extra.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ def draw_map(
     path: Path,
     collection: Collection,
     cluster_of: np.ndarray,
-    centroids: np.ndarray,
     labels: list[str | None],
     seed: int,
     force: bool,
@@ -67,12 +66,12 @@ def draw_map(
         import umap  # type: ignore[import-not-found]  # optional: umap-learn
 
         flat = umap.UMAP(n_components=2, metric="cosine", random_state=seed).fit_transform(points)
-        centres = np.full((len(labels), 2), np.nan)
-        for c in np.unique(cluster):
-            centres[c] = np.median(flat[cluster == c], axis=0)
     else:
         how = "pca"
-        flat, centres = pca(points, centroids)
+        (flat,) = pca(points)
+    centres = np.full((len(labels), 2), np.nan)  # a label sits amid its cluster's points (a unit centroid projects
+    for c in np.unique(cluster):  # further out than its members, which lie inside the sphere)
+        centres[c] = np.median(flat[cluster == c], axis=0)
     figure, axes = plt.subplots(figsize=(11, 8), dpi=110)
     colours = plt.get_cmap("tab20" if len(labels) > 10 else "tab10")
     axes.scatter(flat[:, 0], flat[:, 1], c=[colours(c % colours.N) for c in cluster], s=3, alpha=0.5, linewidths=0)

@@ -125,7 +125,7 @@ class ClusterRun:
             from .cluster_map import draw_map
 
             labels = [texts.get(int(positions[0])) if len(positions) else None for positions in most_central]
-            how = draw_map(self.plot, collection, found.cluster, found.centroids, labels, settings.seed, self.force)
+            how = draw_map(self.plot, collection, found.cluster, labels, settings.seed, self.force)
             report["plot"] = {"file": str(self.plot), "projection": how}
         self.report = report
 
