@@ -162,9 +162,10 @@ def test_inverted_lists_find_the_groups_exact_search_finds():
         assert unit_vectors[representative] @ unit_vectors[member] >= 0.9 - 2e-3
 
 
-def test_an_index_groups_as_its_records_do(tmp_path):
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_an_index_groups_as_its_records_do(tmp_path, kind):
     corpus = records()
-    built = sembed("index", "-q", "-o", str(tmp_path / "idx"), input=jsonl(*corpus))
+    built = sembed("index", "-q", "--type", kind, "-o", str(tmp_path / "idx"), input=jsonl(*corpus))
     assert built.exit_code == 0, built.stderr
     from_index = sembed("dedup", "-q", "--index", str(tmp_path / "idx")).records
     assert fields(from_index) == fields(sembed("dedup", "-q", input=jsonl(*corpus)).records)
