@@ -166,6 +166,7 @@ def join(collection: Collection, pairs: Pairs) -> Groups:
     for start in range(0, len(members), BLOCK):
         chunk = members[start : start + BLOCK]
         score[chunk] = np.einsum("nd,nd->n", collection.rows(chunk), collection.rows(representative[chunk]))
+        collection.release()
     np.clip(score, -1.0, 1.0, out=score)  # float16 vectors: a cosine a little past 1
     score[representative == np.arange(count)] = 1.0
     return Groups(group, representative, score)
