@@ -203,3 +203,10 @@ def test_texts_are_embedded_with_the_model(tiny_model, one_torch_thread):
     assert [r["group"] for r in out] == [0, 0, None]
     assert "embedding" not in out[0]  # the vectors are not written
     assert orjson.dumps(out[2]["text"]) == orjson.dumps(texts[2]["text"])
+
+
+def test_a_text_past_the_window_is_bad_input_with_long_text_error(tiny_model, one_torch_thread):
+    texts = [{"text": "A short sentence."}, {"text": " ".join(["word"] * 200)}, {"text": "Another one."}]
+    run = sembed("dedup", "-m", tiny_model, "--long-text", "error", input=jsonl(*texts))
+    assert run.exit_code == 1 and "<stdin>:2:" in run.stderr
+    assert [r["text"] for r in run.records] == ["A short sentence."]  # what was read before it still comes out

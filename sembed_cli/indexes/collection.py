@@ -172,6 +172,7 @@ class StreamCollection(Collection):
         self.rejects = source.rejects
 
         def check(record: dict) -> None:
+            nonlocal embedder
             if rows is not None:
                 rows.attach(record)
             if self.uses_vectors is None:
@@ -185,20 +186,22 @@ class StreamCollection(Collection):
             else:
                 if settings.text_key not in record:
                     raise BadRecord(f"missing key '{settings.text_key}' (or '{settings.embedding_key}')")
-                pending_texts.append(check_text(record, settings.text_key))
+                text = check_text(record, settings.text_key)
+                if embedder is None:  # opened at the first text: a stream of vectors loads no model
+                    embedder = self._embedder()
+                    self.dimension = embedder.dimension
+                embedder.check_long(record, settings.text_key)  # --long-text error: bad input, named by its line
+                pending_texts.append(text)
 
         def flush() -> None:
-            nonlocal embedder
             if pending_vectors:
                 block = unit_rows(np.stack(pending_vectors))
                 pending_vectors.clear()
-            elif pending_texts:
-                if embedder is None:
-                    embedder = self._embedder()
-                    self.dimension = embedder.dimension
-                block = unit_rows(embedder.encode(pending_texts))
-                self.texts_embedded += len(pending_texts)
+            elif pending_texts and embedder is not None:
+                texts = pending_texts[:]
                 pending_texts.clear()
+                block = unit_rows(embedder.encode(texts))
+                self.texts_embedded += len(texts)
             else:
                 return
             if self.vectors is None:
@@ -223,6 +226,7 @@ class StreamCollection(Collection):
                 self.identity = self.identity or rows.identity
         elif embedder is not None:
             self.identity = embedder.identity
+            embedder.report()
         if self.count == 0 and self.error is None:
             skipped = f" ({len(self.rejects.skipped)} skipped as bad records)" if self.rejects.skipped else ""
             raise SembedError(f"no records in {self.name}{skipped}")
