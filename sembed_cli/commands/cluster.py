@@ -52,7 +52,8 @@ PlotFile = Annotated[
         metavar="FILE.png",
         show_default=False,
         help="Draw a 2-D map (PCA; UMAP where umap-learn is installed) of up to 20,000 sampled records, coloured by "
-        "cluster and labelled with each cluster's most central text (needs matplotlib: the plots extra).",
+        "cluster and labelled with each cluster's most central text (past 20 clusters, its number alone; needs "
+        "matplotlib: the plots extra).",
     ),
 ]
 

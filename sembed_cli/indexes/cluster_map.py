@@ -4,7 +4,8 @@ most central text.
 The map is drawn from a seeded sample (at most SAMPLE points: a scatter of millions says no more and takes
 minutes), projected by UMAP (McInnes et al. 2018) where the umap-learn package is installed, else by PCA: the two
 leading principal axes of the centred sample, by numpy's SVD. A cluster's label sits at the median of its sampled
-points. matplotlib comes with the plots extra.
+points: its number and its most central text, or its number alone past WORDED_LABELS clusters. matplotlib comes
+with the plots extra.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 
 SAMPLE = 20_000
 LABEL_CHARACTERS = 40
+WORDED_LABELS = 20  # clusters whose labels carry their text; more overlap, and carry only their number (the
+# summary names them)
 
 
 def projection_name() -> str:
@@ -79,7 +82,7 @@ def draw_map(
         if not np.isfinite(x):
             continue
         axes.annotate(
-            f"{number}: {shorten(label)}",
+            f"{number}: {shorten(label)}" if len(labels) <= WORDED_LABELS else str(number),
             (x, y),
             fontsize=8,
             ha="center",
