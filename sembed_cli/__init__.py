@@ -18,6 +18,8 @@ from .version import __version__
 __all__ = [
     "__version__",
     "build_index",
+    "cluster",
+    "dedup",
     "embed",
     "embed_records",
     "evaluate_sts",
@@ -33,6 +35,8 @@ API = frozenset(__all__) - {"__version__"}
 if TYPE_CHECKING:
     from .api import (
         build_index,
+        cluster,
+        dedup,
         embed,
         embed_records,
         evaluate_sts,

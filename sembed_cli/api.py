@@ -242,6 +242,97 @@ def search(
             loaded.close()
 
 
+def dedup(
+    records: Records | None = None,
+    *,
+    index: str | Path | None = None,
+    threshold: float = 0.9,
+    neighbours: int = 10,
+    keep: str = "all",
+    exact: bool | None = None,
+    nprobe: int = 16,
+    model: str = DEFAULT_MODEL,
+    text_key: str = "text",
+    embedding_key: str = "embedding",
+    id_key: str = "id",
+    seed: int = 42,
+    device: str = "auto",
+) -> list[dict]:
+    """`sembed dedup`: the records (with an `embedding`, or texts embedded with `model`), or with `index` an index
+    directory's stored records, each with `group`, `representative` and `score` (None for a record in no group),
+    in order; `keep` "first" keeps one record of each group and those in no group, "duplicates" only the records
+    in a group. The groups join the pairs at cosine >= `threshold` among each record's `neighbours` nearest."""
+    from .indexes.near_duplicates import KEEP, DedupSettings, dedup_records, near_duplicates
+
+    if keep not in KEEP:
+        raise SembedError(f"keep={keep!r} is not one of {', '.join(KEEP)}")
+    settings = DedupSettings(threshold, neighbours, keep, exact, nprobe, seed)
+
+    def compute(collection) -> list[dict]:
+        groups, _, _ = near_duplicates(collection, settings)
+        return list(dedup_records(collection, groups, keep))
+
+    return _over_collection(records, index, compute, model, text_key, embedding_key, id_key, device)
+
+
+def cluster(
+    records: Records | None = None,
+    *,
+    index: str | Path | None = None,
+    clusters: int = 10,
+    iterations: int = 20,
+    central: int = 3,
+    plot: str | Path | None = None,
+    force: bool = False,
+    model: str = DEFAULT_MODEL,
+    text_key: str = "text",
+    embedding_key: str = "embedding",
+    id_key: str = "id",
+    seed: int = 42,
+    device: str = "auto",
+) -> tuple[list[dict], dict]:
+    """`sembed cluster --summary`: (the records, each with `cluster` and `cluster_score`, in order; the summary
+    `sembed cluster` prints: each cluster's size, mean cosine and `central` most central texts). Spherical
+    k-means (FAISS) of the records' `embedding` vectors (or their texts embedded with `model`), or with `index` of
+    an index directory's; `plot`: also draw the map to that PNG file (`force` to replace it)."""
+    from .indexes.clusters import ClusterRun, ClusterSettings
+
+    run = ClusterRun(
+        ClusterSettings(clusters, iterations, seed, central, text_key),
+        Path(plot) if plot is not None else None,
+        force,
+    )
+
+    def compute(collection) -> tuple[list[dict], dict]:
+        clustered = list(run(collection))
+        assert run.report is not None  # set once the records are all out
+        return clustered, run.report
+
+    return _over_collection(records, index, compute, model, text_key, embedding_key, id_key, device)
+
+
+def _over_collection(records, index, compute, model, text_key, embedding_key, id_key, device):
+    """`compute(collection)` over the records or the index (one of the two), read as dedup and cluster read them;
+    bad input stops the reading and is raised (the records before it are not returned: a list is all or none)."""
+    from .indexes.collection import CollectionSource, ReadSettings, opened
+    from .indexes.model_choice import ModelChoice
+
+    if (records is None) == (index is None):
+        raise SembedError("give the records or index=, one of the two")
+    settings = ReadSettings(text_key, embedding_key, id_key)
+    choice = ModelChoice(model, given=model != DEFAULT_MODEL, device=device)
+    with _in_python_terms(), ExitStack() as stack:
+        if index is not None:
+            source = CollectionSource(index=Path(index), read=settings)
+        else:
+            path = stack.enter_context(_source(records)).path
+            source = CollectionSource(path, read=settings, choice=choice)
+        collection = stack.enter_context(opened(source))
+        if collection.error is not None:
+            raise collection.error
+        return compute(collection)
+
+
 def evaluate_sts(
     records: Records | Sequence[Records],
     versus: Records | Sequence[Records] | None = None,

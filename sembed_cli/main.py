@@ -16,7 +16,21 @@ import typer
 from typer.core import TyperGroup
 
 from . import console, distributed, signals
-from .commands import convert, embed, gensets, index, normalize, parse, parts, search, spo, taste, train
+from .commands import (
+    cluster,
+    convert,
+    dedup,
+    embed,
+    gensets,
+    index,
+    normalize,
+    parse,
+    parts,
+    search,
+    spo,
+    taste,
+    train,
+)
 from .commands.eval import eval_app
 from .errors import SembedError
 from .version import __version__
@@ -118,6 +132,8 @@ app.command("taste")(taste.taste_command)
 app.command("index")(index.index_command)
 app.command("index-merge")(index.merge_command)
 app.command("search")(search.search_command)
+app.command("dedup")(dedup.dedup_command)
+app.command("cluster")(cluster.cluster_command)
 app.command("parts")(parts.parts_command)
 app.command("parts-run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(parts.run_command)
 app.add_typer(eval_app, name="eval")

@@ -43,6 +43,8 @@ COMMANDS = [
     ("index",),
     ("index-merge",),
     ("search",),
+    ("dedup",),
+    ("cluster",),
     ("eval", "sts"),
     ("eval", "entailment"),
     ("eval", "classify"),
