@@ -60,6 +60,19 @@ NProbe = Annotated[
         "cells, at least 16 (all of them when fewer) and at most 256.",
     ),
 ]
+TargetRecall = Annotated[
+    float,
+    typer.Option(
+        "--recall",
+        min=0.0,
+        max=1.0,
+        metavar="R",
+        help="The recall@10 search must reach: at build, 1,000 of the corpus's own vectors are searched as queries "
+        "against exact search, and the search breadth (efSearch, nprobe) is set to the cheapest that meets R "
+        "(measured, with the breadth -> recall curve, in sembed.json; a warning says what was reached when the type "
+        "cannot). --update measures again after the rows it changed. 0: not measured.",
+    ),
+]
 Sync = Annotated[
     bool,
     typer.Option(

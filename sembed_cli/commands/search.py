@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from .. import console
 from ..indexes.search import DEFAULT_K
 from ..io import StreamOptions
 from ..options import (
@@ -126,6 +127,18 @@ Spelling = Annotated[
         "sembed_cli/models/poi_lookup.py).",
     ),
 ]
+SearchRecall = Annotated[
+    float | None,
+    typer.Option(
+        "--recall",
+        min=0.0,
+        max=1.0,
+        metavar="R",
+        show_default=False,
+        help="Search as wide as the index measured for recall@10 R at build (the cheapest breadth of its curve that "
+        "reached R; a warning when none did). Default: the breadth it was built for (-v prints its measured recall).",
+    ),
+]
 Payload = Annotated[
     bool,
     typer.Option(
@@ -149,6 +162,7 @@ def search_command(
     payload: Payload = False,
     long_text: LongText = "truncate",
     spelling: Spelling = False,
+    recall: SearchRecall = None,
     batch_size: BatchSize = 1000,
     device: Device = "auto",
     backend: QueryBackend = None,
@@ -202,6 +216,12 @@ def search_command(
             "either query records (INPUT) or --query texts, not both", param_hint=flag(ctx, "query")
         )
     loaded = ctx.with_resource(VectorIndex.load(index))
+    from ..indexes import recall as measured_recall
+
+    if recall is not None:
+        measured_recall.apply_target(loaded, recall)
+    if verbose:
+        console.say(measured_recall.describe(loaded.settings))
     query_backend, query_quantize = index_backend(loaded, backend, quantize)
     check_backend(query_backend, query_quantize, device)
     settings = SearchSettings(

@@ -13,7 +13,7 @@ import hashlib
 import logging
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,7 @@ from ..artifacts import building, describe, write_metadata
 from ..errors import SembedError
 from ..io import Rejects
 from ..models.embedder import model_path
-from . import kinds
+from . import kinds, recall
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, payload_record
 from .entries import Entry, EntryReader, content_digest
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder, query_backend
@@ -102,6 +102,7 @@ def index_metadata(
         described.update(
             {"m": kinds.HNSW_M, "ef_construction": kinds.HNSW_EF_CONSTRUCTION, "ef_search": kinds.HNSW_EF_SEARCH}
         )
+    described.update(built.recall)
     data = {
         "input": rejects.name,
         "records": built.count + built.changes.repeated,
@@ -137,6 +138,7 @@ class Built:
     dimension: int
     trained_sha256: str
     data_sha256: str
+    recall: dict = field(default_factory=dict)  # the measured recall and the breadth it set (indexes/recall.py)
 
 
 def build_into(
@@ -177,6 +179,7 @@ def build_into(
             for first, block in raw.chunks(count):
                 kept.append(block, at_row=first)
             kept.sync()
+        measured = recall.measure_build(index, raw, kept if keep else None, count, settings) if settings.recall else {}
         raw.remove()
         write_faiss(index, work / INDEX_FILE)
         store.set_state(
@@ -190,7 +193,7 @@ def build_into(
         store.commit()
     finally:
         store.close()
-    return Built(staging.changes, kind, count, dim, trained_sha256, staging.digest.hexdigest())
+    return Built(staging.changes, kind, count, dim, trained_sha256, staging.digest.hexdigest(), measured)
 
 
 def fresh_index(trained: VectorIndex | None, settings: IndexSettings, count: int, dim: int):

@@ -21,7 +21,7 @@ import numpy as np
 from ..artifacts import building, describe, exclusive, write_metadata
 from ..io import Rejects
 from ..models.embedder import model_path
-from . import kinds
+from . import kinds, recall
 from .build import build_from_index
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex
 from .entries import CONTENT_IDS, GIVEN_IDS, Entry, EntryReader
@@ -140,6 +140,8 @@ def _update(
                 "previous_sha256": previous.get("sha256"),
             },
         }
+        if changes.removed or changes.added:  # the recall measured again after the rows it changed
+            meta["settings"] = {**built, **recall.measure_update(loaded, built, settings.seed)}
         written.append(meta)
         return meta
 
@@ -177,6 +179,7 @@ def rebuild(directory: Path, settings: IndexSettings) -> dict:
                 **built.kind.describe(),
                 "trained_sha256": built.trained_sha256,
                 "rerank": settings.rerank if built.kind.lossy else "none",
+                **built.recall,
             }
             fresh["data"] = {**meta.get("data", {}), "sha256": built.data_sha256, "rebuilt": True}
             write_metadata(work, fresh, METADATA_FILE)
