@@ -64,7 +64,7 @@ def test_the_ladder_finds_the_cheapest_breadth_and_keeps_the_curve():
     assert measured[:7] == [1, 2, 4, 8, 16, 32, 64]  # doubling, then bisecting between 32 and 64
     curve = {}
     assert recall.climb(lambda b: 0.5, 1, 8, 0.9, curve) == 1  # never met: the cheapest of the best measured
-    assert sorted(curve) == [1, 2, 4, 8]
+    assert sorted(curve) == [1, 2]  # a doubling that finds no more ends the climb
 
 
 def test_ties_count_as_hits_and_the_own_row_is_left_out():
@@ -140,3 +140,15 @@ def test_update_measures_again_after_the_rows_it_changed(tiny_model, tmp_path):
     everything = np.concatenate([vectors(3000), more])
     own = np.sort(np.random.default_rng(42).choice(4000, size=1000, replace=False))
     assert exact_recall(out, everything, own) == pytest.approx(after["recall"]["measured"], abs=0.002)
+
+
+def test_a_large_index_measures_again_once_a_share_of_its_rows_changed(tiny_model, tmp_path, monkeypatch):
+    monkeypatch.setattr(recall, "REMEASURE_ALWAYS_BELOW", 0)  # as an index of a million rows would
+    out, settings = build(tmp_path, tiny_model, "hnsw", "--recall", "0.9", count=3000)
+    more = vectors(40, seed=1)
+    assert sembed("index", "-q", "--update", str(out), input=records(more[:20], start=3000)).exit_code == 0
+    after = json.loads((out / "sembed.json").read_text())["settings"]["recall"]
+    assert after == {**settings["recall"], "changed_since": 20}  # 20 of 3,020 rows: under 1%, counted
+    assert sembed("index", "-q", "--update", str(out), input=records(more[20:], start=3020)).exit_code == 0
+    after = json.loads((out / "sembed.json").read_text())["settings"]["recall"]
+    assert after["when"] == "update" and after["changed_since"] == 0  # 40 of 3,040: measured again

@@ -9,8 +9,9 @@ cosine is a hit. The breadth (efSearch of a graph, nprobe of inverted lists) cli
 recall reaches CURVE_UP_TO (or stops growing), then bisects for the cheapest breadth that meets R. The whole
 curve (breadth -> recall) goes into sembed.json (`settings.recall`), with the chosen breadth where the search reads
 it (`settings.ef_search` / `settings.nprobe`), so `search --recall R2` picks another point of the same curve
-without measuring again. `index --update` measures again after the rows it changed: at the index's breadth, and
-up the ladder again only where the recall fell under the target.
+without measuring again. `index --update` measures again after the rows it changed (once they reach 1% of an index of
+100,000 rows or more: the exact search over every row costs seconds at a million): at the index's breadth, and up
+the ladder again only where the recall fell under the target.
 
 The method is the one ANN benchmarks use (ann-benchmarks, big-ann-benchmarks: recall@k against exact search,
 ties counted), with queries drawn from the corpus itself, since a build has no others.
@@ -41,6 +42,8 @@ CURVE_UP_TO = 0.99  # the ladder climbs this far (or until recall stops growing)
 PLATEAU = 0.0005  # a doubling that gains less than this ends the climb
 TIE = 1e-5  # cosines this close to the k-th exact one count as ties (hits)
 BLOCK = 100_000  # rows a time for the exact search
+REMEASURE_SHARE = 0.01  # an update measures again once this share of the rows changed since the last measurement
+REMEASURE_ALWAYS_BELOW = 100_000  # rows under which every update measures again (a second or less)
 NAMES = {"ef_search": "efSearch", "nprobe": "nprobe"}
 
 Chunks = Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]  # (row numbers, float32 unit vectors) per block
@@ -145,7 +148,7 @@ def climb(measure: Callable[[int], float], first: int, last: int, target: float,
         if breadth not in curve:
             curve[breadth] = measure(breadth)
         below = [curve[b] for b in curve if b < breadth]
-        flat = below and curve[breadth] - max(below) < PLATEAU and curve[breadth] >= target
+        flat = below and curve[breadth] - max(below) < PLATEAU  # wider no longer finds more
         if curve[breadth] >= max(target, CURVE_UP_TO) or breadth >= last or flat:
             break
         breadth = min(last, breadth * 2)
@@ -257,12 +260,17 @@ def measure_build(index, raw: VectorFile, kept: VectorFile | None, count: int, s
     return measured
 
 
-def measure_update(loaded: VectorIndex, settings: dict, seed: int) -> dict:
-    """sembed.json settings for the index `loaded` after an update, inside its transaction: measured again at its
-    breadth, and re-tuned where it fell under its target. An index built without a measurement stays without."""
+def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int) -> dict:
+    """sembed.json settings for the index `loaded` after an update of `changed` rows (added, replaced or removed),
+    inside its transaction: measured again at its breadth, and re-tuned where it fell under its target, once the
+    rows changed since the last measurement reach REMEASURE_SHARE of the index (every update of a small one); till
+    then they are counted. An index built without a measurement stays without."""
     previous = settings.get("recall")
     if not isinstance(previous, dict):
         return {}
+    pending = int(previous.get("changed_since", 0)) + changed
+    if loaded.count >= REMEASURE_ALWAYS_BELOW and pending < REMEASURE_SHARE * loaded.count:
+        return {"recall": {**previous, "changed_since": pending}}
     store = loaded.store
     view = dataclasses.replace(loaded, removed=np.asarray(store.removed(), dtype=np.int64))
     live = np.fromiter(cast(Any, store).row_numbers(), dtype=np.int64)
@@ -289,7 +297,7 @@ def measure_update(loaded: VectorIndex, settings: dict, seed: int) -> dict:
         return {}
     fixed = previous.get("breadth") if previous.get("fixed") else None
     measured = measure_index(view, sample, vectors, float(previous.get("target", DEFAULT_TARGET)), fixed, previous)
-    measured["recall"].update(when="update", fixed=bool(previous.get("fixed")))
+    measured["recall"].update(when="update", fixed=bool(previous.get("fixed")), changed_since=0)
     return measured
 
 

@@ -141,7 +141,8 @@ def _update(
             },
         }
         if changes.removed or changes.added:  # the recall measured again after the rows it changed
-            meta["settings"] = {**built, **recall.measure_update(loaded, built, settings.seed)}
+            changed = changes.added + len(changes.removed)
+            meta["settings"] = {**built, **recall.measure_update(loaded, built, settings.seed, changed)}
         written.append(meta)
         return meta
 
