@@ -73,10 +73,29 @@ def load_corpus(name: str) -> np.ndarray:
     return corpus
 
 
-def load_queries(name: str, count: int) -> tuple[np.ndarray, np.ndarray]:
+def load_queries(name: str, count: int, work: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The first `count` queries (unit) and their exact top 10: from NAME.truth.npy (bench/real_vectors.py), or
+    computed here once (kept under --work) where that is not there."""
     queries = np.load(REAL / f"{name}.queries.npy")[:count].astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    return queries, np.load(REAL / f"{name}.truth.npy")[:count]
+    if (REAL / f"{name}.truth.npy").exists():
+        return queries, np.load(REAL / f"{name}.truth.npy")[:count]
+    kept = work / f"{name}.truth{count}.npy"
+    if not kept.exists():
+        import faiss
+
+        from sembed_cli.indexes.recall import exact_top
+
+        corpus = np.load(REAL / f"{name}.npy", mmap_mode="r")
+
+        def chunks():
+            for start in range(0, len(corpus), 100_000):
+                block = np.asarray(corpus[start : start + 100_000], dtype=np.float32)
+                yield np.arange(start, start + len(block)), block / np.linalg.norm(block, axis=1, keepdims=True)
+
+        faiss.omp_set_num_threads(2)
+        np.save(kept, exact_top(queries, chunks, K)[1])
+    return queries, np.load(kept)
 
 
 class Truth:
@@ -309,7 +328,7 @@ def run_sembed(spec: str, name: str, corpus, queries, truth: Truth, threads: int
 
 def child(args) -> None:
     kind, spec = ENGINES[args.child]
-    queries, truth_rows = load_queries(args.name, args.queries)
+    queries, truth_rows = load_queries(args.name, args.queries, args.work)
     loading = cpu_seconds()
     corpus = load_corpus(args.name)
     truth = Truth(corpus, queries, truth_rows)
@@ -356,6 +375,31 @@ def pareto_plot(results: dict, path: Path, title: str) -> None:
     figure.savefig(path, dpi=110)
 
 
+def table(results: dict) -> str:
+    """A markdown table: each engine's fastest measured point at recall@10 >= 0.90 / 0.95 / 0.99, build cost."""
+    lines = [
+        "| engine | build CPU-s | peak RSS GB | q/s at recall >= 0.90 | >= 0.95 | >= 0.99 | best recall |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for engine, result in results.items():
+        points = result.get("points", [])
+        cells = []
+        for floor in (0.9, 0.95, 0.99):
+            meeting = [p for p in points if p["recall"] >= floor]
+            best = max(meeting, key=lambda p: p["queries_per_second"], default=None)
+            cells.append(
+                f"{best['queries_per_second']:,.0f} ({best['recall']:.3f}, "
+                + ", ".join(f"{k} {v}" for k, v in best["breadth"].items() if v)
+                + ")"
+                if best
+                else "-"
+            )
+        rss = result.get("build_peak_rss_gb", result.get("peak_rss_gb"))
+        top = max((p["recall"] for p in points), default=0)
+        lines.append(f"| {engine} | {result.get('build_cpu_seconds')} | {rss} | {' | '.join(cells)} | {top:.3f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", default="minilm")
@@ -365,8 +409,12 @@ def main() -> None:
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "ann_real")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--table", action="store_true", help="print the results' markdown table and stop")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.table:
+        print(table(json.loads((RESULTS / f"ann_real_{args.name}.json").read_text())["engines"]))
+        return None
     if args.child:
         return child(args)
     results = {}
@@ -380,7 +428,11 @@ def main() -> None:
             if subprocess.run(command, env=env).returncode:
                 log(f"{engine} failed")
                 continue
-        results[engine] = json.loads(done.read_text())
+        results = {  # every engine measured so far, this run's or an earlier one's (runs may go side by side)
+            name: json.loads((args.work / f"{args.name}.{name}.json").read_text())
+            for name in ENGINES
+            if (args.work / f"{args.name}.{name}.json").exists()
+        }
         summary = {
             "how": __doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2],
             "data": {
