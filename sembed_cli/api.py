@@ -174,22 +174,59 @@ def open_index(path: str | Path) -> VectorIndex:
     return VectorIndex.load(path)
 
 
-def search(index: str | Path | VectorIndex, queries: Sequence[str], k: int = 10) -> list[list[dict]]:
+def search(
+    index: str | Path | VectorIndex,
+    queries: Sequence[str],
+    k: int = 10,
+    *,
+    keyword: bool = False,
+    hybrid: bool = False,
+    hybrid_weight: float = 0.5,
+    any_word: bool = False,
+    where: str | None = None,
+    rerank_model: str | None = None,
+    rerank_depth: int = 100,
+) -> list[list[dict]]:
     """`sembed search --payload`: for each query text, its `k` nearest records [{id, text, score, payload}, ...],
     best first, `payload` the whole record as it was indexed (its doc_id and other fields). The queries are embedded
     as the index's texts were: its model, backend and quantization (`search` of an int8 index loads no torch), so
-    the scores are the command's."""
+    the scores are the command's. The keyword arguments are the command's options: `keyword` (BM25 alone, FTS5
+    query syntax; score -bm25), `hybrid` (reciprocal-rank fusion of BM25 and the vectors, the keyword side weighted
+    `hybrid_weight`), `any_word` (a keyword query read as plain words), `where` (a filter on the records' fields,
+    applied before the search), `rerank_model` (a second model re-ranking `rerank_depth` candidates by its
+    cosine)."""
     from .indexes.directory import VectorIndex
     from .indexes.query_encoder import QueryEmbedder, index_backend
-    from .indexes.search import search_records
+    from .indexes.search import SearchSettings, plan_of, search_records
 
+    if keyword and hybrid:
+        raise ValueError("either keyword=True (BM25 alone) or hybrid=True (BM25 and vectors), not both")
     loaded = open_index(index) if not isinstance(index, VectorIndex) else index
     try:
         text_key = loaded.settings.get("text_key", "text")
-        encoder = QueryEmbedder(loaded, None, "auto", "truncate", *index_backend(loaded))
+        backend, quantize = index_backend(loaded)
+        encoder = QueryEmbedder(loaded, None, "auto", "truncate", backend, quantize)
+        settings = SearchSettings(
+            k=k,
+            text_key=text_key,
+            backend=backend,
+            quantize=quantize,
+            keyword=keyword,
+            hybrid=hybrid,
+            hybrid_weight=hybrid_weight,
+            any_word=any_word,
+            where=where,
+            rerank_model=rerank_model,
+            rerank_depth=rerank_depth,
+        )
         with _in_python_terms():
+            plan = plan_of(loaded, settings)
+            records = [{text_key: query} for query in queries]
+            if plan is not None:
+                for record in records:
+                    plan.check(record, text_key)
             found = search_records(
-                ({text_key: query} for query in queries),
+                iter(records),
                 loaded,
                 encoder,
                 k,
@@ -197,6 +234,7 @@ def search(index: str | Path | VectorIndex, queries: Sequence[str], k: int = 10)
                 "embedding",
                 batch_size=1000,
                 payload=True,
+                plan=plan,
             )
             return [record["neighbors"] for record in found]
     finally:

@@ -143,8 +143,9 @@ def _acquire(lock: Path, path: Path) -> int:
         except FileNotFoundError:
             current = False
         if current:  # else the run we waited on removed it as it ended: lock the next one
-            os.ftruncate(descriptor, 0)
-            os.write(descriptor, f"{os.getpid()}\n".encode())
+            with contextlib.suppress(OSError):  # who holds it, for the message of a second run: not on a full disk
+                os.ftruncate(descriptor, 0)
+                os.write(descriptor, f"{os.getpid()}\n".encode())
             return descriptor
         os.close(descriptor)
 

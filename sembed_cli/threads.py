@@ -51,6 +51,7 @@ class _Request:
 
     configured = False
     threads: int | None = None
+    chosen: int | None = None  # the count `configure` chose and applied
 
 
 _request = _Request()
@@ -82,6 +83,12 @@ def requested_count() -> int | None:
         from .errors import SembedError
 
         raise SembedError(f"{VARIABLE} {e}") from None
+
+
+def configured_count() -> int | None:
+    """The thread count `configure` chose for this command, else the one the user asked for (SEMBED_THREADS in a
+    process without sembed's command line); None when neither is known."""
+    return _request.chosen if _request.chosen is not None else requested_count()
 
 
 def usable_cores() -> int:
@@ -188,6 +195,7 @@ def configure(requested: int | None) -> int:
     """Choose the thread count, apply it, and log the choice (shown with -v)."""
     _request.configured, _request.threads = True, requested
     threads, origin = choose(requested)
+    _request.chosen = threads
     apply(threads)
     if origin == "default" and log.isEnabledFor(logging.DEBUG):  # measuring other work again costs 0.2 s
         log.debug("%d thread(s): %d usable core(s), %.1f busy with other work", threads, usable_cores(), other_work())

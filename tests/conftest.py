@@ -81,6 +81,15 @@ def sembed(*args: str, input: str | bytes | None = None) -> Run:
     return Run(CliRunner().invoke(app, list(args), input=input, catch_exceptions=False))
 
 
+def without_checksums(index: Path) -> None:
+    """Make `index` as sembed wrote indexes before checksums: no checksums, nor sembed.json, in its state."""
+    import sqlite3
+
+    with sqlite3.connect(index / "records.sqlite") as db:
+        db.execute("DELETE FROM state WHERE key LIKE 'sum:%' OR key LIKE 'previous_sum:%' OR key = 'metadata'")
+    db.close()
+
+
 def jsonl(*records: dict) -> str:
     return "".join(orjson.dumps(r).decode() + "\n" for r in records)
 

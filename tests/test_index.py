@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, TINY_DIM, jsonl, sembed
+from conftest import ROOT, TINY_DIM, jsonl, sembed, without_checksums
 
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.indexes.entries import content_digest
@@ -431,8 +431,11 @@ def test_update_and_output_usage(tmp_path):
     ],
 )
 def test_damaged_index_metadata_is_a_clear_error(index_dir, tmp_path, metadata, problem):
+    """sembed.json's content checked, in an index written before checksums (which would find any change first:
+    tests/test_reliability.py)."""
     damaged = tmp_path / "damaged"
     shutil.copytree(index_dir, damaged)
+    without_checksums(damaged)
     (damaged / "sembed.json").write_text(metadata)
     run = sembed("search", "--index", str(damaged), "--query", "Salem")
     assert run.exit_code == 1
@@ -444,9 +447,10 @@ def test_damaged_index_metadata_is_a_clear_error(index_dir, tmp_path, metadata, 
 def test_truncated_index_files_are_a_clear_error(index_dir, tmp_path):
     damaged = tmp_path / "damaged"
     shutil.copytree(index_dir, damaged)
+    without_checksums(damaged)
     (damaged / "sembed.json").write_text('{"model": ')
     run = sembed("search", "--index", str(damaged), "--query", "Salem")
-    assert run.exit_code == 1 and run.stderr.startswith(f"error: unreadable index at '{damaged}': ")
+    assert run.exit_code == 1 and run.stderr.startswith(f"error: damaged index at '{damaged}': sembed.json is not JSON")
     shutil.copy(index_dir / "sembed.json", damaged / "sembed.json")
     (damaged / "records.sqlite").write_bytes(b"not a database" * 100)
     run = sembed("search", "--index", str(damaged), "--query", "Salem")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, jsonl, sembed
+from conftest import ROOT, jsonl, sembed, without_checksums
 
 from sembed_cli.indexes import kinds
 from sembed_cli.indexes.directory import VectorIndex
@@ -118,7 +118,7 @@ def test_an_ivfpq_update_adds_and_replaces_rows_and_answers_as_a_build_with_its_
     assert run.exit_code == 0, run.stderr
     assert "500 new, 100 changed, 0 unchanged record(s); 3000 in all" in run.stderr
     names = sorted(p.name for p in (tmp_path / "idx").iterdir())
-    assert names == ["index.1.faiss", "records.sqlite", "sembed.json", "vectors.f16"]
+    assert names == ["index.1.faiss", "index.faiss", "records.sqlite", "sembed.json", "vectors.f16"]  # one before
     everything = changed + first[100:] + new
     build(tmp_path / "fresh", everything, "--trained", str(tmp_path / "trained"))
     queries = clustered(40, seed=11)
@@ -196,6 +196,7 @@ def test_an_index_keyed_by_content_alone_keeps_its_ids_on_update_and_says_how_to
     meta["settings"]["ids"] = "content hash"
     del meta["settings"]["doc_key"]
     meta_path.write_text(json.dumps(meta))
+    without_checksums(tmp_path / "old")  # as such an index was written: before checksums too
     run = sembed("index", "--update", str(tmp_path / "old"), input=jsonl(*rows))
     assert run.exit_code == 0, run.stderr
     assert "0 new, 0 changed, 1 unchanged record(s), 1 repeated (indexed once); 1 in all" in run.stderr
@@ -350,7 +351,12 @@ def test_an_index_of_sembed_0_1_still_answers_and_an_update_converts_it(tmp_path
     run = sembed("index", "--update", str(tmp_path / "old"), input=jsonl(new))
     assert run.exit_code == 0, run.stderr
     assert "converting" in run.stderr and "1 new, 0 changed, 0 unchanged record(s); 51 in all" in run.stderr
-    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == ["index.1.faiss", "records.sqlite", "sembed.json"]
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == [
+        "index.1.faiss",
+        "index.faiss",  # the generation before, for a search that read the state just before the commit
+        "records.sqlite",
+        "sembed.json",
+    ]
     run = sembed("search", "-q", "--index", str(tmp_path / "old"), "--k", "1", input=jsonl(query))
     assert run.records[0]["neighbors"][0] == {"id": "c7", "text": "name 7", "score": 1.0}
 

@@ -105,6 +105,7 @@ def check_no_partial_file_under_a_final_name(parts: Path) -> None:
         assert len((parts / f"{stem}.jsonl").read_bytes().splitlines()) == manifest["count"]
 
 
+@pytest.mark.reliability
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_a_part_killed_at_random_points_is_redone_alone_and_the_index_is_unchanged(

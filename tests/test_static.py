@@ -261,6 +261,32 @@ def test_the_teachers_pass_is_kept_and_read_back_for_the_same_sentences_only(tin
     assert broken.exit_code == 1 and "error: cannot read the teacher cache" in broken.stderr
 
 
+def test_the_teachers_pass_says_how_far_it_is_on_stderr_whatever_stderr_is(tiny_model, caplog):
+    from sentence_transformers import SentenceTransformer
+
+    teacher = SentenceTransformer(tiny_model, device="cpu")
+    with caplog.at_level("INFO", logger="sembed_cli.training.static_teacher"):
+        static_teacher.corpus_pass(teacher, CORPUS, "cpu", batch=4)  # 12 batches, not a terminal
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("the teacher reads the corpus: ")]
+    shares = [int(line.split(": ")[1].split("%")[0]) for line in lines]
+    assert 5 <= len(lines) <= 10 and shares == sorted(shares) and shares[-1] < 100
+    assert all(f"of {len(CORPUS)} sentences) in 0:" in line and "left" in line for line in lines)
+    assert static_teacher.clock(3725) == "1:02:05" and static_teacher.clock(59.6) == "1:00"
+
+
+def test_a_quiet_run_shows_no_progress_line(tiny_model, tmp_path):
+    def distil(*args: str):
+        return sembed(
+            "train", "--method", "static", "-m", tiny_model, "--dim", "16", "--device", "cpu",
+            "-o", str(tmp_path / str(len(args))), *args,
+            input=jsonl(*({"text": text} for text in CORPUS * 8)),
+        )  # fmt: skip
+
+    shown, quiet = distil(), distil("-q")
+    assert shown.exit_code == 0 and quiet.exit_code == 0
+    assert "the teacher reads the corpus: " in shown.stderr and quiet.stderr == ""
+
+
 def test_fitting_to_the_teacher_lowers_its_loss_and_keeps_the_format(tiny_model, tmp_path):
     out = tmp_path / "fitted"
     run = sembed(

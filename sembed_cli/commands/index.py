@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 from .index_options import (
     ONLY,
+    Check,
     DocKey,
     EmbeddingKey,
     IdKey,
@@ -56,6 +57,7 @@ def index_command(
     input: Input = "-",
     output: IndexDir = None,
     update: UpdateDir = None,
+    check: Check = None,
     model: SentenceModel = sentence_models.DEFAULT_MODEL,
     index_type: IndexType = "auto",
     rerank: Rerank = "float16",
@@ -145,6 +147,14 @@ def index_command(
     from ..indexes.update import UpdateChoices, update_index
     from ..io import PLAIN_TEXT_HINT, RecordSource
 
+    if check is not None:
+        if output is not None or update is not None:
+            raise typer.BadParameter("--check DIR verifies an index: give it alone", param_hint="'--check'")
+        from .. import console
+        from ..indexes.directory import check_index
+
+        console.say(check_index(check))
+        return
     if (output is None) == (update is None):
         raise typer.BadParameter(
             "give the index directory: -o DIR for a new index, or --update DIR", param_hint="'-o' / '--update'"

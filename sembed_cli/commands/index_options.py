@@ -144,6 +144,18 @@ NpyVectors = Annotated[
     ),
 ]
 
+Check = Annotated[
+    Path | None,
+    typer.Option(
+        "--check",
+        metavar="DIR",
+        show_default=False,
+        help="Verify the index in DIR instead: every file against the checksum recorded when it was written, "
+        "SQLite's integrity check and every row's check (a search checks the files' checksums as it opens them); "
+        "exit 1 naming the damaged file.",
+    ),
+]
+
 ONLY = (
     Only("sync", with_="update", message="only with --update DIR"),
     Only("retrain", with_="update", message="only with --update DIR"),

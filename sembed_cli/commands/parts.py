@@ -29,9 +29,22 @@ Cat = Annotated[
     ),
 ]
 
+CheckParts = Annotated[
+    bool,
+    typer.Option(
+        "--check",
+        help="Also verify every done part's files against the checksums its manifest recorded (reading them "
+        "whole) and that each line is a JSON object: a damaged part is stale, named with its file.",
+    ),
+]
+
 
 def parts_command(
-    directory: PartsDirArgument, cat: Cat = False, quiet: Quiet = False, verbose: Verbose = False
+    directory: PartsDirArgument,
+    cat: Cat = False,
+    check: CheckParts = False,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """The parts of a split: done, missing or stale; exit status 1 while any is not done.
 
@@ -44,6 +57,11 @@ def parts_command(
     status; `sembed index DIR` builds one index from the parts when all are
     done.
 
+    --check also reads every done part whole: its files against the
+    checksums its manifest recorded, each line a JSON object; a damaged one
+    is an error naming the file (a part's bytes are checked as an index
+    reads them, too).
+
     --cat writes the records instead, in the input's order (the shares of
     --shard I/N are round-robin: they interleave back), with their vectors
     in place of embedding_row: the one-process output of `sembed embed`.
@@ -54,7 +72,7 @@ def parts_command(
       sembed parts parts && sembed index parts -o corpus-index
       sembed parts parts --cat | sembed eval sts --versus one-process.jsonl
     """
-    from ..parts.files import summary, survey
+    from ..parts.files import PartFiles, PartState, summary, survey, verify
     from ..parts.reassemble import PartsSource
 
     if cat:
@@ -62,8 +80,22 @@ def parts_command(
             sink.write_all(PartsSource(directory))
         return
     states = survey(directory)
+    damaged = []
+    if check:
+        for n, state in enumerate(states):
+            if state.state == "done" and state.manifest is not None:
+                problem = verify(PartFiles(directory, state.index, state.count), state.manifest)
+                if problem is not None:
+                    states[n] = PartState(state.index, state.count, "stale", f"damaged: {problem}", state.manifest)
+                    damaged.append(problem)
     with RecordSink(STDIN) as sink:
         sink.write_all(state.describe() for state in states)
+    if damaged:
+        raise SembedError(
+            f"damaged part: {Path(directory) / damaged[0]}"
+            + (f" (and {len(damaged) - 1} more part(s))" if len(damaged) > 1 else ""),
+            "run the damaged parts again with --force (`sembed parts DIR` lists them as stale)",
+        )
     line = summary(states)
     for state in states:
         if state.reason:

@@ -127,6 +127,68 @@ Spelling = Annotated[
         "sembed_cli/models/poi_lookup.py).",
     ),
 ]
+KeywordSearch = Annotated[
+    bool,
+    typer.Option(
+        "--keyword",
+        help="Rank by BM25 alone over the indexed texts (SQLite FTS5; no model is loaded). The query is FTS5's "
+        'syntax: words (all must match), "a phrase", prefix*, OR, NOT, NEAR(a b); score: -bm25, higher is better.',
+    ),
+]
+HybridSearch = Annotated[
+    bool,
+    typer.Option(
+        "--hybrid",
+        help="Fuse the BM25 ranking and the vector ranking (100 candidates each) by reciprocal-rank fusion, "
+        "score = sum of w / (60 + rank); --hybrid-weight sets w of the keyword side (the vectors get 1 - w).",
+    ),
+]
+HybridWeight = Annotated[
+    float,
+    typer.Option(
+        "--hybrid-weight",
+        metavar="W",
+        min=0.0,
+        max=1.0,
+        help="The keyword ranking's weight in --hybrid, 0-1 (0.5: plain reciprocal-rank fusion; 0: vectors only).",
+    ),
+]
+AnyWord = Annotated[
+    bool,
+    typer.Option(
+        "--any-word",
+        help="Read the query as plain words, any of which may match (each quoted, joined by OR): BM25 over a "
+        "sentence, as a search engine ranks it, with no FTS5 syntax to get wrong. Words in over 3% of the "
+        "texts (and over 10,000) are left out as stop words, unless all are.",
+    ),
+]
+Where = Annotated[
+    str | None,
+    typer.Option(
+        "--where",
+        metavar="EXPR",
+        show_default=False,
+        help="Search only the indexed records whose fields meet EXPR, selected before the search, so k come back "
+        "whenever k match: field = 'text', year >= 2000, field != 3, field in ('a', 'b'), field like 'a%', "
+        'field is [not] null, meta.year (nested), "odd name", joined by and/or/not and parentheses.',
+    ),
+]
+RerankModel = Annotated[
+    str | None,
+    typer.Option(
+        "--rerank-model",
+        metavar="MODEL",
+        show_default=False,
+        help="A second model that re-embeds the query and the stored texts of the first stage's --rerank-depth "
+        "candidates and orders them by its cosine (score: that cosine). Opened on --backend/--quantize.",
+    ),
+]
+RerankDepth = Annotated[
+    int,
+    typer.Option(
+        "--rerank-depth", metavar="N", min=1, help="Candidates per query the first stage finds for --rerank-model."
+    ),
+]
 SearchRecall = Annotated[
     float | None,
     typer.Option(
@@ -162,6 +224,13 @@ def search_command(
     payload: Payload = False,
     long_text: LongText = "truncate",
     spelling: Spelling = False,
+    keyword: KeywordSearch = False,
+    hybrid: HybridSearch = False,
+    hybrid_weight: HybridWeight = 0.5,
+    any_word: AnyWord = False,
+    where: Where = None,
+    rerank_model: RerankModel = None,
+    rerank_depth: RerankDepth = 100,
     recall: SearchRecall = None,
     batch_size: BatchSize = 1000,
     device: Device = "auto",
@@ -199,6 +268,15 @@ def search_command(
     holds: a word the name lacks costs it little when common among the
     names ("City"), much when rare (see sembed_cli/models/poi_lookup.py).
 
+    --keyword ranks by BM25 over the indexed texts alone (SQLite FTS5 in
+    the index's records.sqlite; score: -bm25, higher is better);
+    --hybrid fuses the BM25 and vector rankings by reciprocal-rank fusion
+    (score: the fused sum of w / (60 + rank)). --where EXPR picks the
+    records a search may return before it searches, so k come back
+    whenever k match; --rerank-model re-orders the first stage's
+    candidates by a second model (score: its cosine). The docs' search
+    page has the --where grammar and measured figures.
+
     \b
     Example:
       echo '{"text": "Springfeild"}' | sembed search --index poi-index --spelling
@@ -206,6 +284,11 @@ def search_command(
       sembed search --index poi-index -k 3 --query Springfeild
       sembed convert --from gazetteer | sembed taste -m poi-model \\
         | grep '"is_poi":true' | sembed search --index poi-index --k 10
+      sembed search --index abc-index --keyword --query '"prime minister" OR wheat*'
+      sembed search --index abc-index --hybrid --any-word --query 'wheat sales to Iraq'
+      sembed search --index abc-index --where "doc_id like '%rural%'" -k 3 --query drought
+      sembed search --index abc-index --rerank-model all-MiniLM-L6-v2 --rerank-depth 50 \\
+        --query 'help for farmers in the drought'
     """
     from ..indexes.directory import VectorIndex
     from ..indexes.query_encoder import index_backend
@@ -215,6 +298,14 @@ def search_command(
         raise typer.BadParameter(
             "either query records (INPUT) or --query texts, not both", param_hint=flag(ctx, "query")
         )
+    if keyword and hybrid:
+        raise typer.BadParameter("either --keyword (BM25 alone) or --hybrid (BM25 and vectors), not both")
+    if spelling and (keyword or hybrid or rerank_model or where is not None):
+        raise typer.BadParameter(
+            "--spelling re-ranks the vector search: not with --keyword, --hybrid, --where or --rerank-model"
+        )
+    if any_word and not (keyword or hybrid):
+        raise typer.BadParameter("--any-word reads keyword queries: give --keyword or --hybrid too")
     loaded = ctx.with_resource(VectorIndex.load(index))
     from ..indexes import recall as measured_recall
 
@@ -236,6 +327,13 @@ def search_command(
         query_backend,
         query_quantize,
         long_text,
+        keyword,
+        hybrid,
+        hybrid_weight,
+        any_word,
+        where,
+        rerank_model,
+        rerank_depth,
     )
     stream = StreamOptions(input, output, lines=lines, force=force, skip_errors=skip_errors)
     search_stream(stream, loaded, settings, query or ())

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..artifacts import building, describe, write_metadata
+from ..artifacts import building, describe
 from ..errors import SembedError
 from ..io import Rejects
+from ..io.atomic_files import disk_full_named
 from ..models.embedder import model_path
 from . import kinds, recall
-from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, payload_record
+from .directory import INDEX_FILE, VectorIndex, payload_record, seal
 from .entries import Entry, EntryReader, content_digest
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder, query_backend
 from .staging import Changes, Embed, IndexSettings, IndexSource, add_rows, read_entries, stage, write_faiss
@@ -52,7 +53,7 @@ def build_index(
     embedder = TextEmbedder(choice, check)
     entries = read_entries(source, reader, check)
     try:
-        with building(output, force=force) as work:
+        with building(output, force=force) as work, disk_full_named(work, output, STORE_FILE):
             built = build_into(work, entries, settings, embedder, source.rejects, trained)
             embedder.report()
             if source.summary():
@@ -66,7 +67,7 @@ def build_index(
                 source.rejects,
                 choice.name,
             )
-            write_metadata(work, metadata, METADATA_FILE)
+            seal(work, metadata)
     finally:
         if trained is not None:
             trained.close()
@@ -151,7 +152,7 @@ def build_into(
 ) -> Built:
     """Stream `entries` into a new index in the empty directory `work` (the store, the kept vectors and the FAISS
     file; the caller writes sembed.json)."""
-    store = RecordStore(work / STORE_FILE, create=True)
+    store = RecordStore(work / STORE_FILE, create=True, text_key=settings.text_key)
     try:
         store.begin()
         staging = stage(

@@ -5,6 +5,17 @@ read before the first query, so start-up does not grow with it. `search` asks FA
 index skipping the rows an update removed; a lossy index RERANK_FACTOR x k candidates, re-ranked by exact cosine
 from the vectors kept beside it); `records` fetches the ids and payloads of the rows a search returns.
 
+A search beside an update reads one commit: the store's state is read inside the read transaction every later
+read of rows sees, the FAISS file it names is opened then (an update keeps the previous generation's file, and a
+file that vanished all the same, or a directory replaced meanwhile, is a reason to read the state again, not an
+error), and the kept vectors are read only below the rows that commit counts. sembed.json is the commit's too:
+an update records it in the state (`metadata`), which the loader prefers to the file.
+
+Damage is an error, never an answer: the state records a checksum of the FAISS file, the kept vectors and
+sembed.json (io.checksums); a size is compared at load, and the bytes are hashed in a thread started at load and
+joined before the first answer (`verified`), so the hash overlaps the model's loading (docs/unattended.md gives
+its measured cost). Rows carry their own checks (store.py). `check` verifies everything, SQLite included.
+
 Indexes written by sembed 0.1 (records.jsonl beside index.faiss) load as before, read whole: they are small;
 `sembed index --update` converts one.
 """
@@ -12,6 +23,10 @@ Indexes written by sembed 0.1 (records.jsonl beside index.faiss) load as before,
 from __future__ import annotations
 
 import json
+import logging
+import os
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +36,7 @@ import numpy as np
 
 from ..errors import SembedError
 from ..io import loads
+from ..io.checksums import bytes_checksum, mismatch, parse
 from . import kinds
 from .entries import unit_rows
 
@@ -28,12 +44,55 @@ if TYPE_CHECKING:  # imported where an index is read or searched, not at start-u
     import faiss
 from .store import FILE as STORE_FILE
 from .store import RecordStore
-from .vector_file import VectorFile
+from .vector_file import DTYPES, VectorFile
+
+log = logging.getLogger(__name__)
 
 INDEX_FILE = "index.faiss"
 METADATA_FILE = "sembed.json"
 LEGACY_RECORDS_FILE = "records.jsonl"
 REBUILD = "rebuild it with sembed index -o DIR --force"
+SUM = "sum:"  # state keys: "sum:FILE" -> the checksum of FILE at this commit (io.checksums)
+PREVIOUS_SUM = "previous_sum:"  # sembed.json's of the commit before: the file is renamed in just after a commit
+STATE_METADATA = "metadata"  # the commit's sembed.json, in the state
+LOAD_TRIES = 6  # reads of the state when a commit moved the files in between
+
+
+class Changed(Exception):
+    """The index changed under a load (a commit or a rebuild in between): read the state again."""
+
+
+def sum_key(name: str) -> str:
+    return SUM + name
+
+
+class Verifier:
+    """The checksums of an index's files, compared in a thread: (name, descriptor, checksum, whole) each; the
+    descriptors were opened at load, so the files hashed are the ones the load read, whatever a commit renames."""
+
+    def __init__(self, directory: Path, files: list[tuple[str, int, str, bool]]):
+        self.directory, self.files = directory, files
+        self.problem: str | None = None
+        self.thread = threading.Thread(target=self._run, name="sembed-checksums", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            for name, descriptor, checksum, whole in self.files:
+                problem = mismatch(descriptor, checksum, whole, name)
+                if problem is not None:
+                    self.problem = problem
+                    return
+        except OSError as e:
+            self.problem = f"{e}"
+        finally:
+            for _, descriptor, _, _ in self.files:
+                os.close(descriptor)
+
+    def result(self) -> None:
+        self.thread.join()
+        if self.problem is not None:
+            raise SembedError(f"damaged index at '{self.directory}': {self.problem}", REBUILD)
 
 
 def metadata_problem(metadata: object, dimension: int) -> str | None:
@@ -101,6 +160,7 @@ class VectorIndex:
     metadata: dict
     vectors: VectorFile | None = None
     removed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    verifier: Verifier | None = None
 
     # --- what it holds ---------------------------------------------------------------------------------------
 
@@ -164,7 +224,19 @@ class VectorIndex:
             ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # type: ignore[attr-defined]  # not in faiss's stubs
         return np.stack([self.index.reconstruct(int(row)) for row in rows])
 
+    def verified(self) -> None:
+        """Wait for the checksums of the files this load read (an error if one differs); at once after the first."""
+        if self.verifier is not None:
+            verifier, self.verifier = self.verifier, None
+            verifier.result()
+
+    @property
+    def checksummed(self) -> bool:
+        return not self.legacy and any(key.startswith(SUM) for key in cast(RecordStore, self.store).state)
+
     def close(self) -> None:
+        if self.verifier is not None:
+            self.verifier.thread.join()
         self.store.close()
 
     def __enter__(self) -> VectorIndex:
@@ -185,46 +257,116 @@ class VectorIndex:
             raise SembedError(f"no sembed index at '{path}'", "build one with sembed index -o DIR")
         if not (path / STORE_FILE).exists():
             return cls._load_legacy(path)
+        for attempt in range(LOAD_TRIES):
+            try:
+                return cls._load(path, writable, whole, last=attempt == LOAD_TRIES - 1)
+            except Changed:
+                time.sleep(0.02 * 2**attempt)
+        raise AssertionError("the last attempt raises")
+
+    @classmethod
+    def _load(cls, path: Path, writable: bool, whole: bool, last: bool) -> VectorIndex:
+        """One attempt at loading: Changed when a commit moved the files under it (unless `last`: then the error)."""
+
+        def changed(problem: str) -> Changed:
+            if last:
+                raise SembedError(f"damaged index at '{path}': {problem}", REBUILD)
+            return Changed(problem)
+
         store = RecordStore(path / STORE_FILE, readonly=not writable)
+        descriptors: list[int] = []
         try:
             if not writable:
                 store.snapshot()
-            faiss_file = store.state.get("faiss_file", INDEX_FILE)
-            metadata = cls._metadata(path)
-            index = read_faiss(path / faiss_file, mapped=not (writable or whole))
+            state = store.state
+            faiss_file = state.get("faiss_file", INDEX_FILE)
+            metadata = cls._metadata(path, state, changed)
+            try:
+                descriptors.append(os.open(path / faiss_file, os.O_RDONLY))
+            except FileNotFoundError:
+                raise changed(f"{faiss_file} is missing") from None
+            # FAISS reads the file this descriptor holds, even once a later commit has removed its name
+            held = Path(f"/proc/self/fd/{descriptors[0]}")
+            try:
+                index = read_faiss(
+                    held if held.exists() else path / faiss_file, not (writable or whole), path / faiss_file
+                )
+            except SembedError:
+                if not _same_file(descriptors[0], path / faiss_file):
+                    raise changed(f"{faiss_file} was replaced while it was read") from None
+                if sum_key(faiss_file) in state:  # damage FAISS itself trips on: said as damage
+                    problem = mismatch(descriptors[0], state[sum_key(faiss_file)], True, faiss_file)
+                    if problem is not None:
+                        raise SembedError(f"damaged index at '{path}': {problem}", REBUILD) from None
+                raise
+            if not held.exists() and not _same_file(descriptors[0], path / faiss_file):
+                raise changed(f"{faiss_file} was replaced while it was read")
             problem = metadata_problem(metadata, index.d)
             if problem is not None:
                 raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", REBUILD)
             expected = store.next_row if kinds.positional(index) else store.count
             if index.ntotal != expected:
-                raise SembedError(
-                    f"damaged index at '{path}': {index.ntotal} vectors in {faiss_file} but "
-                    f"{expected} rows in {STORE_FILE}",
-                    REBUILD,
-                )
+                raise changed(f"{index.ntotal} vectors in {faiss_file} but {expected} rows in {STORE_FILE}")
             settings = metadata.get("settings", {})
             kinds.set_search_breadth(index, settings.get("nprobe"), settings.get("ef_search"))
             vectors = None
+            checks: list[tuple[str, int, str, bool]] = []
+            if sum_key(faiss_file) in state:
+                checks.append((faiss_file, descriptors[0], state[sum_key(faiss_file)], True))
+                descriptors.pop()
             if settings.get("rerank") in ("float16", "float32"):
                 vectors = VectorFile.named(path, index.d, settings["rerank"])
                 if vectors.rows_on_disk() < store.number("vector_rows"):
+                    raise changed(
+                        f"{vectors.path.name} holds {vectors.rows_on_disk()} rows, the store "
+                        f"{store.number('vector_rows')}"
+                    )
+                vectors.matrix(store.next_row)  # mapped now: the file of this commit, whatever comes later
+                key = sum_key(vectors.path.name)
+                if key in state:
+                    checks.append((vectors.path.name, os.open(vectors.path, os.O_RDONLY), state[key], False))
+            for name, descriptor, checksum, _ in checks:  # sizes now: a truncated file never loads
+                size = os.fstat(descriptor).st_size
+                if size < parse(checksum)[1]:
                     raise SembedError(
-                        f"damaged index at '{path}': {vectors.path.name} holds "
-                        f"{vectors.rows_on_disk()} rows, the store {store.number('vector_rows')}",
+                        f"damaged index at '{path}': {name} has {size} bytes, its checksum was taken over "
+                        f"{parse(checksum)[1]}",
                         REBUILD,
                     )
             removed = np.asarray(store.removed(), dtype=np.int64)
         except BaseException:
             store.close()
+            for descriptor in descriptors + [c[1] for c in locals().get("checks", [])]:
+                os.close(descriptor)
             raise
-        return cls(path, index, store, metadata, vectors, removed)
+        for descriptor in descriptors:
+            os.close(descriptor)
+        if not checks:
+            log.debug(f"{path} has no checksums (written before sembed kept them): its files are not checked")
+        loaded = cls(path, index, store, metadata, vectors, removed, Verifier(path, checks) if checks else None)
+        if writable or whole:  # an update or a merge reads the whole file now anyway: never carry damage on
+            try:
+                loaded.verified()
+            except BaseException:
+                loaded.close()
+                raise
+        return loaded
 
     @staticmethod
-    def _metadata(path: Path) -> dict:
+    def _metadata(path: Path, state: dict, changed) -> dict:
+        """The commit's sembed.json: the state's copy where an update left one, else the file; the file checked
+        against its checksum (this commit's, or the one before, which it still is for the moment after a commit)."""
         try:
-            return json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise SembedError(f"unreadable index at '{path}': {e}", REBUILD) from None
+            data = (path / METADATA_FILE).read_bytes()
+        except OSError as e:
+            raise SembedError(f"unreadable index at '{path}': {METADATA_FILE}: {e.strerror or e}", REBUILD) from None
+        recorded = state.get(sum_key(METADATA_FILE))
+        if recorded is not None and bytes_checksum(data) not in (recorded, state.get(PREVIOUS_SUM + METADATA_FILE)):
+            raise changed(f"{METADATA_FILE} does not match its checksum (its bytes changed after they were written)")
+        try:
+            return json.loads(state.get(STATE_METADATA, data))
+        except ValueError as e:
+            raise SembedError(f"damaged index at '{path}': {METADATA_FILE} is not JSON: {e}", REBUILD) from None
 
     @classmethod
     def _load_legacy(cls, path: Path) -> VectorIndex:
@@ -259,22 +401,35 @@ class VectorIndex:
 
     # --- search ----------------------------------------------------------------------------------------------
 
-    def search(self, queries: np.ndarray, k: int, ef_search: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, queries: np.ndarray, k: int, ef_search: int | None = None, selector=None, nprobe: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(cosines, rows) of the k nearest rows of each query (unit-normalised first), best first; row -1 where
-        fewer exist. ef_search: a wider graph search than the index's own for this call (never narrower)."""
+        fewer exist. ef_search: a wider graph search than the index's own for this call (never narrower);
+        selector: a FAISS IDSelector of the only rows allowed (search --where; it leaves out removed rows itself),
+        with `nprobe` inverted lists probed (None: the index's own)."""
         import faiss
 
+        self.verified()  # damage is an error before the first answer
         queries = unit_rows(queries)
         asked = k * kinds.RERANK_FACTOR if self.vectors is not None else k
         graph = kinds.hnsw_of(self.index)
         params = None
         if graph is not None:
             breadth = max(graph.hnsw.efSearch, ef_search or 0, asked if self.vectors is not None else 0)
-            selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.removed)) if len(self.removed) else None
+            if selector is None and len(self.removed):
+                selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.removed))
             if breadth != graph.hnsw.efSearch or selector is not None:
                 params = faiss.SearchParametersHNSW(efSearch=breadth)  # type: ignore[attr-defined]  # not in the stubs
                 if selector is not None:
                     params.sel = selector
+        elif selector is not None:
+            ivf = kinds.ivf_of(self.index)
+            params = (
+                faiss.SearchParametersIVF(sel=selector, nprobe=nprobe or ivf.nprobe)  # type: ignore[call-arg]
+                if ivf is not None
+                else faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
+            )
         scores, rows = (
             self.index.search(queries, asked, params=params)
             if params is not None
@@ -311,8 +466,66 @@ class VectorIndex:
             )
 
 
-def read_faiss(path: Path, mapped: bool):
-    """The FAISS index at `path`: memory-mapped (inverted lists and flat codes stay on disk until read) or whole."""
+def check_index(path: Path) -> str:
+    """Verify the index at `path` fully (`sembed index --check`): each file against its checksum, SQLite's own
+    integrity check and every row against its check. Returns what was checked, in a line; damage is a SembedError
+    naming the file."""
+    with VectorIndex.load(path) as loaded:
+        if loaded.legacy:
+            return f"{path} was written by sembed 0.1: it has no checksums (sembed index --update DIR converts it)"
+        store = cast(RecordStore, loaded.store)
+        files = sorted(key[len(SUM) :] for key in store.state if key.startswith(SUM))
+        loaded.verified()
+        problems = store.verify()
+        if problems:
+            raise SembedError(f"damaged index at '{path}': {problems[0]}", REBUILD)
+    if not files:
+        return (
+            f"{path} has no checksums (written before sembed kept them): {STORE_FILE} passes SQLite's integrity "
+            "check; rebuild the index to have its files checked"
+        )
+    rows = "its rows match their checks" if store.checked else "its rows carry no checks (written before them)"
+    return (
+        f"{path} is whole: {', '.join(files)} match their checksums; "
+        f"{STORE_FILE} passes SQLite's integrity check, {rows}"
+    )
+
+
+def seal(directory: Path, metadata: dict) -> None:
+    """Write sembed.json into the finished, still hidden index `directory` (a build's, a merge's, a rebuild's) and
+    record the checksums of its files and the metadata in its state: one transaction, whole with the directory's
+    rename."""
+    from ..artifacts import write_metadata
+    from ..io.checksums import file_checksum
+
+    path = write_metadata(directory, metadata, METADATA_FILE)
+    data = path.read_bytes()
+    store = RecordStore(directory / STORE_FILE)
+    try:
+        state = store.state
+        faiss_file = state.get("faiss_file", INDEX_FILE)
+        sums = {sum_key(faiss_file): file_checksum(directory / faiss_file)}
+        sums[sum_key(METADATA_FILE)] = bytes_checksum(data)
+        for name in DTYPES.values():
+            if (directory / name).exists():
+                sums[sum_key(name)] = file_checksum(directory / name)
+        store.begin()
+        store.set_state(**sums, **{STATE_METADATA: data.decode("utf-8")})
+        store.commit()
+    finally:
+        store.close()
+
+
+def _same_file(descriptor: int, path: Path) -> bool:
+    try:
+        return os.fstat(descriptor).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def read_faiss(path: Path, mapped: bool, shown: Path | None = None):
+    """The FAISS index at `path` (named `shown` in errors): memory-mapped (inverted lists and flat codes stay on disk
+    until read) or whole."""
     import faiss
 
     try:
@@ -324,6 +537,6 @@ def read_faiss(path: Path, mapped: bool):
                 return faiss.read_index(str(path), flags)
         return faiss.read_index(str(path))
     except RuntimeError as e:
-        raise SembedError(
-            f"unreadable index at '{path.parent}': {path.name}: {str(e).strip().splitlines()[-1]}", REBUILD
-        ) from None
+        shown = shown or path
+        problem = str(e).strip().splitlines()[-1].replace(str(path), str(shown))
+        raise SembedError(f"unreadable index at '{shown.parent}': {shown.name}: {problem}", REBUILD) from None

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 
-from ..artifacts import building, write_metadata
+from ..artifacts import building
 from .build import build_from_index
-from .directory import METADATA_FILE, VectorIndex
+from .directory import VectorIndex, seal
 from .staging import IndexSettings
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,6 @@ def convert_legacy(old: VectorIndex) -> VectorIndex:
         }
         meta.update(count=built.count, type=built.kind.name)
         meta["data"] = {**meta.get("data", {}), "converted_from": "sembed 0.1"}
-        write_metadata(work, meta, METADATA_FILE)
+        seal(work, meta)
     old.close()
     return VectorIndex.load(directory, writable=True)

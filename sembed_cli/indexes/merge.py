@@ -13,13 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..artifacts import building, describe, write_metadata
+from ..artifacts import building, describe
 from ..errors import SembedError
+from ..io.atomic_files import disk_full_named
 from . import kinds
-from .directory import INDEX_FILE, METADATA_FILE, VectorIndex
+from .directory import INDEX_FILE, VectorIndex, seal
 from .staging import write_faiss
 from .store import FILE as STORE_FILE
-from .store import RecordStore
+from .store import RecordStore, row_check
 from .vector_file import DTYPES, VectorFile
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
         raise SembedError("the same piece twice", "merge each index once")
     loaded = [VectorIndex.load(piece, whole=True) for piece in pieces]  # read-only: a piece may be on a shared mount
     try:
-        with building(output, force=force) as work:
+        with building(output, force=force) as work, disk_full_named(work, output, STORE_FILE):
             count, kind = merge_into(work, loaded)
             meta = dict(loaded[0].metadata)
             fresh = describe("sembed index merge", {}, {})
@@ -52,7 +53,7 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
                     for piece in loaded
                 ]
             }
-            write_metadata(work, meta, METADATA_FILE)
+            seal(work, meta)
     finally:
         for piece in loaded:
             piece.close()
@@ -69,7 +70,9 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
     stores = check_mergeable(pieces)
     meta = first.settings
     kind = kinds.Kind(meta.get("type", "factory"), meta["factory"], meta.get("nprobe"))
-    store = RecordStore(work / STORE_FILE, create=True)  # no transaction: ATTACH refuses one; `work` is atomic
+    store = RecordStore(
+        work / STORE_FILE, create=True, text_key=meta.get("text_key", "text")
+    )  # no transaction: ATTACH refuses one; `work` is atomic
     try:
         offset = 0
         merged = None
@@ -171,5 +174,12 @@ def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[
             "INSERT INTO rows (row, id, hash, payload) SELECT row + ?, id, hash, payload FROM piece.rows", (offset,)
         )
         db.execute("INSERT INTO removed (row) SELECT row + ? FROM piece.removed", (offset,))
+        if source.checked:  # the pieces' own checks: damage in a piece stays found
+            db.execute("INSERT INTO checks (row, crc) SELECT row + ?, crc FROM piece.checks", (offset,))
+        else:
+            db.create_function("row_check", 3, row_check, deterministic=True)
+            db.execute(
+                "INSERT INTO checks (row, crc) SELECT row + ?, row_check(id, hash, payload) FROM piece.rows", (offset,)
+            )
     finally:
         db.execute("DETACH DATABASE piece")

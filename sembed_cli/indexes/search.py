@@ -16,8 +16,13 @@ from ..errors import BadRecord, SembedError
 from ..io import ReadPosition, RecordReader, Rejects, StreamOptions, batched, check_text
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .directory import VectorIndex
+    from .filters import Selection
+    from .keyword import KeywordIndex
     from .query_encoder import QueryEmbedder
+    from .rerank import Reranker
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +45,75 @@ class SearchSettings:
     backend: str = "torch"
     quantize: str = "none"
     long_text: str = "truncate"
+    keyword: bool = False  # rank by BM25 alone (the index's FTS5 table)
+    hybrid: bool = False  # fuse BM25 and the vectors by reciprocal-rank fusion
+    hybrid_weight: float = 0.5  # the keyword ranking's share in the fusion
+    any_word: bool = False  # read a keyword query as plain words, any of which may match
+    where: str | None = None  # a filter on the records' fields (indexes/filters.py), applied before the search
+    rerank_model: str | None = None  # a second model that re-ranks the first stage's candidates
+    rerank_depth: int = 100  # candidates the first stage finds for it
+
+
+@dataclass
+class SearchPlan:
+    """What answers a batch of queries beyond the plain vector search: the keyword index (keyword or hybrid),
+    the --where selection, the second-stage model. Built once per search by `plan_of`."""
+
+    keyword: KeywordIndex | None = None
+    dense: bool = True
+    weight: float = 0.5
+    any_word: bool = False
+    selection: Selection | None = None
+    reranker: Reranker | None = None
+    depth: int = 0  # candidates per query before the re-rank
+
+    @property
+    def needs_text(self) -> bool:
+        return self.keyword is not None or self.reranker is not None
+
+    def keyword_query(self, text: str) -> str:
+        assert self.keyword is not None
+        return self.keyword.words_query(text) if self.any_word else text
+
+    def check(self, record: dict, text_key: str) -> None:
+        """A query record's part of the plan: a text for keyword search and the re-rank, FTS5 able to parse it."""
+        if self.needs_text and not isinstance(record.get(text_key), str):
+            raise BadRecord(
+                f"missing key '{text_key}': "
+                + ("keyword search" if self.keyword is not None else "--rerank-model")
+                + " needs the query's text"
+            )
+        if self.keyword is not None and not self.any_word:
+            self.keyword.check(record[text_key])
+        elif self.keyword is not None and not self.dense and not self.keyword_query(record[text_key]):
+            raise BadRecord("the keyword query has no words")
+
+
+def plan_of(index: VectorIndex, settings: SearchSettings) -> SearchPlan | None:
+    """The SearchPlan of `settings` (None for a plain vector search); errors (no keyword index, a --where that
+    does not parse or names a field no record has) come here, before any query is read."""
+    from .filters import Selection
+    from .keyword import KeywordIndex
+    from .rerank import Reranker
+
+    if not (settings.keyword or settings.hybrid or settings.where is not None or settings.rerank_model):
+        return None
+    plan = SearchPlan(dense=not settings.keyword, weight=settings.hybrid_weight, any_word=settings.any_word)
+    if settings.keyword or settings.hybrid:
+        plan.keyword = KeywordIndex.of(index)
+    if settings.where is not None:
+        plan.selection = Selection.of(index, settings.where)
+        log.info(f"--where selects {len(plan.selection):,} of {index.count:,} records")
+    if settings.rerank_model:
+        plan.reranker = Reranker(
+            settings.rerank_model,
+            index.settings.get("text_key", "text"),
+            settings.backend,
+            settings.quantize,
+            settings.device,
+            settings.rerank_depth,
+        )
+    return plan
 
 
 class QueryVectors:
@@ -109,8 +183,10 @@ def search_records(
     payload: bool = False,
     query_vectors: QueryVectors | None = None,
     spelling: bool = False,
+    plan: SearchPlan | None = None,
 ) -> Iterator[dict]:
-    """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator).
+    """Each query record with `neighbors`: [{id, text, score}, ...] best first (a lazy iterator). `plan`: keyword
+    or hybrid ranking, a --where selection, a second-stage model (SearchPlan; None: the vectors alone).
 
     FAISS releases the GIL, so batch n is searched in a worker thread while this one writes out batch n - 1
     and reads batch n + 1: the reading, checking and writing cost little on top of FAISS itself.
@@ -138,8 +214,45 @@ def search_records(
             vectors[texts] = encoder.encode([batch[i][text_key] for i in texts])
         return vectors
 
+    def first_stage(batch: list[dict]) -> tuple[list[dict], Callable[[], tuple[np.ndarray, np.ndarray]]]:
+        """Start the batch's search: FAISS in the worker thread, SQLite (keyword ranking) here; the callable
+        returns the batch's (scores, rows) once both are done."""
+        assert plan is not None
+        depth = plan.depth
+        keyword_ranked = None
+        if plan.keyword is not None:
+            texts = [plan.keyword_query(record[text_key]) for record in batch]
+            keyword_ranked = plan.keyword.search(
+                texts, depth, plan.selection.rows if plan.selection is not None else None
+            )
+        dense = None
+        if plan.dense:
+            vectors = query_matrix(batch)
+            if plan.selection is not None:
+                dense = worker.submit(plan.selection.search, vectors, depth)
+            else:
+                dense = worker.submit(index.search, vectors, depth)
+
+        def result() -> tuple[np.ndarray, np.ndarray]:
+            from .keyword import fuse
+
+            if dense is None:
+                assert keyword_ranked is not None
+                return keyword_ranked
+            if keyword_ranked is None:
+                return dense.result()
+            return fuse(dense.result(), keyword_ranked, depth, plan.weight)
+
+        return batch, result
+
     def finish(batch: list[dict], searched) -> list[dict]:
-        scores, rows = searched.result()
+        scores, rows = searched.result() if plan is None else searched()
+        if plan is not None:
+            if plan.reranker is not None:
+                queries = [record[text_key] for record in batch]
+                scores, rows = plan.reranker.rerank(index, queries, rows, k)
+            else:
+                scores, rows = scores[:, :k], rows[:, :k]
         if spelling:
             scores, rows = reranker.rerank([record.get(text_key) for record in batch], scores, rows, k)
         found = index.records(rows.ravel())  # only the neighbours' rows are read from the store
@@ -160,11 +273,21 @@ def search_records(
         texts = index.texts(text_key)
         reranker = SpellingReranker(texts.__getitem__, len(texts))
     asked = k * SPELLING_CANDIDATES if spelling else k
+    if plan is not None:
+        plan.depth = max(k, plan.reranker.depth if plan.reranker is not None else k)
+        if plan.keyword is not None and plan.dense:
+            from .keyword import HYBRID_DEPTH
+
+            plan.depth = max(plan.depth, HYBRID_DEPTH)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="faiss-search") as worker:
         pending = None
         try:
             for batch in batched(records, batch_size):
-                searching = (batch, worker.submit(index.search, query_matrix(batch), asked))
+                searching = (
+                    first_stage(batch)
+                    if plan is not None
+                    else (batch, worker.submit(index.search, query_matrix(batch), asked))
+                )
                 if pending is not None:
                     yield from finish(*pending)
                 pending = searching
@@ -202,11 +325,21 @@ class CommandLineQueries:
 
 
 def query_check(
-    query_vectors: QueryVectors, encoder: QueryEmbedder, text_key: str, embedding_key: str
+    query_vectors: QueryVectors,
+    encoder: QueryEmbedder,
+    text_key: str,
+    embedding_key: str,
+    plan: SearchPlan | None = None,
 ) -> Callable[[dict], None]:
-    """The per-record check of a query: a vector of the index's model and dimension, or a usable text."""
+    """The per-record check of a query: a vector of the index's model and dimension, or a usable text (and
+    what the plan needs: a text FTS5 can parse for keyword search, a text for the re-rank)."""
 
     def check(record: dict) -> None:
+        if plan is not None:
+            plan.check(record, text_key)
+            if not plan.dense:
+                check_text(record, text_key)
+                return
         if embedding_key in record:
             query_vectors.check(record)
         elif text_key in record:
@@ -228,12 +361,15 @@ def search_stream(
     encoder = QueryEmbedder(
         index, settings.model, settings.device, settings.long_text, settings.backend, settings.quantize
     )
-    if settings.model is not None or queries:
+    plan = plan_of(index, settings)
+    if (settings.model is not None or queries) and (plan is None or plan.dense):
         encoder.open()  # a wrong --model is refused before any query is read
+    if plan is not None and plan.reranker is not None:
+        plan.reranker.open()  # and a wrong --rerank-model too
     name = str(index.identity or index.metadata["model"])
     log.info(f"searching {index.count} vectors ({index.metadata.get('type')}) of {name}")
     query_vectors = QueryVectors(settings.embedding_key, index.dimension, name, index.identity)
-    check = query_check(query_vectors, encoder, settings.text_key, settings.embedding_key)
+    check = query_check(query_vectors, encoder, settings.text_key, settings.embedding_key, plan)
     source: RecordReader = (
         CommandLineQueries(queries, settings.text_key, stream.skip_errors) if queries else stream.source()
     )
@@ -251,6 +387,7 @@ def search_stream(
                 settings.payload,
                 query_vectors,
                 settings.spelling,
+                plan,
             ),
             settings.batch_size,
             "searching",
@@ -258,3 +395,5 @@ def search_stream(
         )
     finally:
         encoder.report()
+        if plan is not None and plan.reranker is not None:
+            plan.reranker.report()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,9 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from .. import console
-from ..io import RecordReader, Rejects, sync_file
+from ..io import RecordReader, Rejects
+from ..io.atomic_files import DiskFull, is_disk_full
+from ..io.checksums import DEFAULT, hasher, make
 from . import kinds
 from .entries import Entry, EntryReader, unit_rows
 from .store import RecordStore
@@ -210,8 +213,38 @@ def add_rows(index, vectors: VectorFile, start: int, stop: int) -> None:
             index.add_with_ids(block, np.arange(first, first + len(block), dtype=np.int64))
 
 
-def write_faiss(index, path: Path) -> None:
+def write_faiss(index, path: Path) -> str:
+    """Write `index` to `path` (synced) through sembed's own file writes, and return the file's checksum (taken as
+    it is written: io.checksums). A full disk is DiskFull naming the file and its whole size (FAISS's own writer
+    would say neither); the partial file is removed."""
     import faiss
 
-    faiss.write_index(index, str(path))
-    sync_file(path)
+    written, digest = 0, hasher()
+    failure: OSError | None = None
+    with open(path, "wb", buffering=0) as f:
+
+        def write(data: bytes) -> int:
+            nonlocal written, failure
+            if failure is None:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[f.write(view) or 0 :]
+                except OSError as e:
+                    failure = e  # the rest is counted, not written: the size the whole file needs
+            written += len(data)
+            digest.update(data)
+            return len(data)
+
+        faiss.write_index(index, faiss.PyCallbackIOWriter(write))  # type: ignore[attr-defined]  # not in the stubs
+        if failure is None:
+            try:
+                os.fsync(f.fileno())
+            except OSError as e:
+                failure = e
+    if failure is not None:
+        path.unlink(missing_ok=True)
+        if is_disk_full(failure):
+            raise DiskFull(path, written)
+        raise failure
+    return make(DEFAULT, written, digest.hexdigest())

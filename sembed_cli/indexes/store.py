@@ -8,17 +8,26 @@ one transaction, and its commit (with the `state` that names the current FAISS f
     rows(row INTEGER PRIMARY KEY, id TEXT UNIQUE, hash TEXT, payload BLOB)   id: the record's id as compact JSON
     removed(row INTEGER PRIMARY KEY)    rows a graph index still holds but no longer answers with
     state(key TEXT PRIMARY KEY, value TEXT)
+    checks(row INTEGER PRIMARY KEY, crc INTEGER)    CRC-32 of each row's id, hash and payload (`row_check`)
+
+Damage: SQLite finds a broken page structure itself (an error, which `damaged` words); a byte changed inside a
+row's values it cannot see, so each row carries a CRC-32 in `checks`, written with it and compared whenever rows
+are read for an answer (`records`): a changed payload is an error naming the file and row, never an altered hit.
+`verify` reads every row and SQLite's own `PRAGMA integrity_check` (`sembed index --check`). A store written
+before checks has no `checks` table and is read as before.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import SembedError
+from . import keyword
 
 FILE = "records.sqlite"
 FORMAT = 2  # sembed 0.1 kept records.jsonl
@@ -29,7 +38,20 @@ CREATE TABLE IF NOT EXISTS rows (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQU
                                  payload BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS removed (row INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS checks (row INTEGER PRIMARY KEY, crc INTEGER NOT NULL);
 """
+
+
+def row_check(key: str, digest: str, payload: bytes) -> int:
+    """The CRC-32 of one row's values, as `checks` keeps it."""
+    return zlib.crc32(bytes(payload), zlib.crc32(f"{key}\0{digest}\0".encode()))
+
+
+def damaged(path: Path, error: Exception) -> SembedError:
+    """A SQLite error met while reading the store at `path`, as the one-line error naming the file."""
+    return SembedError(
+        f"damaged index at '{path.parent}': {path.name}: {error}", "rebuild it with sembed index -o DIR --force"
+    )
 
 
 def uri_of(path: Path) -> str:
@@ -67,7 +89,7 @@ def connect_readonly(path: Path) -> tuple[sqlite3.Connection, str]:
 class RecordStore:
     """The SQLite database of an index directory; writes happen inside one transaction until `commit`."""
 
-    def __init__(self, path: Path, create: bool = False, readonly: bool = False):
+    def __init__(self, path: Path, create: bool = False, readonly: bool = False, text_key: str = "text"):
         self.path = Path(path)
         if not create and not self.path.exists():
             raise SembedError(f"no {FILE} in '{self.path.parent}'", "build the index with sembed index -o DIR")
@@ -82,8 +104,16 @@ class RecordStore:
             if create:
                 self.db.executescript(SCHEMA)
                 self.set_state(format=FORMAT, next_row=0, count=0)
+                keyword.install(self.db, text_key)  # the FTS5 table of the texts, kept in step by triggers
             self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
+            self.checked = bool(
+                self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checks'").fetchall()
+            )
         except sqlite3.DatabaseError as e:
+            from ..io.atomic_files import DiskFull, is_disk_full
+
+            if is_disk_full(e):
+                raise DiskFull(self.path) from None
             raise SembedError(
                 f"unreadable index at '{self.path.parent}': {FILE}: {e}", "rebuild it with sembed index -o DIR --force"
             ) from None
@@ -96,6 +126,11 @@ class RecordStore:
             "INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)",
             [(key, str(value)) for key, value in values.items()],
         )
+        self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
+
+    def forget_state(self, prefix: str) -> None:
+        """Remove the state's keys that begin with `prefix`."""
+        self.db.execute("DELETE FROM state WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
         self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
 
     def number(self, key: str, default: int = 0) -> int:
@@ -118,33 +153,51 @@ class RecordStore:
         self.writing = True
 
     def commit(self) -> None:
-        self.db.execute("COMMIT")
+        """The moment the transaction happens; a failed COMMIT (a full disk) leaves it undone, and raises."""
+        from ..io.atomic_files import disk_full_as_error
+
+        with disk_full_as_error(self.path):
+            self.db.execute("COMMIT")
         self.writing = False
 
     def rollback(self) -> None:
-        if self.writing:
+        """Undo the open transaction, if SQLite has not undone it already (a failed COMMIT may have): the error
+        that led here is the one reported, never 'cannot rollback - no transaction is active'."""
+        if self.writing and self.db.in_transaction:
             self.db.execute("ROLLBACK")
-            self.writing = False
+        self.writing = False
 
     def snapshot(self) -> None:
-        """Read from one moment on (a search beside an update sees the index as it was when it began)."""
+        """Read from one moment on (a search beside an update sees the index as it was when it began): the state
+        is read again inside the read transaction, so it is the state of the commit every later read sees."""
         self.db.execute("BEGIN")
-        self.db.execute("SELECT 1 FROM state LIMIT 1").fetchall()
+        self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
 
     def close(self) -> None:
-        self.rollback()
-        if self.db.in_transaction:
-            self.db.execute("ROLLBACK")
+        try:
+            self.rollback()
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # closing undoes what is open anyway
         self.db.close()
 
     # --- rows ------------------------------------------------------------------------------------------------
 
     def insert(self, rows: Iterable[tuple[int, str, str, bytes]]) -> None:
         """(row, id, hash, payload) rows; an id already there raises sqlite3.IntegrityError."""
+        rows = list(rows)
         self.db.executemany("INSERT INTO rows (row, id, hash, payload) VALUES (?, ?, ?, ?)", rows)
+        if self.checked:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO checks (row, crc) VALUES (?, ?)",
+                [(row, row_check(key, digest, payload)) for row, key, digest, payload in rows],
+            )
 
     def delete(self, rows: list[int]) -> None:
         self.db.executemany("DELETE FROM rows WHERE row = ?", [(row,) for row in rows])
+        if self.checked:
+            self.db.executemany("DELETE FROM checks WHERE row = ?", [(row,) for row in rows])
 
     def mark_removed(self, rows: list[int]) -> None:
         self.db.executemany("INSERT OR IGNORE INTO removed (row) VALUES (?)", [(row,) for row in rows])
@@ -154,6 +207,11 @@ class RecordStore:
 
     def set_payload(self, row: int, payload: bytes) -> None:
         self.db.execute("UPDATE rows SET payload = ? WHERE row = ?", (payload, row))
+        if self.checked:
+            key, digest = self.db.execute("SELECT id, hash FROM rows WHERE row = ?", (row,)).fetchone()
+            self.db.execute(
+                "INSERT OR REPLACE INTO checks (row, crc) VALUES (?, ?)", (row, row_check(key, digest, payload))
+            )
 
     def find(self, ids: list[str]) -> dict[str, tuple[int, str, bytes]]:
         """id -> (row, hash, payload) of those `ids` (compact JSON) that are stored."""
@@ -168,17 +226,47 @@ class RecordStore:
         return found
 
     def records(self, rows: Iterable[int]) -> dict[int, tuple[str, bytes]]:
-        """row -> (id, payload) of the stored `rows`."""
+        """row -> (id, payload) of the stored `rows`, each compared with its check (a mismatch is an error)."""
         wanted = sorted({int(row) for row in rows if row >= 0})
         found: dict[int, tuple[str, bytes]] = {}
-        for start in range(0, len(wanted), CHUNK):
-            chunk = wanted[start : start + CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for row, key, payload in self.db.execute(
-                f"SELECT row, id, payload FROM rows WHERE row IN ({marks})", chunk
-            ):
-                found[row] = (key, payload)
+        check = "(SELECT crc FROM checks WHERE checks.row = rows.row)" if self.checked else "NULL"
+        try:
+            for start in range(0, len(wanted), CHUNK):
+                chunk = wanted[start : start + CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for row, key, digest, payload, crc in self.db.execute(
+                    f"SELECT row, id, hash, payload, {check} FROM rows WHERE row IN ({marks})", chunk
+                ):
+                    if crc is not None and row_check(key, digest, payload) != crc:
+                        raise SembedError(
+                            f"damaged index at '{self.path.parent}': {FILE}: row {row} does not match its check "
+                            "(its bytes changed after they were written)",
+                            "rebuild it with sembed index -o DIR --force",
+                        )
+                    found[row] = (key, payload)
+        except sqlite3.DatabaseError as e:
+            raise damaged(self.path, e) from None
         return found
+
+    def verify(self) -> list[str]:
+        """Every problem of the store, read whole: SQLite's integrity check, then each row against its check."""
+        try:
+            problems = [
+                f"{FILE}: {line}"
+                for (line,) in self.db.execute("PRAGMA integrity_check(10)").fetchall()
+                if line != "ok"
+            ]
+            if problems or not self.checked:
+                return problems
+            query = "SELECT rows.row, id, hash, payload, crc FROM rows LEFT JOIN checks ON checks.row = rows.row"
+            for row, key, digest, payload, crc in self.db.execute(query):
+                if crc is not None and row_check(key, digest, payload) != crc:
+                    problems.append(f"{FILE}: row {row} does not match its check")
+                    if len(problems) >= 10:
+                        break
+            return problems
+        except sqlite3.DatabaseError as e:
+            return [f"{FILE}: {e}"]
 
     def rows(self, below: int | None = None) -> Iterator[tuple[int, str, str, bytes]]:
         """Every stored (row, id, hash, payload) in row order (below a row number, if given)."""

@@ -18,16 +18,28 @@ from pathlib import Path
 
 import numpy as np
 
-from ..artifacts import building, describe, exclusive, write_metadata
-from ..io import Rejects
+from ..artifacts import building, describe, exclusive
+from ..io import Rejects, commit, sync_file, temporary_sibling, write_bytes_atomic
+from ..io.atomic_files import disk_full_as_error, disk_full_named, json_bytes
+from ..io.checksums import bytes_checksum, file_checksum
 from ..models.embedder import model_path
-from . import kinds, recall
+from . import keyword, kinds, recall
 from .build import build_from_index
-from .directory import INDEX_FILE, METADATA_FILE, VectorIndex
+from .directory import (
+    INDEX_FILE,
+    METADATA_FILE,
+    PREVIOUS_SUM,
+    STATE_METADATA,
+    SUM,
+    VectorIndex,
+    seal,
+    sum_key,
+)
 from .entries import CONTENT_IDS, GIVEN_IDS, Entry, EntryReader
 from .legacy import convert_legacy
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder
 from .staging import Changes, Embed, IndexSettings, IndexSource, add_rows, read_entries, stage, write_faiss
+from .store import FILE as STORE_FILE
 from .store import RecordStore
 from .vector_file import VectorFile
 
@@ -59,6 +71,7 @@ def update_index(
         loaded = VectorIndex.load(directory, writable=True)
         if loaded.legacy:
             loaded = convert_legacy(loaded)
+        repair_metadata(loaded)
         try:
             return _update(loaded, source, settings, choice, choices, npy)
         finally:
@@ -171,7 +184,7 @@ def rebuild(directory: Path, settings: IndexSettings) -> dict:
     """The index at `directory` built afresh from its own rows and vectors (new cells; rows renumbered)."""
     old = VectorIndex.load(directory, writable=True)
     try:
-        with building(directory, force=True) as work:
+        with building(directory, force=True) as work, disk_full_named(work, directory, STORE_FILE):
             built = build_from_index(work, old, settings)
             meta = dict(old.metadata)
             fresh = {**meta, "count": built.count, "type": built.kind.name}
@@ -183,7 +196,7 @@ def rebuild(directory: Path, settings: IndexSettings) -> dict:
                 **built.recall,
             }
             fresh["data"] = {**meta.get("data", {}), "sha256": built.data_sha256, "rebuilt": True}
-            write_metadata(work, fresh, METADATA_FILE)
+            seal(work, fresh)
     finally:
         old.close()
     log.info(f"rebuilt {directory}: {built.count} vectors, {built.kind.name} index ({built.kind.factory})")
@@ -211,14 +224,19 @@ def update_in_place(
     write_metadata: Callable[[Updated], dict],
 ) -> Updated:
     """Apply `entries` to the index `loaded` (opened writable, its lock held): one transaction, committed with
-    the new FAISS file; on any failure the index stays as it was. `write_metadata(updated)` gives sembed.json."""
-    from ..artifacts import write_metadata as write_metadata_file
-
+    the new FAISS file, the checksums and sembed.json (written under a hidden name before the commit, renamed in
+    after it; the state holds it too, so it never disagrees with the rows); on any failure the index stays as it
+    was and nothing is left. `write_metadata(updated)` gives sembed.json. The FAISS file of the generation before
+    stays until the next update, for a search that read the state just before this commit."""
     store, path = loaded.store, loaded.path
     assert isinstance(store, RecordStore)
     committed = store.number("vector_rows")
     kept = loaded.vectors
     new_files: list[Path] = []
+    metadata_file = path / METADATA_FILE
+    hidden_metadata = temporary_sibling(metadata_file)
+    previous_faiss = store.state.get("faiss_file", INDEX_FILE)
+    on_disk = store.state.get(sum_key(METADATA_FILE))
 
     def vectors(dim: int) -> VectorFile:
         if kept is not None:
@@ -231,9 +249,12 @@ def update_in_place(
 
     store.begin()
     try:
-        staging = stage(store, entries, vectors, embed, rejects, batch_size, sync)
+        with disk_full_as_error(path / STORE_FILE):
+            keyword.install(store.db, loaded.settings.get("text_key", "text"))  # an index built before keyword search
+            staging = stage(store, entries, vectors, embed, rejects, batch_size, sync)
         changes, index = staging.changes, loaded.index
-        faiss_file = store.state.get("faiss_file", INDEX_FILE)
+        faiss_file = previous_faiss
+        sums: dict[str, str] = {}
         if changes.removed or staging.next_row > staging.first_new:
             if changes.removed and kinds.positional(index):
                 store.mark_removed(changes.removed)
@@ -245,10 +266,12 @@ def update_in_place(
             generation = store.number("generation") + 1
             faiss_file = f"index.{generation}.faiss"
             new_files.append(path / faiss_file)
-            write_faiss(index, path / faiss_file)
+            sums[sum_key(faiss_file)] = write_faiss(index, path / faiss_file)
             count = store.count + changes.added + changes.replaced - len(changes.removed)
+            store.forget_state(SUM + "index")  # the checksums of earlier generations' files
             store.set_state(
                 faiss_file=faiss_file,
+                previous_faiss=previous_faiss,
                 generation=generation,
                 next_row=staging.next_row,
                 count=count,
@@ -257,19 +280,69 @@ def update_in_place(
             )
         if kept is not None:
             kept.sync()
+            size = (store.number("vector_rows") - kept.base) * kept.row_bytes
+            sums[sum_key(kept.path.name)] = file_checksum(kept.path, size)  # the rows this commit counts
         updated = Updated(changes, store.count, store.state.get("data_sha256", ""), faiss_file)
-        metadata = write_metadata(updated)
-        store.commit()
+        metadata = with_warnings(write_metadata(updated))
+        data = json_bytes(metadata)
+        with disk_full_as_error(metadata_file):
+            hidden_metadata.write_bytes(data)
+            sync_file(hidden_metadata)
+        if on_disk is None and metadata_file.exists():
+            on_disk = bytes_checksum(metadata_file.read_bytes())
+        store.set_state(
+            **sums,
+            **{
+                sum_key(METADATA_FILE): bytes_checksum(data),
+                PREVIOUS_SUM + METADATA_FILE: on_disk or "",
+                STATE_METADATA: data.decode("utf-8"),
+            },
+        )
+        with disk_full_as_error(path / STORE_FILE):
+            store.commit()
     except BaseException:
         store.rollback()
         if kept is not None:
             kept.cut(committed)
-        for file in new_files:
+        for file in (*new_files, hidden_metadata):
             file.unlink(missing_ok=True)
         raise
-    write_metadata_file(path, metadata, METADATA_FILE)  # with the run's warnings
-    for file in path.glob("index*.faiss"):  # the files of earlier generations
-        if file.name != faiss_file:
-            file.unlink(missing_ok=True)
+    commit(hidden_metadata, metadata_file)  # a rename: no disk space needed (a kill before it: `repair_metadata`)
+    remove_old_generations(path, keep=(faiss_file, previous_faiss))
     (path / UPDATE_VECTORS).unlink(missing_ok=True)
     return updated
+
+
+def with_warnings(metadata: dict) -> dict:
+    from .. import console
+
+    return {**metadata, "warnings": list(console.state.warnings)} if console.state.warnings is not None else metadata
+
+
+def remove_old_generations(path: Path, keep: tuple[str, ...]) -> None:
+    """The FAISS files of generations before `keep` (the current one and the one before, which a search that read
+    the state just before the last commit may still be opening), and those of killed updates."""
+    for file in path.glob("index*.faiss"):
+        if file.name not in keep:
+            file.unlink(missing_ok=True)
+
+
+def repair_metadata(loaded: VectorIndex) -> None:
+    """Under the index's lock: put back the sembed.json of the last commit where an update was killed between its
+    commit and the rename of sembed.json (the state holds it), and remove what killed updates left."""
+    from ..artifacts import remove_dead_runs
+
+    store, path = loaded.store, loaded.path
+    assert isinstance(store, RecordStore)
+    remove_dead_runs(path / METADATA_FILE)
+    (path / UPDATE_VECTORS).unlink(missing_ok=True)  # a killed update's new vectors (this run holds the lock)
+    recorded, data = store.state.get(sum_key(METADATA_FILE)), store.state.get(STATE_METADATA)
+    if recorded is None or data is None:
+        return
+    file = path / METADATA_FILE
+    stale = not file.exists() or bytes_checksum(file.read_bytes()) != recorded
+    if stale and bytes_checksum(data.encode("utf-8")) == recorded:
+        log.info(f"restoring {file} from the last commit (an update was killed before it renamed it)")
+        write_bytes_atomic(file, data.encode("utf-8"))
+    state = store.state
+    remove_old_generations(path, keep=(state.get("faiss_file", INDEX_FILE), state.get("previous_faiss", "")))

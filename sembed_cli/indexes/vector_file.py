@@ -44,14 +44,19 @@ class VectorFile:
 
     def append(self, vectors: np.ndarray, at_row: int) -> None:
         """Write `vectors` as rows at_row, at_row + 1, ...: the file must hold exactly at_row rows before."""
-        with open(self.path, "ab") as f:
+        from ..io.atomic_files import disk_full_as_error
+
+        with disk_full_as_error(self.path), open(self.path, "ab") as f:
             if f.tell() != (at_row - self.base) * self.row_bytes:
                 raise RuntimeError(f"{self.path} ends at row {self.base + f.tell() // self.row_bytes}, not {at_row}")
             f.write(np.ascontiguousarray(vectors, dtype=self.dtype).tobytes())
 
     def sync(self) -> None:
+        from ..io.atomic_files import disk_full_as_error
+
         if self.path.exists():
-            sync_file(self.path)
+            with disk_full_as_error(self.path):
+                sync_file(self.path)
 
     def matrix(self, rows: int) -> np.ndarray:
         """Rows base .. `rows` - 1, memory-mapped read-only (indexed from 0)."""

@@ -10,12 +10,16 @@ machine) still leaves the old file or the new one, never a mix.
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
+
+from ..errors import SembedError
 
 
 def temporary_sibling(path: Path, tag: str = "tmp") -> Path:
@@ -71,6 +75,95 @@ def write_bytes_atomic(path: Path, data: bytes, durable: bool = False) -> None:
         temporary.write_bytes(data)
 
 
+def json_bytes(data: object) -> bytes:
+    """JSON as sembed writes its metadata files: indented, numpy values as numbers."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+
+
 def write_json_atomic(path: Path, data: object, durable: bool = False) -> None:
     """Write JSON (indented; numpy values as numbers) whole or not at all, so readers never see half a file."""
-    write_bytes_atomic(path, orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY), durable)
+    with disk_full_as_error(path):
+        write_bytes_atomic(path, json_bytes(data), durable)
+
+
+# --- a full disk: one line in the user's terms, never a traceback nor a library's text ----------------------------
+
+FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Whether `error` says the disk (or the user's quota) is full: an OSError, SQLite's 'database or disk is full',
+    or a FAISS error carrying the system's text."""
+    if isinstance(error, OSError) and error.errno in FULL_ERRNOS:
+        return True
+    text = str(error)
+    return ("disk is full" in text and type(error).__name__ == "OperationalError") or (
+        isinstance(error, RuntimeError) and ("No space left on device" in text or "Disk quota exceeded" in text)
+    )
+
+
+def megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size < 10e6 else f"{size / 1e6:,.0f} MB"
+
+
+class DiskFull(SembedError):
+    """No space left on the device while writing `path` (`needed` bytes for it, when known). The free space is
+    measured when the message is shown: after the failed run removed what it wrote."""
+
+    def __init__(self, path: Path, needed: int | None = None):
+        self.path, self.needed = Path(path), needed
+        super().__init__("", "free some space there (or write to another disk) and run it again; nothing was changed")
+
+    @property
+    def message(self) -> str:
+        free = free_space(self.path)
+        amounts = [f"{megabytes(self.needed)} needed"] if self.needed is not None else []
+        if free is not None:
+            amounts.append(f"{megabytes(free)} free")
+        return f"no space left on device writing {self.path}" + (f" ({', '.join(amounts)})" if amounts else "")
+
+    @message.setter
+    def message(self, _: str) -> None:
+        pass
+
+    def shown_as(self, path: Path) -> DiskFull:
+        """The same error naming `path` (the file's final name, not the hidden one it was written under)."""
+        return DiskFull(path, self.needed)
+
+
+@contextmanager
+def disk_full_named(work: Path, final: Path, unnamed: str) -> Iterator[None]:
+    """A full disk inside the block, named by its final place: a file of the hidden directory `work` (a build's)
+    as the same file of `final`; an error naming no file (SQLite's) as the file `unnamed` there."""
+    try:
+        with disk_full_as_error(work / unnamed):
+            yield
+    except DiskFull as e:
+        try:
+            relative = e.path.relative_to(work)
+        except ValueError:
+            raise e from None
+        raise e.shown_as(final / relative) from None
+
+
+def free_space(path: Path) -> int | None:
+    for folder in (path.parent, *path.parent.parents):
+        try:
+            return shutil.disk_usage(folder).free
+        except OSError:
+            continue
+    return None
+
+
+@contextmanager
+def disk_full_as_error(path: Path, needed: int | None = None) -> Iterator[None]:
+    """Turn a full-disk failure inside the block into DiskFull naming `path` (or the file the OSError names)."""
+    try:
+        yield
+    except DiskFull:
+        raise
+    except Exception as e:
+        if not is_disk_full(e):
+            raise
+        named = getattr(e, "filename", None)
+        raise DiskFull(Path(named) if isinstance(named, str) else path, needed) from None

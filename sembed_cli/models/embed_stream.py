@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from ..errors import SembedError
 from ..io import StreamOptions, TextFields, batched, check_text, derived_key, text_jobs
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .sentence_embedding import NpyMatrix
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,21 @@ def embed_sentences(
         )
     names = ("embedding", "embedding_basic", "embedding_cf") if settings.keep_parts else ("embedding",)
     stamp = stamp_for(embedder.identity, names, matrix_file)
+    # a static model's windows are read and encoded ahead of the writing when there are threads for it: the
+    # tokenizer and the sums run without the GIL (docs/static-mode.md, "Where the time goes")
+    ahead = embedder.backend.get("backend") == "static" and uses_threads()
 
     def transform(records: Iterable[dict]) -> Iterable[dict]:
         embedded = stamp.label(
             embed_records(
-                records, embedder, fields, settings.batch_size, settings.keep_parts, matrix_file, settings.explain
+                records,
+                embedder,
+                fields,
+                settings.batch_size,
+                settings.keep_parts,
+                matrix_file,
+                settings.explain,
+                ahead=ahead,
             )
         )
         return embedded if show is None else _shown(embedded, fields, TOKEN_WEIGHTS, show)
@@ -161,6 +172,7 @@ def embed_records(
     keep_parts: bool = False,
     vectors: NpyMatrix | None = None,
     explain: bool = False,
+    ahead: bool = False,
 ) -> Iterator[dict]:
     """Add `embedding` (suffixed like the text field) to every record, a window of `batch_size` records at a time.
 
@@ -174,7 +186,32 @@ def embed_records(
     `token_weights`, each text's words with their weights. Records must have
     passed `TextFields.of` (and, with component focusing, carry a string s_cf
     where they carry one at all).
+
+    `ahead`: the windows are read and encoded in a thread of their own (`read_ahead`), a window or two ahead of
+    the one the caller is writing, so that reading and encoding the next overlaps writing this one; the records,
+    their order, the values and the errors are the same.
     """
+    windows = encoded_windows(records, embedder, fields, batch_size, keep_parts, explain)
+    for batch, jobs, outputs in read_ahead(windows) if ahead else windows:
+        if vectors is None:
+            for n, (record, key) in enumerate(jobs):
+                for name, values in outputs.items():
+                    record[derived_key(key, name)] = values[n]  # a float32 row: the sink writes it as a JSON list
+        else:
+            store_rows(jobs, outputs, vectors)
+        yield from batch
+
+
+def encoded_windows(
+    records: Iterable[dict],
+    embedder: Embedder,
+    fields: TextFields,
+    batch_size: int,
+    keep_parts: bool,
+    explain: bool,
+) -> Iterator[tuple[list[dict], list[tuple[dict, str]], dict[str, np.ndarray]]]:
+    """Each window of records with its (record, text key) jobs and the vectors of those jobs by field name
+    (`embed_records`' first half: everything but storing the vectors)."""
     from ..text.component_focus import S_CF, add_missing_s_cf
     from .sentence_embedding import BASIC, CF, EMBEDDING, TOKEN_WEIGHTS, encode_explained
 
@@ -204,13 +241,71 @@ def embed_records(
             outputs[EMBEDDING] = basic + embedder.weight() * cf  # CF-BERT eq. 1
             if keep_parts:
                 outputs[BASIC], outputs[CF] = basic, cf
-        if vectors is None:
-            for n, (record, key) in enumerate(jobs):
-                for name, values in outputs.items():
-                    record[derived_key(key, name)] = values[n]  # a float32 row: the sink writes it as a JSON list
-        else:
-            store_rows(jobs, outputs, vectors)
-        yield from batch
+        yield batch, jobs, outputs
+
+
+AHEAD = 2  # windows `read_ahead` keeps ready: one being written, one to overlap with the next
+JOIN_SECONDS = 2.0  # how long a stopped `read_ahead` waits for its thread
+
+
+def read_ahead(items: Iterator[T], depth: int = AHEAD) -> Iterator[T]:
+    """`items`, computed in a thread of its own up to `depth` ahead of the caller; an exception it raises comes
+    out after the items before it, as it would from `items` itself.
+
+    The thread only reads and computes (here: reads records and encodes windows, whose tokenizer and numpy work
+    runs without the GIL), so it overlaps the caller's writing; it holds nothing the caller closes, and stops at
+    the next item once the caller is done (a closed pipe, an error, an interrupt), which waits for it up to
+    JOIN_SECONDS; one waiting on stdin longer ends with the process (a daemon thread).
+    """
+    import queue
+    import threading
+
+    ready: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put((None, item)):
+                    return
+        except BaseException as error:  # handed to the caller, who raises it in its own thread
+            put((error, None))
+            return
+        put((None, done))
+
+    thread = threading.Thread(target=work, name="sembed-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            error, item = ready.get()
+            if error is not None:
+                raise error
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        # let a window being encoded finish (milliseconds): a process that exits under native code running
+        # without the GIL (the tokenizer) may abort; a thread waiting on stdin is left to end with the process
+        thread.join(timeout=JOIN_SECONDS)
+
+
+def uses_threads() -> bool:
+    """Whether the command runs with more than one thread (--threads, SEMBED_THREADS, OMP_NUM_THREADS or the
+    machine's default, as `threads.configure` chose), so that a thread may read ahead of the writer."""
+    from .. import threads
+
+    return (threads.configured_count() or 1) > 1
 
 
 def store_rows(jobs: list[tuple[dict, str]], outputs: dict[str, np.ndarray], vectors: NpyMatrix) -> None:

@@ -307,10 +307,13 @@ class Stamp:
         self.text = str(identity)
 
     def check(self, record: dict, keys: list[str]) -> None:
+        kept = [f for f in record if f.startswith("embedding") and f != FIELD]
+        if not kept:  # the common case, a record without vectors: nothing to compare (once a record, so quick)
+            return
         from ..io import derived_key
 
         written = {derived_key(key, name) for key in keys for name in self.names}
-        kept = [f for f in record if f.startswith("embedding") and f != FIELD and f not in written]
+        kept = [f for f in kept if f not in written]
         if kept:
             old = read(record)
             if old is None or not old.same(self.identity):

@@ -19,6 +19,7 @@ torch. Built by `sembed_cli/training/static.py`.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections.abc import Sequence
@@ -35,6 +36,8 @@ WEIGHTS_FILE = "model.safetensors"
 WEIGHTS_KEY = "embedding.weight"  # StaticEmbedding's state dict
 TOKENIZER_FILE = "tokenizer.json"
 NORMALIZE_DIR = "1_Normalize"
+BY_POSITION = 32  # texts from which a window is summed a piece position at a time (`StaticModel.embed_ids`)
+POSITIONS = 64  # pieces past which a text is summed alone there
 
 log = logging.getLogger(__name__)
 
@@ -94,15 +97,48 @@ class StaticModel:
         return self.embed_ids(self.token_ids(texts))
 
     def embed_ids(self, ids: list[list[int]]) -> np.ndarray:
-        """The mean of each text's rows (StaticEmbedding's EmbeddingBag, mode mean), then unit length. A text at a
-        time: its few rows stay in cache, faster than one gather and `np.add.reduceat` over a batch."""
-        vectors = np.zeros((len(ids), self.matrix.shape[1]), dtype=np.float32)
-        for n, pieces in enumerate(ids):
-            if pieces:
-                vectors[n] = self.matrix[pieces].sum(axis=0)
+        """The mean of each text's rows (StaticEmbedding's EmbeddingBag, mode mean), then unit length.
+
+        A text's sum adds its rows in their order in float32 to 0.0 (as numpy's sum over axis 0 of the text's
+        rows does: -0.0 alone sums to 0.0), so the vectors are the same bits whichever way they are computed: a
+        window of BY_POSITION texts or more a position at a time (`_sums_by_position`: a few numpy calls a
+        window, about 2x faster than a call per text), a smaller one (a query, the first windows of a stream) a
+        text at a time."""
+        if len(ids) >= BY_POSITION:
+            vectors = self._sums_by_position(ids)
+        else:
+            vectors = np.zeros((len(ids), self.matrix.shape[1]), dtype=np.float32)
+            for n, pieces in enumerate(ids):
+                if pieces:
+                    vectors[n] = self.matrix[pieces].sum(axis=0)
         vectors /= np.maximum(np.fromiter(map(len, ids), dtype=np.float32, count=len(ids)), 1)[:, None]
         if self.normalize:
             vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return vectors
+
+    def _sums_by_position(self, ids: list[list[int]]) -> np.ndarray:
+        """Each text's sum of rows, a piece position at a time: the texts sorted by length (longest first), so
+        those with a p-th piece are the first k_p, and step p adds the rows of their p-th pieces in one gather;
+        a text of more than POSITIONS pieces is summed alone, so a long one costs the rest no steps."""
+        lengths = np.fromiter(map(len, ids), dtype=np.intp, count=len(ids))
+        vectors = np.zeros((len(ids), self.matrix.shape[1]), dtype=np.float32)
+        for n in np.flatnonzero(lengths > POSITIONS).tolist():
+            vectors[n] = self.matrix[ids[n]].sum(axis=0)
+        short = np.flatnonzero((lengths > 0) & (lengths <= POSITIONS))
+        if not len(short):
+            return vectors
+        order = short[np.argsort(-lengths[short], kind="stable")]
+        counts = lengths[order]
+        pieces = np.fromiter(
+            itertools.chain.from_iterable(ids[n] for n in order.tolist()), dtype=np.intp, count=int(counts.sum())
+        )
+        starts = np.zeros(len(order), dtype=np.intp)
+        np.cumsum(counts[:-1], out=starts[1:])
+        having = np.searchsorted(-counts, -np.arange(int(counts[0])), side="left")  # texts with a p-th piece
+        sums = np.zeros((len(order), self.matrix.shape[1]), dtype=np.float32)
+        for p, k in enumerate(having.tolist()):
+            sums[:k] += self.matrix[pieces[starts[:k] + p]]
+        vectors[order] = sums
         return vectors
 
 

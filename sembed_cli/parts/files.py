@@ -12,7 +12,10 @@ any point leaves either hidden files or final files without a manifest: the part
 run redoes it. The manifest holds what decides whether a finished part still answers a new run: the digest of the
 whole input and of this share, the model's identity, the settings that change the vectors; and what a reader
 needs: the counts, the dimension, and the share positions of records skipped as bad (--skip-errors), so the parts
-interleave back into input order (`reassemble`).
+interleave back into input order (`reassemble`); and each data file's size and checksum (io.checksums): a part is
+done while its files have their sizes (a stat), its bytes are compared wherever they are read whole (`sembed index
+PARTS`, `parts --cat`: `reassemble`) and by `sembed parts DIR --check` (`verify`). A manifest written before
+checksums has sizes only.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ import orjson
 from ..artifacts import process_alive
 from ..errors import SembedError
 from ..io import Rejects, Shard, display_name, loads, text_lines
-from ..io.atomic_files import commit, sync_directory, sync_file
+from ..io.atomic_files import DiskFull, commit, disk_full_as_error, is_disk_full, sync_directory, sync_file
+from ..io.checksums import file_checksum, mismatch
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +188,32 @@ def damage(files: PartFiles, manifest: dict) -> str | None:
     return None
 
 
+CHECKSUMS = (("jsonl_bytes", "jsonl_checksum"), ("npy_bytes", "npy_checksum"))
+
+
+def verify(files: PartFiles, manifest: dict) -> str | None:
+    """Why a done part's data is damaged (a file's bytes against its manifest's checksum, a line that is not a
+    JSON object), None when it is whole: `sembed parts DIR --check`."""
+    problem = damage(files, manifest)
+    if problem is not None:
+        return problem
+    recorded = manifest.get("files", {})
+    for path, key in ((files.records, "jsonl_checksum"), (files.vectors, "npy_checksum")):
+        if key in recorded:
+            problem = mismatch(path, recorded[key])
+            if problem is not None:
+                return problem
+    with open(files.records, "rb") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                record = loads(line)
+            except ValueError as e:
+                return f"{files.records.name}:{number}: not JSON ({e})"
+            if not isinstance(record, dict):
+                return f"{files.records.name}:{number}: not a JSON object"
+    return None
+
+
 class Part:
     """One part to write: planned (is it done already?), then written through `writing()`.
 
@@ -240,8 +270,18 @@ class Part:
         records, vectors = files.hidden(files.records), files.hidden(files.vectors)
         written = (records, vectors, vectors.with_name(vectors.name + ".json"))
         try:
-            yield str(records), str(vectors)
-            self._commit(*written)
+            with disk_full_as_error(files.directory / files.name):
+                yield str(records), str(vectors)
+                self._commit(*written)
+        except DiskFull as e:  # named by the file's final name, not the hidden one it was written under
+            name = e.path.name
+            if name.startswith(".") and PARTIAL in name:
+                raise e.shown_as(e.path.with_name(name[1 : name.index(PARTIAL)])) from None
+            raise
+        except SembedError as e:  # the record sink's own words for a full disk: the part's, here
+            if e.__context__ is not None and is_disk_full(e.__context__):
+                raise DiskFull(files.records) from None
+            raise
         finally:
             for path in written:
                 path.unlink(missing_ok=True)
@@ -258,8 +298,9 @@ class Part:
             if count == self.share.share_records
             else skipped_positions(self.share.path, Shard(files.index, files.count), records)
         )
-        for path in (records, vectors, sidecar):
-            sync_file(path)
+        with disk_full_as_error(files.directory):
+            for path in (records, vectors, sidecar):
+                sync_file(path)
         commit(sidecar, files.sidecar)  # the matrix never lacks its own description
         commit(vectors, files.vectors)
         commit(records, files.records)
@@ -272,7 +313,12 @@ class Part:
             "rows": matrix.get("rows"),
             "count": count,
             "skipped": skipped,
-            "files": {"jsonl_bytes": files.records.stat().st_size, "npy_bytes": files.vectors.stat().st_size},
+            "files": {
+                "jsonl_bytes": files.records.stat().st_size,
+                "npy_bytes": files.vectors.stat().st_size,
+                "jsonl_checksum": file_checksum(files.records),
+                "npy_checksum": file_checksum(files.vectors),
+            },
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "host": socket.gethostname(),
             "pid": os.getpid(),
@@ -332,8 +378,12 @@ def write_synced(path: Path, data: dict) -> None:
     """`data` as JSON at `path`, durably (io.atomic_files), under the hidden name of this writer, which a later run
     removes if it is left behind."""
     hidden = path.with_name(f".{path.name}{PARTIAL}{writer()}")
-    hidden.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-    commit(hidden, path, durable=True)
+    try:
+        with disk_full_as_error(path):
+            hidden.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+            commit(hidden, path, durable=True)
+    finally:
+        hidden.unlink(missing_ok=True)
 
 
 # --- a directory's parts -------------------------------------------------------------------------------------

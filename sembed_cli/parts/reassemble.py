@@ -15,35 +15,68 @@ from pathlib import Path
 
 from ..errors import BadRecord, SembedError
 from ..io import ReadPosition, Rejects, loads
+from ..io.checksums import hasher, mismatch, parse
 from ..vector_rows import RowVectors, vector_field
 from .files import PartFiles, finished
+
+RUN_AGAIN = "run the part again: sembed embed ... --shard I/N --parts DIR --force"
 
 
 class PartReader:
     """One part's records in order, each with its vectors attached."""
 
-    def __init__(self, files: PartFiles, stack: ExitStack):
+    def __init__(self, files: PartFiles, stack: ExitStack, manifest: dict | None = None):
         self.files = files
+        recorded = (manifest or {}).get("files", {})
+        if "npy_checksum" in recorded:  # the vectors are read by row: compared whole before the first
+            problem = mismatch(files.vectors, recorded["npy_checksum"])
+            if problem is not None:
+                raise SembedError(f"damaged part: {files.directory}/{problem}", RUN_AGAIN)
+        self.checksum = recorded.get("jsonl_checksum")
+        self.hasher = hasher(parse(self.checksum)[0]) if self.checksum is not None else None
         self.vectors = RowVectors(files.vectors)
         self.stream = stack.enter_context(open(files.records, "rb"))  # noqa: SIM115 (the stack closes it)
         self.line = 0
 
     def next(self) -> dict:
         raw = self.stream.readline()
+        if self.hasher is not None:
+            self.hasher.update(raw)
         self.line += 1
         if not raw:
             raise SembedError(
                 f"{self.files.records} ends at line {self.line - 1}, before the count its manifest gives",
                 "the part was changed after it was written: run it again with --force",
             )
-        record = loads(raw)
+        try:
+            record = loads(raw)
+        except ValueError as e:
+            raise SembedError(f"{self.files.records}:{self.line}: not JSON ({e})", RUN_AGAIN) from None
         if not isinstance(record, dict):
-            raise SembedError(f"{self.files.records}:{self.line}: not a JSON object")
+            raise SembedError(f"{self.files.records}:{self.line}: not a JSON object", RUN_AGAIN)
         try:
             self.vectors.attach(record)
         except BadRecord as e:
             raise SembedError(f"{self.files.records}:{self.line}: {e.message}") from None
         return _vectors_in_place(record)
+
+    def finish(self) -> None:
+        """At the end of the part: it holds no more records than its manifest counts, and its bytes are the ones
+        its checksum was taken over (before the index that read them commits)."""
+        rest = self.stream.read()
+        if rest.strip():
+            raise SembedError(
+                f"{self.files.records} holds more records than its manifest counts",
+                "the part was changed after it was written: run it again with --force",
+            )
+        if self.hasher is not None:
+            self.hasher.update(rest)
+        if self.checksum is not None and self.hasher is not None and self.hasher.hexdigest() != parse(self.checksum)[2]:
+            raise SembedError(
+                f"damaged part: {self.files.records} does not match its checksum (its bytes changed after they "
+                "were written)",
+                RUN_AGAIN,
+            )
 
 
 def _vectors_in_place(record: dict) -> dict:
@@ -84,7 +117,10 @@ class PartsSource:
         total = sum(manifest["input"]["share_records"] for manifest in self.manifests)
         skipped = [frozenset(manifest.get("skipped", [])) for manifest in self.manifests]
         with ExitStack() as stack:
-            readers = [PartReader(PartFiles(self.directory, index, count), stack) for index in range(1, count + 1)]
+            readers = [
+                PartReader(PartFiles(self.directory, index, count), stack, self.manifests[index - 1])
+                for index in range(1, count + 1)
+            ]
             for position in range(total):
                 part, share_position = position % count, position // count
                 if share_position in skipped[part]:
@@ -99,11 +135,7 @@ class PartsSource:
                         raise BadRecord(f"{reader.files.records}:{reader.line}: {e.message}", e.hint) from None
                 yield record
             for reader in readers:
-                if reader.stream.readline():
-                    raise SembedError(
-                        f"{reader.files.records} holds more records than its manifest counts",
-                        "the part was changed after it was written: run it again with --force",
-                    )
+                reader.finish()
 
     def summary(self) -> str | None:
         return None

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +96,43 @@ def pieces_alone(teacher, tokenizer, device: str, batch: int = TOKEN_BATCH) -> P
     return PiecesAlone(sentence, output)
 
 
+class PassLines:
+    """A long pass's progress as lines on stderr (INFO: -q hides them), wherever stderr goes: a terminal also has
+    `console.progress`'s bar, but a log file (`2> train.err`, a batch job) has nothing else for the quarter of an
+    hour the teacher reads. A line at each tenth of the work, with the time so far and the time left, the work
+    counted in `weights` (one per item, in the order the pass takes them: characters, since the batches go from
+    the shortest sentences to the longest, and a count of sentences would run ahead of the clock)."""
+
+    STEPS = 10
+
+    def __init__(self, description: str, weights: list[int], unit: str):
+        self.description, self.unit = description, unit
+        self.done = np.concatenate([[0], np.cumsum(np.asarray(weights, dtype=np.float64))])
+        self.total = max(float(self.done[-1]), 1.0)
+        self.next_step = 1
+        self.started = time.monotonic()
+
+    def reached(self, items: int) -> None:
+        """The pass has finished its first `items` items."""
+        share = float(self.done[min(items, len(self.done) - 1)]) / self.total
+        if share * self.STEPS < self.next_step or share >= 1:  # the pass's own line says when it is done
+            return
+        while self.next_step <= share * self.STEPS:
+            self.next_step += 1
+        seconds = time.monotonic() - self.started
+        log.info(
+            f"{self.description}: {share:.0%} ({items:,} of {len(self.done) - 1:,} {self.unit}) in {clock(seconds)}, "
+            f"about {clock(seconds / share - seconds)} left"
+        )
+
+
+def clock(seconds: float) -> str:
+    """m:ss (h:mm:ss from an hour on)."""
+    minutes, rest = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{rest:02d}" if hours else f"{minutes}:{rest:02d}"
+
+
 @dataclass
 class CorpusPass:
     sentences: np.ndarray  # texts x teacher dim: the teacher's sentence vector of each text
@@ -120,10 +158,12 @@ def corpus_pass(teacher, texts: list[str], device: str, batch: int = SENTENCE_BA
     sentences: np.ndarray | None = None
     sums: torch.Tensor | None = None
     counts: torch.Tensor | None = None
+    lines = PassLines("the teacher reads the corpus", [len(texts[i]) for i in order], "sentences")
     with torch.inference_mode():
         for start in console.progress(
             range(0, len(texts), batch), "the teacher reads the corpus", unit="batches", total=-(-len(texts) // batch)
         ):
+            lines.reached(start)
             chosen = order[start : start + batch]
             features = prepare([texts[i] for i in chosen])
             features = {name: value.to(device) if torch.is_tensor(value) else value for name, value in features.items()}
