@@ -7,7 +7,8 @@ IndexFlatIP over the unit vectors, a block of rows at a time); ties count as hit
 cosine reaches the k-th exact cosine). A query is not a row itself but unit(x + 0.6 y) of two drawn rows: rows
 as queries (own row left out) measured 0.950 at efSearch 26 on 953,433 MiniLM vectors of overlapping windows,
 where STS-B/SICK sentences found 0.760 (their near-copies make rows easy); blends of 0.5 / 0.6 / 0.7 bracket
-the real queries' curve at the breadths that give 0.95, the 0.6 on the safe side (bench/ann_real.py, docs). The
+the real queries' curve at the breadths that give 0.95 on a graph, the 0.6 on the safe side there; on ivfpq's
+inverted lists it measures 0.02-0.03 above the real queries (bench/ann_real.py, docs). The
 breadth (efSearch of a graph, nprobe of inverted lists) climbs a ladder, doubling until the recall reaches
 CURVE_UP_TO (or stops growing), then bisects for the cheapest breadth that meets R. The whole
 curve (breadth -> recall) goes into sembed.json (`settings.recall`), with the chosen breadth where the search reads
