@@ -45,6 +45,7 @@ from .index_options import (
     Rerank,
     Retrain,
     Sync,
+    TargetRecall,
     TextKey,
     Trained,
     UpdateDir,
@@ -61,6 +62,7 @@ def index_command(
     index_type: IndexType = "auto",
     rerank: Rerank = "float16",
     nprobe: NProbe = None,
+    recall: TargetRecall = 0.95,
     sync: Sync = False,
     retrain: Retrain = False,
     trained: Trained = None,
@@ -166,7 +168,9 @@ def index_command(
     if rerank not in RERANK_CHOICES:
         raise typer.BadParameter(f"'{rerank}' is not one of {', '.join(RERANK_CHOICES)}", param_hint="'--rerank'")
     check_backend(backend, quantize, device)
-    settings = IndexSettings(index_type, rerank, nprobe, seed, text_key, embedding_key, id_key, batch_size, doc_key)
+    settings = IndexSettings(
+        index_type, rerank, nprobe, seed, text_key, embedding_key, id_key, batch_size, doc_key, recall or None
+    )
     choice = ModelChoice(model, "model" in given, device, backend, quantize, long_text)
     source: IndexSource
     if input != "-" and Path(input).is_dir():  # the parts `sembed embed --parts DIR` wrote, in input order

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from .. import console
 from ..indexes.search import DEFAULT_K
 from ..io import StreamOptions
 from ..options import (
@@ -188,6 +189,18 @@ RerankDepth = Annotated[
         "--rerank-depth", metavar="N", min=1, help="Candidates per query the first stage finds for --rerank-model."
     ),
 ]
+SearchRecall = Annotated[
+    float | None,
+    typer.Option(
+        "--recall",
+        min=0.0,
+        max=1.0,
+        metavar="R",
+        show_default=False,
+        help="Search as wide as the index measured for recall@10 R at build (the cheapest breadth of its curve that "
+        "reached R; a warning when none did). Default: the breadth it was built for (-v prints its measured recall).",
+    ),
+]
 Payload = Annotated[
     bool,
     typer.Option(
@@ -218,6 +231,7 @@ def search_command(
     where: Where = None,
     rerank_model: RerankModel = None,
     rerank_depth: RerankDepth = 100,
+    recall: SearchRecall = None,
     batch_size: BatchSize = 1000,
     device: Device = "auto",
     backend: QueryBackend = None,
@@ -293,6 +307,12 @@ def search_command(
     if any_word and not (keyword or hybrid):
         raise typer.BadParameter("--any-word reads keyword queries: give --keyword or --hybrid too")
     loaded = ctx.with_resource(VectorIndex.load(index))
+    from ..indexes import recall as measured_recall
+
+    if recall is not None:
+        measured_recall.apply_target(loaded, recall)
+    if verbose:
+        console.say(measured_recall.describe(loaded.settings))
     query_backend, query_quantize = index_backend(loaded, backend, quantize)
     check_backend(query_backend, query_quantize, device)
     settings = SearchSettings(

@@ -13,7 +13,7 @@ import hashlib
 import logging
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from ..errors import SembedError
 from ..io import Rejects
 from ..io.atomic_files import disk_full_named
 from ..models.embedder import model_path
-from . import kinds
+from . import kinds, recall
 from .directory import INDEX_FILE, VectorIndex, payload_record, seal
 from .entries import Entry, EntryReader, content_digest
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder, query_backend
@@ -103,6 +103,7 @@ def index_metadata(
         described.update(
             {"m": kinds.HNSW_M, "ef_construction": kinds.HNSW_EF_CONSTRUCTION, "ef_search": kinds.HNSW_EF_SEARCH}
         )
+    described.update(built.recall)
     data = {
         "input": rejects.name,
         "records": built.count + built.changes.repeated,
@@ -138,6 +139,7 @@ class Built:
     dimension: int
     trained_sha256: str
     data_sha256: str
+    recall: dict = field(default_factory=dict)  # the measured recall and the breadth it set (indexes/recall.py)
 
 
 def build_into(
@@ -178,6 +180,7 @@ def build_into(
             for first, block in raw.chunks(count):
                 kept.append(block, at_row=first)
             kept.sync()
+        measured = recall.measure_build(index, raw, kept if keep else None, count, settings) if settings.recall else {}
         raw.remove()
         write_faiss(index, work / INDEX_FILE)
         store.set_state(
@@ -191,7 +194,7 @@ def build_into(
         store.commit()
     finally:
         store.close()
-    return Built(staging.changes, kind, count, dim, trained_sha256, staging.digest.hexdigest())
+    return Built(staging.changes, kind, count, dim, trained_sha256, staging.digest.hexdigest(), measured)
 
 
 def fresh_index(trained: VectorIndex | None, settings: IndexSettings, count: int, dim: int):

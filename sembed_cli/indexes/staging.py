@@ -51,6 +51,7 @@ class IndexSettings:
     id_key: str = "id"
     batch_size: int = 2_000  # records looked up, inserted and embedded together
     doc_key: str = "doc_id"  # the document a record without an id comes from: one entry per document and sentence
+    recall: float | None = 0.95  # recall@10 the search breadth is tuned to at build (indexes/recall.py); None: not
 
     def describe(self) -> dict:
         return {

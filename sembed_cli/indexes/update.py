@@ -23,7 +23,7 @@ from ..io import Rejects, commit, sync_file, temporary_sibling, write_bytes_atom
 from ..io.atomic_files import disk_full_as_error, disk_full_named, json_bytes
 from ..io.checksums import bytes_checksum, file_checksum
 from ..models.embedder import model_path
-from . import keyword, kinds
+from . import keyword, kinds, recall
 from .build import build_from_index
 from .directory import (
     INDEX_FILE,
@@ -153,6 +153,9 @@ def _update(
                 "previous_sha256": previous.get("sha256"),
             },
         }
+        if changes.removed or changes.added:  # the recall measured again after the rows it changed
+            changed = changes.added + len(changes.removed)
+            meta["settings"] = {**built, **recall.measure_update(loaded, built, settings.seed, changed)}
         written.append(meta)
         return meta
 
@@ -190,6 +193,7 @@ def rebuild(directory: Path, settings: IndexSettings) -> dict:
                 **built.kind.describe(),
                 "trained_sha256": built.trained_sha256,
                 "rerank": settings.rerank if built.kind.lossy else "none",
+                **built.recall,
             }
             fresh["data"] = {**meta.get("data", {}), "sha256": built.data_sha256, "rebuilt": True}
             seal(work, fresh)

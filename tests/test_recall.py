@@ -1,0 +1,151 @@
+"""index --recall R: recall@10 measured at build on queries made from the corpus's own vectors, the breadth tuned
+to R, re-measured by --update, and search --recall / -v (sembed_cli/indexes/recall.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import jsonl, sembed
+
+from sembed_cli.indexes import recall
+from sembed_cli.indexes.directory import VectorIndex
+from sembed_cli.indexes.entries import unit_rows
+
+pytest.importorskip("faiss")
+
+DIM = 32
+
+
+def vectors(count: int, seed: int = 0) -> np.ndarray:
+    """Clustered unit vectors: hard enough that a narrow search misses neighbours."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((count // 20, DIM))
+    return unit_rows(centres[rng.integers(0, len(centres), count)] + 0.7 * rng.standard_normal((count, DIM)))
+
+
+def records(matrix: np.ndarray, start: int = 0) -> str:
+    return jsonl(
+        *({"id": f"r{start + n}", "embedding": [round(float(x), 6) for x in row]} for n, row in enumerate(matrix))
+    )
+
+
+def build(tmp_path: Path, tiny_model: str, kind: str, *extra: str, count: int = 4000) -> tuple[Path, dict]:
+    out = tmp_path / kind
+    run = sembed("index", "-q", "-m", tiny_model, "--type", kind, "-o", str(out), *extra, input=records(vectors(count)))
+    assert run.exit_code == 0, run.stderr
+    return out, json.loads((out / "sembed.json").read_text())["settings"]
+
+
+def exact_recall(index_dir: Path, matrix: np.ndarray) -> float:
+    """recall@10 of the index as loaded on the queries recall.held_out makes from `matrix` (seed 42), by brute
+    force."""
+    queries = recall.held_out(np.arange(len(matrix)), 42, lambda rows: matrix[rows])
+    kth = np.sort(queries @ matrix.T, axis=1)[:, -10]
+    with VectorIndex.load(index_dir) as index:
+        found = index.search(queries, 10)[1]
+    exact = np.take_along_axis(queries @ matrix.T, np.maximum(found, 0), 1)
+    return float(((exact >= kth[:, None] - 1e-5) & (found >= 0)).mean())
+
+
+def test_the_ladder_finds_the_cheapest_breadth_and_keeps_the_curve():
+    measured: list[int] = []
+
+    def measure(breadth: int) -> float:
+        measured.append(breadth)
+        return min(1.0, 0.5 + breadth / 100)
+
+    curve: dict[int, float] = {}
+    assert recall.climb(measure, 1, 1024, 0.9, curve) == 40  # 0.5 + 40/100 = 0.9 exactly
+    assert max(curve) == 64 and curve[64] == 1.0  # climbed on past the target, to CURVE_UP_TO
+    assert measured[:7] == [1, 2, 4, 8, 16, 32, 64]  # doubling, then bisecting between 32 and 64
+    curve = {}
+    assert recall.climb(lambda b: 0.5, 1, 8, 0.9, curve) == 1  # never met: the cheapest of the best measured
+    assert sorted(curve) == [1, 2]  # a doubling that finds no more ends the climb
+
+
+def test_ties_count_as_hits_and_the_own_row_is_left_out():
+    sample = recall.Sample(np.array([0]), np.array([[1.0, 0.0]], dtype=np.float32), np.array([0.5], np.float32), 2)
+    corpus = np.array([[1, 0], [0.5, 0.866], [0.5, -0.866], [0, 1]], dtype=np.float32)
+    # rows 1 and 2 tie at cosine 0.5 with the 2nd exact one: either is a hit; row 0 is the query's own
+    assert sample.recall(np.array([[0, 2, 1]]), lambda rows: corpus[rows]) == 1.0
+    assert sample.recall(np.array([[0, 2, 3]]), lambda rows: corpus[rows]) == 0.5
+    assert sample.recall(np.array([[2, 3, 0]]), lambda rows: corpus[rows]) == 0.5  # own row anywhere is left out
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivf", "ivfpq"])
+def test_build_measures_recall_and_sets_the_cheapest_breadth_that_meets_it(tiny_model, tmp_path, kind):
+    out, settings = build(tmp_path, tiny_model, kind, "--recall", "0.9")
+    measured = settings["recall"]
+    parameter = "ef_search" if kind == "hnsw" else "nprobe"
+    assert measured["parameter"] == parameter and measured["target"] == 0.9 and measured["met"]
+    assert settings[parameter] == measured["breadth"] and measured["when"] == "build"
+    curve = dict(measured["curve"])
+    assert curve[measured["breadth"]] == measured["measured"] >= 0.9
+    assert all(r < 0.9 for b, r in curve.items() if b < measured["breadth"])  # nothing cheaper met it
+    # the figure is what the index as loaded answers: checked here by brute force on the same seeded sample
+    assert exact_recall(out, vectors(4000)) == pytest.approx(measured["measured"], abs=0.002)
+
+
+def test_search_verbose_prints_the_measured_recall_and_recall_asks_for_more(tiny_model, tmp_path):
+    out, settings = build(tmp_path, tiny_model, "ivf", "--recall", "0.8")
+    query = records(vectors(4000)[:1])
+    run = sembed("search", "-v", "--index", str(out), input=query)
+    breadth = settings["recall"]["breadth"]
+    line = f"recall@10 {settings['recall']['measured']:.3f} measured at build (nprobe {breadth}, target 0.8)"
+    assert line in run.stderr
+    wider = min(b for b, r in settings["recall"]["curve"] if r >= 0.97)
+    with VectorIndex.load(out) as index:
+        recall.apply_target(index, 0.97)
+        assert recall.kinds.ivf_of(index.index).nprobe == wider > breadth
+    run = sembed("search", "--index", str(out), "--recall", "1.0", input=query)
+    assert run.exit_code == 0 and ("--recall 1.0: the index measured at most" in run.stderr) == (
+        max(r for _, r in settings["recall"]["curve"]) < 1.0
+    )
+
+
+def test_an_index_without_a_measured_recall_says_so(tiny_model, tmp_path):
+    out, settings = build(tmp_path, tiny_model, "hnsw", "--recall", "0", count=500)
+    assert "recall" not in settings
+    run = sembed("search", "-v", "--index", str(out), "--recall", "0.9", input=records(vectors(500)[:1]))
+    assert run.exit_code == 0
+    assert "recall not measured" in run.stderr and "has no measured recall" in run.stderr
+
+
+def test_an_unreachable_target_warns_with_what_was_reached(tiny_model, tmp_path):
+    out = tmp_path / "pq"
+    run = sembed(
+        "index", "-m", tiny_model, "--type", "IVF16,PQ4", "--rerank", "none", "--recall", "0.999", "-o", str(out),
+        input=records(vectors(2000)),
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    measured = json.loads((out / "sembed.json").read_text())["settings"]["recall"]
+    assert not measured["met"] and measured["breadth"] == 16  # all 16 lists: the codes alone cannot reach it
+    warning = [line for line in run.stderr.splitlines() if "under the target 0.999" in line]
+    assert len(warning) == 1 and f"recall@10 {measured['measured']:.3f} at nprobe 16" in warning[0]
+
+
+def test_update_measures_again_after_the_rows_it_changed(tiny_model, tmp_path):
+    out, _ = build(tmp_path, tiny_model, "hnsw", "--recall", "0.95", count=3000)
+    more = vectors(1000, seed=1)
+    run = sembed("index", "-q", "--update", str(out), input=records(more, start=3000))
+    assert run.exit_code == 0, run.stderr
+    after = json.loads((out / "sembed.json").read_text())["settings"]
+    assert after["recall"]["when"] == "update" and after["recall"]["target"] == 0.95
+    assert after["recall"]["measured"] >= 0.95 and after["ef_search"] == after["recall"]["breadth"]
+    everything = np.concatenate([vectors(3000), more])
+    assert exact_recall(out, everything) == pytest.approx(after["recall"]["measured"], abs=0.002)
+
+
+def test_a_large_index_measures_again_once_a_share_of_its_rows_changed(tiny_model, tmp_path, monkeypatch):
+    monkeypatch.setattr(recall, "REMEASURE_ALWAYS_BELOW", 0)  # as an index of a million rows would
+    out, settings = build(tmp_path, tiny_model, "hnsw", "--recall", "0.9", count=3000)
+    more = vectors(40, seed=1)
+    assert sembed("index", "-q", "--update", str(out), input=records(more[:20], start=3000)).exit_code == 0
+    after = json.loads((out / "sembed.json").read_text())["settings"]["recall"]
+    assert after == {**settings["recall"], "changed_since": 20}  # 20 of 3,020 rows: under 1%, counted
+    assert sembed("index", "-q", "--update", str(out), input=records(more[20:], start=3020)).exit_code == 0
+    after = json.loads((out / "sembed.json").read_text())["settings"]["recall"]
+    assert after["when"] == "update" and after["changed_since"] == 0  # 40 of 3,040: measured again
