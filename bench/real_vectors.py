@@ -79,7 +79,11 @@ def embed(source: Path, npy: Path, args) -> None:
         return
     command = [str(ROOT / ".venv/bin/sembed"), "embed", str(source), "--npy", str(npy), "-o", "/dev/null", "--force"]
     command += ["-m", args.model] if args.model else []
-    command += ["--backend", args.backend] + (["--quantize", args.quantize] if args.quantize else [])
+    # the packaged MiniLM on ONNX int8 unless told otherwise; a static model takes neither option
+    backend, quantize = args.backend, args.quantize
+    if not args.model:
+        backend, quantize = backend or "onnx", quantize or "int8"
+    command += (["--backend", backend] if backend else []) + (["--quantize", quantize] if quantize else [])
     env = {**os.environ, "SEMBED_THREADS": str(args.threads)}
     started = time.perf_counter()
     subprocess.run(command, check=True, env=env)
@@ -105,8 +109,8 @@ def exact_truth(corpus: np.ndarray, queries: np.ndarray, k: int = TRUTH_K, block
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="the model to embed with (default: the packaged MiniLM)")
-    parser.add_argument("--backend", default="onnx")
-    parser.add_argument("--quantize", default="int8")
+    parser.add_argument("--backend", default=None, help="embed's --backend (default for the packaged MiniLM: onnx)")
+    parser.add_argument("--quantize", default=None, help="embed's --quantize (default for the packaged MiniLM: int8)")
     parser.add_argument("--name", default="minilm", help="the file name stem of this model's vectors")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
