@@ -78,7 +78,8 @@ def embed(source: Path, npy: Path, args) -> None:
     if npy.exists():
         return
     command = [str(ROOT / ".venv/bin/sembed"), "embed", str(source), "--npy", str(npy), "-o", "/dev/null", "--force"]
-    command += ["-m", args.model] if args.model else []
+    model = str(Path(args.model).resolve()) if args.model and Path(args.model).is_dir() else args.model
+    command += ["-m", model] if model else []  # a directory by its absolute path: FILE.json names it so
     # the packaged MiniLM on ONNX int8 unless told otherwise; a static model takes neither option
     backend, quantize = args.backend, args.quantize
     if not args.model:
