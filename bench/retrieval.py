@@ -246,10 +246,12 @@ def build_static(real: Path, work: Path) -> Path:
     index = work / "static-index"
     if (index / "sembed.json").exists():
         return index
+    identity = orjson.loads((real / "static.npy.json").read_bytes())["embedding_model"]  # as embed -o would stamp
     with open(work / "static.records.jsonl", "wb") as out, open(real / "windows.jsonl", "rb") as lines:
         for row, line in enumerate(lines):
             record = orjson.loads(line)
             record["embedding_row"] = row
+            record["embedding_model"] = identity
             out.write(orjson.dumps(record) + b"\n")
     command = [str(ROOT / ".venv/bin/sembed"), "index", str(work / "static.records.jsonl"), "--npy"]
     command += [str(real / "static.npy"), "--type", "ivf", "-o", str(index), "--force", "-q"]
