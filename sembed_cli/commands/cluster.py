@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from .. import console
 from ..models import sentence_models
 from ..options import (
     Backend,
@@ -111,7 +112,7 @@ def cluster_command(
       sembed cluster --index abc-index -k 4 --central 2
     """
     from ..errors import SembedError
-    from ..indexes.clusters import ClusterRun, ClusterSettings, print_summary
+    from ..indexes.clusters import ClusterRun, ClusterSettings
     from ..indexes.collection import CollectionSource, ReadSettings, run_collection
     from ..indexes.model_choice import ModelChoice
     from ..io import write_json_atomic
@@ -140,3 +141,18 @@ def cluster_command(
             print_summary(run.report)
             if summary is not None:
                 write_json_atomic(summary, run.report)
+
+
+def print_summary(report: dict) -> None:
+    """The summary as a table on stderr (the command's: library modules only log): each cluster's size, mean
+    cosine and most central text."""
+    from ..indexes.clusters import shorten
+
+    console.say(
+        f"{report['clusters']} clusters of {report['count']} records (mean cosine to the centroid "
+        f"{report['mean_score']:.3f}):"
+    )
+    for row in report["by_cluster"]:
+        names = "; ".join(shorten(c["text"]) for c in row["central"])
+        mean = f"{row['mean_score']:.3f}" if row["mean_score"] is not None else "-"
+        console.say(f"  {row['cluster']:>4}  {row['size']:>9,}  {mean}  {names}")

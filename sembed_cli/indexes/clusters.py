@@ -165,18 +165,6 @@ def summary(
     }
 
 
-def print_summary(report: dict) -> None:
-    """The summary as a table on stderr: each cluster's size, mean cosine and most central text."""
-    console.say(
-        f"{report['clusters']} clusters of {report['count']} records (mean cosine to the centroid "
-        f"{report['mean_score']:.3f}):"
-    )
-    for row in report["by_cluster"]:
-        names = "; ".join(shorten(c["text"]) for c in row["central"])
-        mean = f"{row['mean_score']:.3f}" if row["mean_score"] is not None else "-"
-        console.say(f"  {row['cluster']:>4}  {row['size']:>9,}  {mean}  {names}")
-
-
 def shorten(text: str | None, limit: int = LABEL_CHARACTERS) -> str:
     if text is None:
         return "(no text)"

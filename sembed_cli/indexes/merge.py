@@ -16,7 +16,7 @@ import numpy as np
 from ..artifacts import building, describe
 from ..errors import SembedError
 from ..io.atomic_files import disk_full_named
-from . import kinds
+from . import kinds, recall
 from .directory import INDEX_FILE, VectorIndex, seal
 from .staging import write_faiss
 from .store import FILE as STORE_FILE
@@ -54,11 +54,23 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
                 ]
             }
             seal(work, meta)
+            remeasured = measured_again(work, meta)
+            if remeasured:
+                meta["settings"] = {**meta["settings"], **remeasured}
+                seal(work, meta)
     finally:
         for piece in loaded:
             piece.close()
     log.info(f"wrote {output}: {count} vectors from {len(pieces)} pieces, {kind.name} index")
     return meta
+
+
+def measured_again(work: Path, meta: dict) -> dict:
+    """The merged index's recall measured afresh (indexes/recall.py): its pieces' breadths were tuned to their own
+    sizes, and the whole is larger. An index whose pieces were not measured stays without."""
+    with VectorIndex.load(work) as merged:
+        settings = meta["settings"]
+        return recall.measure_update(merged, settings, settings.get("seed", 0), merged.count, afresh=True)
 
 
 def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:

@@ -275,16 +275,17 @@ def measure_build(index, raw: VectorFile, kept: VectorFile | None, count: int, s
     return measured
 
 
-def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int) -> dict:
+def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int, afresh: bool = False) -> dict:
     """sembed.json settings for the index `loaded` after an update of `changed` rows (added, replaced or removed),
     inside its transaction: measured again at its breadth, and re-tuned where it fell under its target, once the
     rows changed since the last measurement reach REMEASURE_SHARE of the index (every update of a small one); till
-    then they are counted. An index built without a measurement stays without."""
+    then they are counted. An index built without a measurement stays without. `afresh` (a merge: a new index
+    whose pieces were tuned to their own sizes): tuned from the start, as a build is."""
     previous = settings.get("recall")
     if not isinstance(previous, dict):
         return {}
     pending = int(previous.get("changed_since", 0)) + changed
-    if loaded.count >= REMEASURE_ALWAYS_BELOW and pending < REMEASURE_SHARE * loaded.count:
+    if not afresh and loaded.count >= REMEASURE_ALWAYS_BELOW and pending < REMEASURE_SHARE * loaded.count:
         return {"recall": {**previous, "changed_since": pending}}
     store = loaded.store
     view = dataclasses.replace(loaded, removed=np.asarray(store.removed(), dtype=np.int64))
@@ -311,8 +312,9 @@ def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int)
     if sample is None:
         return {}
     fixed = previous.get("breadth") if previous.get("fixed") else None
-    measured = measure_index(view, sample, vectors, float(previous.get("target", DEFAULT_TARGET)), fixed, previous)
-    measured["recall"].update(when="update", fixed=bool(previous.get("fixed")), changed_since=0)
+    target = float(previous.get("target", DEFAULT_TARGET))
+    measured = measure_index(view, sample, vectors, target, fixed, None if afresh else previous)
+    measured["recall"].update(when="merge" if afresh else "update", fixed=bool(previous.get("fixed")), changed_since=0)
     return measured
 
 
