@@ -233,22 +233,12 @@ class StreamCollection(Collection):
         return self
 
     def _embedder(self):
-        from ..models.embedder import Embedder
-        from .model_choice import ENCODE_BATCH
-
         choice = self.choice
         if choice is None:
             raise BadRecord(
                 f"no '{self.settings.embedding_key}' to read", "embed the records first, or give texts and a model"
             )
-        embedder = Embedder.open(
-            choice.name,
-            backend=choice.backend,
-            quantize=choice.quantize,
-            cf_weight=0.0,
-            long_text=choice.long_text,
-            device=choice.device,
-        ).with_batch_size(ENCODE_BATCH)
+        embedder = choice.open()
         log.info(f"embedding texts with {embedder.identity} on {embedder.device}")
         return embedder
 

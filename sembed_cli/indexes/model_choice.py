@@ -36,6 +36,17 @@ class ModelChoice:
     quantize: str = "none"
     long_text: str = "truncate"
 
+    def open(self) -> Embedder:
+        """The Embedder of this choice as the index commands embed texts: plainly (no W_cf), ENCODE_BATCH at once."""
+        return Embedder.open(
+            self.name,
+            backend=self.backend,
+            quantize=self.quantize,
+            cf_weight=0.0,
+            long_text=self.long_text,
+            device=self.device,
+        ).with_batch_size(ENCODE_BATCH)
+
 
 class TextEmbedder:
     """Embeds texts with the chosen model's Embedder, opened at the first text; counts what it embedded. `check`
@@ -49,15 +60,7 @@ class TextEmbedder:
 
     def open(self) -> Embedder:
         if self.embedder is None:
-            choice = self.choice
-            self.embedder = Embedder.open(
-                choice.name,
-                backend=choice.backend,
-                quantize=choice.quantize,
-                cf_weight=0.0,
-                long_text=choice.long_text,
-                device=choice.device,
-            ).with_batch_size(ENCODE_BATCH)
+            self.embedder = self.choice.open()
             log.info(f"embedding texts with {self.check.identity} on {self.embedder.device}")
         return self.embedder
 
