@@ -141,6 +141,16 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def build_figures(before: float, started: float) -> dict:
+    """A build's CPU and wall seconds since `before` (cpu_seconds) and `started` (perf_counter), logged."""
+    build = {
+        "build_cpu_seconds": round(cpu_seconds() - before, 1),
+        "build_seconds": round(time.perf_counter() - started, 1),
+    }
+    log(f"  built in {build['build_seconds']} s ({build['build_cpu_seconds']} CPU-s)")
+    return build
+
+
 def peak_rss_gb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 3)
 
@@ -165,11 +175,7 @@ def run_faiss(spec: str, corpus, queries, truth: Truth, threads: int, seed: int)
         log(f"  efConstruction {kinds.hnsw_of(index).hnsw.efConstruction}")
     for start in range(0, len(corpus), 100_000):
         index.add(corpus[start : start + 100_000])
-    build = {
-        "build_cpu_seconds": round(cpu_seconds() - before, 1),
-        "build_seconds": round(time.perf_counter() - started, 1),
-    }
-    log(f"  built in {build['build_seconds']} s ({build['build_cpu_seconds']} CPU-s)")
+    build = build_figures(before, started)
     points = []
     ivf, graph = kinds.ivf_of(index), kinds.hnsw_of(index)
     lossy = kinds.Kind("factory", spec).lossy
@@ -206,11 +212,7 @@ def run_hnswlib(corpus, queries, truth: Truth, threads: int, seed: int) -> dict:
     index.init_index(max_elements=len(corpus), M=16, ef_construction=100, random_seed=seed)
     index.set_num_threads(threads)
     index.add_items(corpus, np.arange(len(corpus)))
-    build = {
-        "build_cpu_seconds": round(cpu_seconds() - before, 1),
-        "build_seconds": round(time.perf_counter() - started, 1),
-    }
-    log(f"  built in {build['build_seconds']} s ({build['build_cpu_seconds']} CPU-s)")
+    build = build_figures(before, started)
     points = []
     for ef in EF:
         index.set_ef(max(ef, K))
@@ -226,11 +228,7 @@ def run_usearch(corpus, queries, truth: Truth, threads: int, seed: int) -> dict:
     before, started = cpu_seconds(), time.perf_counter()
     index = Index(ndim=corpus.shape[1], metric="ip", dtype="f32", connectivity=16, expansion_add=128)
     index.add(np.arange(len(corpus)), corpus, threads=threads)
-    build = {
-        "build_cpu_seconds": round(cpu_seconds() - before, 1),
-        "build_seconds": round(time.perf_counter() - started, 1),
-    }
-    log(f"  built in {build['build_seconds']} s ({build['build_cpu_seconds']} CPU-s)")
+    build = build_figures(before, started)
     points = []
     for ef in EF:
         index.expansion_search = ef
