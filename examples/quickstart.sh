@@ -54,6 +54,9 @@ printf '{"text": "Springfield"}\n{"text": "butterfly"}\n' \
 grep '"is_poi":true' "$out/gazetteer.jsonl" | sembed index -q -m "$out/poi-model" -o "$out/poi-index" --force
 printf '{"text": "Springfeild"}\n{"text": "Springfield City"}\n' \
   | sembed search -q --index "$out/poi-index" --spelling --k 3 > "$out/search.jsonl"
+sembed search -q --index "$out/poi-index" --keyword --query Springfield --k 3 > "$out/keyword.jsonl"
+sembed dedup -q --index "$out/poi-index" --keep duplicates > "$out/duplicates.jsonl"
+sembed cluster -q --index "$out/poi-index" -k 4 --summary "$out/clusters.json" > "$out/clustered.jsonl"
 
 sembed train -q "$out/story.jsonl" --method mlm --max-steps 3 --batch-size 4 -o "$out/mlm" --force
 sembed gensets -q "$out/story.jsonl" --mlm "$out/mlm" --k 3 > "$out/sets.jsonl"
