@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..artifacts import building, describe
+from ..artifacts import building, describe, write_metadata
 from ..errors import SembedError
 from ..io.atomic_files import disk_full_named
 from . import kinds, recall
-from .directory import INDEX_FILE, VectorIndex, seal
+from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, seal
 from .staging import write_faiss
 from .store import FILE as STORE_FILE
 from .store import RecordStore, row_check
@@ -53,11 +53,9 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
                     for piece in loaded
                 ]
             }
+            write_metadata(work, meta, METADATA_FILE)  # what the measurement's load reads; sealed once, after
+            meta["settings"] = {**meta["settings"], **measured_again(work, meta)}
             seal(work, meta)
-            remeasured = measured_again(work, meta)
-            if remeasured:
-                meta["settings"] = {**meta["settings"], **remeasured}
-                seal(work, meta)
     finally:
         for piece in loaded:
             piece.close()
