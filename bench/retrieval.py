@@ -12,6 +12,9 @@ over the query's words) and `search --hybrid --any-word` (reciprocal-rank fusion
 paired bootstrap 95% intervals of each difference over the queries (the same draws for both sides, as
 sembed_cli.evaluation.statistics.paired_difference does for correlations); queries/s of each mode from the text
 (the query vectors read from runs/real/minilm.queries.npy for dense and hybrid, so the model's time is not in it).
+The static model (issue 40, item 3) answers the same queries from its own index of the same texts (its vectors in
+runs/real/static.npy and static.queries.npy, the same --type ivf): `static` (its vectors alone) and `static hybrid`
+(fused with BM25 as above), so the static model, MiniLM and BM25 stand side by side.
 
 --where at this size: `bucket < 5000`, `bucket < 100`, `bucket = 0` over a field bucket = row % 10,000 (50%, 1%,
 0.01% of the records): the time to select the rows (SQLite over the payloads), queries/s of the filtered search,
@@ -70,14 +73,19 @@ def pairs() -> list[tuple[str, str]]:
     return [(a, b) for a, b in found if a and b and a != b]
 
 
-def build(real: Path, work: Path) -> tuple[Path, dict]:
-    """The index over the windows and the STS-B/SICK sentences (rows: windows by line, then the sentences)."""
-    index = work / "index"
+MODELS = {"minilm": "index", "static": "static-full-index"}  # vectors in runs/real/NAME.npy -> the index's folder
+
+
+def build(real: Path, work: Path, model: str = "minilm") -> tuple[Path, dict]:
+    """The index over the windows and the STS-B/SICK sentences (rows: windows by line, then the sentences), from
+    `model`'s vectors (runs/real/MODEL.npy and MODEL.queries.npy)."""
+    index = work / MODELS[model]
+    built_json = work / ("build.json" if model == "minilm" else f"build.{model}.json")
     if (index / "sembed.json").exists():
-        return index, json.loads((work / "build.json").read_text())
+        return index, json.loads(built_json.read_text())
     work.mkdir(parents=True, exist_ok=True)
-    windows = np.load(real / "minilm.npy", mmap_mode="r")
-    sentences = np.load(real / "minilm.queries.npy", mmap_mode="r")
+    windows = np.load(real / f"{model}.npy", mmap_mode="r")
+    sentences = np.load(real / f"{model}.queries.npy", mmap_mode="r")
     matrix = np.lib.format.open_memmap(
         work / "vectors.npy", mode="w+", dtype=np.float16, shape=(len(windows) + len(sentences), windows.shape[1])
     )
@@ -87,9 +95,10 @@ def build(real: Path, work: Path) -> tuple[Path, dict]:
     matrix[len(windows) :] = sentences
     matrix.flush()
     del matrix
-    sidecar = json.loads((real / "minilm.queries.npy.json").read_text())
+    sidecar = json.loads((real / f"{model}.queries.npy.json").read_text())
     sidecar.update(rows=len(windows) + len(sentences), dtype="float16")
     (work / "vectors.npy.json").write_text(json.dumps(sidecar))
+    stamp = {} if model == "minilm" else {"embedding_model": sidecar["embedding_model"]}  # as embed -o would stamp
     row = 0
     with (
         open(work / "records.jsonl", "wb") as out,
@@ -98,13 +107,13 @@ def build(real: Path, work: Path) -> tuple[Path, dict]:
     ):
         for line in window_lines:
             record = orjson.loads(line)
-            record.update(source="window", bucket=row % 10_000, embedding_row=row)
+            record.update(source="window", bucket=row % 10_000, embedding_row=row, **stamp)
             out.write(orjson.dumps(record) + b"\n")
             row += 1
         for line in sentence_lines:
             record = orjson.loads(line)
             record.update(id=f"s:{record['id']}", doc_id="sts-sick", source="sentence", bucket=row % 10_000)
-            record["embedding_row"] = row
+            record.update(embedding_row=row, **stamp)
             out.write(orjson.dumps(record) + b"\n")
             row += 1
     command = [str(ROOT / ".venv/bin/sembed"), "index", str(work / "records.jsonl"), "--npy", str(work / "vectors.npy")]
@@ -115,20 +124,22 @@ def build(real: Path, work: Path) -> tuple[Path, dict]:
     done = os.times()
     built = {
         "records": row,
+        "vectors": model,
         "type": "ivf",
         "wall_s": round(time.time() - started, 1),
         "cpu_s": round(done.children_user + done.children_system - cpu.children_user - cpu.children_system, 1),
         "records_sqlite_bytes": (index / "records.sqlite").stat().st_size,
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
-    (work / "build.json").write_text(json.dumps(built))
+    built_json.write_text(json.dumps(built))
     (work / "vectors.npy").unlink()
     (work / "records.jsonl").unlink()
     return index, built
 
 
 def retrieval_set(real: Path, count: int, seed: int) -> list[dict]:
-    """Query records: text, the MiniLM vector, the query's own id and the ids of its relevant sentences."""
+    """Query records: text, each model's vector of it (`vectors`, by MODELS' names), the query's own id and the ids
+    of its relevant sentences."""
     by_text: dict[str, str] = {}
     rows: dict[str, int] = {}
     with open(real / "queries.jsonl", "rb") as lines:
@@ -143,25 +154,25 @@ def retrieval_set(real: Path, count: int, seed: int) -> list[dict]:
             relevant.setdefault(b, set()).add(by_text[a])
     texts = sorted(relevant)
     random.Random(seed).shuffle(texts)
-    vectors = np.load(real / "minilm.queries.npy", mmap_mode="r")
+    vectors = {model: np.load(real / f"{model}.queries.npy", mmap_mode="r") for model in MODELS}
     return [
         {
             "text": text,
             "own": by_text[text],
             "relevant": sorted(relevant[text]),
-            "embedding": np.asarray(vectors[rows[by_text[text]]], dtype=np.float32),
+            "vectors": {model: np.asarray(v[rows[by_text[text]]], dtype=np.float32) for model, v in vectors.items()},
         }
         for text in texts[:count]
     ]
 
 
 def run_mode(
-    index: VectorIndex, queries: list[dict], settings: SearchSettings, vectors: bool, asked: int
+    index: VectorIndex, queries: list[dict], settings: SearchSettings, model: str | None, asked: int
 ) -> tuple[list, list, float]:
     """Each query's answer ids (its own sentence left out), its whole ranking of `asked` (own included, as the
-    fusion sees it), and the queries/s of the search."""
+    fusion sees it), and the queries/s of the search; the query vectors are `model`'s (None: text alone)."""
     plan = plan_of(index, settings)
-    records = [{"text": q["text"], **({"embedding": q["embedding"]} if vectors else {})} for q in queries]
+    records = [{"text": q["text"], **({"embedding": q["vectors"][model]} if model else {})} for q in queries]
     started = time.perf_counter()
     found = list(
         search_records(iter(records), index, None, asked, "text", "embedding", 500, plan=plan)  # type: ignore[arg-type]
@@ -214,7 +225,7 @@ def where_speed(index: VectorIndex, queries: list[dict]) -> dict:
     from sembed_cli.indexes.filters import Selection
 
     out: dict = {}
-    vectors = np.stack([q["embedding"] for q in queries])
+    vectors = np.stack([q["vectors"]["minilm"] for q in queries])
     started = time.perf_counter()
     index.search(vectors, K)
     out["none"] = {"queries_per_s": round(len(queries) / (time.perf_counter() - started), 1)}
@@ -363,33 +374,37 @@ def main() -> None:
         log(f"wrote {save(name, {'how': __doc__.split(chr(10) * 2)[3], **rerank})}")
     if args.part == "rerank":
         return
+    static_dir, static_built = build(real, WORK, "static")
+    log(f"static index: {static_built}")
     queries = retrieval_set(real, args.queries, args.seed)
     log(f"{len(queries)} queries, {sum(len(q['relevant']) for q in queries)} relevant sentences")
     result: dict = {
         "how": __doc__.split("\n\n")[1],
         "threads": args.threads,
         "build": built,
+        "build_static": static_built,
         "queries": len(queries),
         "relevant_per_query": round(float(np.mean([len(q["relevant"]) for q in queries])), 3),
     }
+    from sembed_cli.indexes.keyword import HYBRID_DEPTH
+
+    modes = {  # dense and keyword rank HYBRID_DEPTH + 1 (their top 10 as at -k 11), for the fusion sweep
+        "dense": (index_dir, SearchSettings(k=K), "minilm", HYBRID_DEPTH + 1),
+        "keyword": (index_dir, SearchSettings(k=K, keyword=True, any_word=True), None, HYBRID_DEPTH + 1),
+        "hybrid": (index_dir, SearchSettings(k=K, hybrid=True, any_word=True), "minilm", K + 1),
+        "static": (static_dir, SearchSettings(k=K), "static", K + 1),  # issue 40 item 3: the static model's
+        "static hybrid": (static_dir, SearchSettings(k=K, hybrid=True, any_word=True), "static", K + 1),
+    }
+    metrics, speed, rankings, answers = {}, {}, {}, {}
+    for name, (folder, settings, model, asked) in modes.items():
+        with VectorIndex.load(folder) as index:
+            answers[name], rankings[name], per_second = run_mode(index, queries, settings, model, asked)
+        metrics[name], speed[name] = scores(answers[name], queries), round(per_second, 1)
+        log(
+            f"{name}: " + ", ".join(f"{m} {v.mean():.4f}" for m, v in metrics[name].items()) + f"; {per_second:.1f} q/s"
+        )
     with VectorIndex.load(index_dir) as index:
         result["records"] = index.count
-        from sembed_cli.indexes.keyword import HYBRID_DEPTH
-
-        modes = {  # dense and keyword rank HYBRID_DEPTH + 1 (their top 10 as at -k 11), for the fusion sweep
-            "dense": (SearchSettings(k=K), True, HYBRID_DEPTH + 1),
-            "keyword": (SearchSettings(k=K, keyword=True, any_word=True), False, HYBRID_DEPTH + 1),
-            "hybrid": (SearchSettings(k=K, hybrid=True, any_word=True), True, K + 1),
-        }
-        metrics, speed, rankings, answers = {}, {}, {}, {}
-        for name, (settings, vectors, asked) in modes.items():
-            answers[name], rankings[name], per_second = run_mode(index, queries, settings, vectors, asked)
-            metrics[name], speed[name] = scores(answers[name], queries), round(per_second, 1)
-            log(
-                f"{name}: "
-                + ", ".join(f"{m} {v.mean():.4f}" for m, v in metrics[name].items())
-                + f"; {per_second:.1f} q/s"
-            )
         result["modes"] = {
             name: {**{m: round(float(v.mean()), 4) for m, v in metrics[name].items()}, "queries_per_s": speed[name]}
             for name in modes
@@ -412,6 +427,10 @@ def main() -> None:
         result["paired"] = {
             f"{a} - {b}": {m: paired(metrics[a][m], metrics[b][m]) for m in ("recall@10", "mrr@10")}
             for a, b in (
+                ("dense", "static"),
+                ("static", "keyword"),
+                ("static hybrid", "static"),
+                ("static hybrid", "dense"),
                 ("hybrid", "dense"),
                 ("hybrid", "keyword"),
                 ("dense", "keyword"),
