@@ -2,7 +2,8 @@
 as many distractor names, recall@10 by kind of perturbed query and batched queries/s.
 
     python bench/poi_scale.py --model runs/poi/models/stage2 [--scale 10] [--queries 2000] [--threads 2]
-        [--work runs/poi_scale] [--seed 42] [--repeat 5] [--name poi_scale]
+        [--build-threads N] [--device cpu|cuda] [--work runs/poi_scale] [--seed 42] [--repeat 5] [--name poi_scale]
+    python bench/poi_scale.py --model ... --words-only      (the part of --spelling that needs no model)
 
 --model: the POI reproduction's stage-2 model (examples/poi_reproduction.sh with KEEP=1 leaves it in
 runs/poi/models/stage2; MODELS= reuses it there), trained with its defaults. The queries are the reproduction's
@@ -11,12 +12,20 @@ meant a real one. The distractors are bench/poi_distractors.py's (real names' pa
 real name, so recall counts the real name alone as a hit.
 
 For each size (1x: the 202,179 POI names; Nx: those and N x as many distractors, (1 + N) x 202,179 names in
-all): `sembed index` of the names with the model (wall and CPU seconds, peak
-RSS by wait4), then in this process, as `sembed search --spelling` runs (search_records over the loaded index
-and model, --threads of torch and FAISS): recall@10 by kind, and the queries searched --repeat times, timed
-(wall and CPU seconds: queries/s and queries per CPU-second, for a shared machine), with the load average; the
-index of the names' words that --spelling builds at its first query is timed apart. Writes
-bench/results/NAME.json. Large files stay under --work (names, indexes: reused when there, --rebuild to redo).
+all): `sembed index` of the names with the model (--build-threads, --device; wall and CPU seconds, peak RSS by
+wait4; 2.2M names are 15-30 CPU-minutes of embedding on the CPU), then in this process, as `sembed search
+--spelling` runs (search_records over the loaded index and model, --threads of torch and FAISS, pinned to as
+many cores): recall@10 by kind, and the queries searched --repeat times, timed (wall and CPU seconds: queries/s
+and queries per CPU-second, for a shared machine), with the load average; the index of the names' words that
+--spelling builds at its first query is timed apart. Writes bench/results/NAME.json. Large files stay under
+--work (names, indexes and their build figures: reused when there, --rebuild to redo); --build-only stops after
+the builds, so two sizes can be built at once and searched after, one after the other.
+
+--words-only, with no index and no model: for each size the word index of the names and, for each query, whether
+the name meant is among the names holding its words that join FAISS's candidates, by kind, the time a query's
+look-up takes, with COMMON_WORD_NAMES as it is and as 1% of the names, and missing_word_bound over all the names
+(the best recall@10 any search can have on missing-word queries when every indexed name may be the one meant).
+Writes bench/results/NAME_words.json.
 """
 
 from __future__ import annotations
