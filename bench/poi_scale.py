@@ -120,8 +120,6 @@ def build(names: Path, index: Path, model: str, threads: int, device: str) -> di
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
         "type": metadata.get("type"),
-        "factory": metadata.get("factory"),
-        "recall": metadata.get("recall"),
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
 
@@ -183,6 +181,8 @@ def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int) -> d
         "names": index.count,
         "cores_pinned_from": len(allowed),
         "type": index.metadata.get("type"),
+        "factory": index.metadata["settings"].get("factory"),
+        "measured_at_build": index.metadata["settings"].get("recall"),  # the breadth --recall chose
     }
 
 
@@ -284,7 +284,7 @@ def main() -> None:
         result[f"lookup_{size}"] = lookup(index, queries, args.threads, args.repeat)
         log(json.dumps(result[f"lookup_{size}"]))
         save(args.name, result)
-    if args.build_only:
+    if args.build_only or f"lookup_{args.scale}x" not in result or "lookup_1x" not in result:
         return
     before, after = result["lookup_1x"]["recall_at_10"], result[f"lookup_{args.scale}x"]["recall_at_10"]
     result["recall_change"] = {kind: round(after[kind] - before[kind], 4) for kind in before}
