@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 main=${MAIN:-/work/main}
+data=${DATA:-$main/../shared/data}
 work=runs/static_quality
 seeds=("$@")
 [ ${#seeds[@]} -gt 0 ] || seeds=(42 7 2027)
@@ -19,8 +20,8 @@ export SEMBED_THREADS=${SEMBED_THREADS:-1} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 sembed=.venv/bin/sembed
 mkdir -p "$work"
 [ -f "$work/teacher.npz" ] || cp "$main/runs/static/teacher.npz" "$work/teacher.npz"
-$sembed convert -q --from stsb ../shared/data/stsb/sts-test.csv > "$work/stsb-test.jsonl"
-$sembed convert -q --from sick ../shared/data/sick/SICK_test_annotated.txt > "$work/sick-test.jsonl"
+$sembed convert -q --from stsb "$data/stsb/sts-test.csv" > "$work/stsb-test.jsonl"
+$sembed convert -q --from sick "$data/sick/SICK_test_annotated.txt" > "$work/sick-test.jsonl"
 for data in stsb-test sick-test; do
   $sembed embed -q -m "$main/runs/static/minilm-static" "$work/$data.jsonl" > "$work/today.$data.jsonl"
 done
