@@ -357,8 +357,59 @@ def test_nws_scores_the_pieces_on_neighbouring_sentences(tiny_model, tmp_path):
         input=jsonl({"text": "A dog."}),
     )
     assert missing.exit_code == 1 and missing.stderr.endswith(
-        "error: <stdin>:1: missing key 'doc_id' (the document of the sentence: --fit nws learns from neighbouring "
-        "sentences)\n"
+        "error: <stdin>:1: missing key 'doc_id' (the document of the text: --fit nws learns from neighbouring "
+        "sentences, --teacher-windows reads windows through each document)\n"
+    )
+
+
+def test_infonce_fits_each_text_to_its_own_teacher_vector_among_the_batchs(tiny_model):
+    from sembed_cli.training.job import Recipe
+    from sembed_cli.training.static_fit import Texts, fit_to_teacher
+
+    texts = Texts([[3, 1], [], [2, 2, 5]], "cpu")
+    pieces, offsets, lengths = texts.batch(__import__("torch").tensor([2, 0]))
+    assert pieces.tolist() == [2, 2, 5, 3, 1] and offsets.tolist() == [0, 3] and lengths.tolist() == [3, 2]
+    generator = np.random.default_rng(0)
+    ids = [generator.integers(0, 50, generator.integers(1, 6)).tolist() for _ in range(400)]
+    vectors = generator.standard_normal((50, 8)).astype(np.float32)
+    targets = generator.standard_normal((400, 8)).astype(np.float32)
+    recipe = Recipe(4, 32, 1e-2, None)
+    fitted = fit_to_teacher(vectors, np.ones(50, np.float32), ids, targets, recipe, 1, True, "cpu", "infonce")
+    losses = [epoch["held_out_loss"] for epoch in fitted.history]
+    assert fitted.held_out == 20 and losses[-1] < losses[0] and fitted.best_epoch > 0
+    again = fit_to_teacher(vectors, np.ones(50, np.float32), ids, targets, recipe, 1, True, "cpu", "infonce")
+    np.testing.assert_array_equal(again.vectors, fitted.vectors)
+
+
+def test_windows_run_through_each_document():
+    words = " ".join(f"w{n}" for n in range(20))
+    documents = [("a", words[:29]), ("a", words[29:]), ("b", "too short")]
+    found = static_trainer.windows(documents)
+    assert found[0] == " ".join(f"w{n}" for n in range(12)) and found[1].startswith("w3 w4")
+    assert len(found) == 3 + 1 and found[2].endswith("w17") and found[-1] == "too short"
+
+
+def test_more_text_after_the_kept_sentences_reads_only_the_rest(tiny_model, tmp_path):
+    documents = jsonl(*({"doc_id": n // 8, "text": text} for n, text in enumerate(CORPUS)))
+
+    def distil(name: str, *args: str):
+        run = sembed(
+            "train", "--method", "static", "-m", tiny_model, "--dim", "16", "--device", "cpu", "--fit", "teacher",
+            "--fit-loss", "infonce", "-o", str(tmp_path / name), *args, input=documents,
+        )  # fmt: skip
+        assert run.exit_code == 0, run.stderr
+        return run
+
+    cache = str(tmp_path / "teacher.npz")
+    distil("sentences", "--teacher-cache", cache)
+    more = distil("more", "--teacher-cache", cache, "--teacher-windows", "5")
+    assert "the teacher's pass over the first 48 texts read from" in more.stderr
+    assert "the teacher read 5 corpus texts" in more.stderr
+    distil("whole", "--teacher-windows", "5")
+    metadata = json.loads((tmp_path / "more" / "sembed.json").read_text())
+    assert metadata["data"]["teacher_read"] == 53 and metadata["settings"]["fit_loss"] == "infonce"
+    np.testing.assert_allclose(
+        static_model.load(tmp_path / "more").matrix, static_model.load(tmp_path / "whole").matrix, atol=1e-5
     )
 
 
@@ -366,6 +417,8 @@ def test_nws_scores_the_pieces_on_neighbouring_sentences(tiny_model, tmp_path):
     "args, rule",
     [
         (["--fit-vectors"], "only with --fit teacher"),
+        (["--fit-loss", "infonce"], "only with --fit teacher"),
+        (["--piece-vectors", "alone", "--teacher-windows", "9"], "only with --piece-vectors corpus or --fit teacher"),
         (["--fit", "nws", "--epochs", "2"], "only with --fit teacher"),
         (["--piece-vectors", "alone", "--teacher-sentences", "9"], "only with --piece-vectors corpus or --fit teacher"),
         (["--piece-vectors", "alone", "--teacher-cache", "t.npz"], "only with --piece-vectors corpus or --fit teacher"),

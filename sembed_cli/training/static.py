@@ -31,17 +31,28 @@ sentences of a document as positives; its recipe, ISF start).
 
 --fit teacher instead learns the weights (the log of each, started at the
 weighting's) and with --fit-vectors the vectors too, against the teacher's
-own vectors of the corpus sentences (never an evaluation set):
-`static_fit.py`.
+own vectors of the corpus sentences (never an evaluation set), by
+--fit-loss cosine or infonce: `static_fit.py`.
+
+The teacher reads up to --teacher-sentences of the input's texts of 5 to 40
+words and, with --teacher-windows N, up to N windows of WINDOW words at a
+stride of STRIDE words through each document (its texts, doc_id records,
+joined): more unlabelled text from the same input, read after the
+sentences, so that a kept pass over the sentences alone is reused
+(`static_teacher.cached_corpus_pass`). The piece counts (sif) are always the
+input's own.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import itertools
 import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -49,9 +60,11 @@ from ..artifacts import ContentHash, building, describe, refuse_existing, write_
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, dumps
 from ..models.word_vectors import WordVectors
+from . import static_teacher
 from .data import TrainingInput
 from .job import Job, Recipe
 from .model_card import write_model_card
+from .static_fit import TEMPERATURE
 
 if TYPE_CHECKING:
     from .nws import NwsSettings
@@ -62,6 +75,7 @@ SIF_A = 1e-3  # Arora et al.'s a, as sembed's SIF over word vectors uses it (mod
 ZIPF_A = 1e-4  # model2vec's sif_coefficient for its Zipf estimate
 COUNT_CHUNK = 10_000  # texts tokenised at a time while counting
 SENTENCE_WORDS = (5, 40)  # the corpus sentences the teacher reads: 5 to 40 words, like the STS sets'
+WINDOW, STRIDE = 12, 3  # --teacher-windows: words a window, and words between two windows' starts
 
 
 class StaticSettings(Protocol):
@@ -80,7 +94,11 @@ class StaticSettings(Protocol):
     @property
     def fit_vectors(self) -> bool: ...
     @property
+    def fit_loss(self) -> str: ...
+    @property
     def teacher_sentences(self) -> int: ...
+    @property
+    def teacher_windows(self) -> int: ...
     @property
     def teacher_cache(self) -> str | None: ...
 
@@ -97,7 +115,9 @@ def described(job: Job, settings: StaticSettings) -> dict:
         "weighting": settings.weighting,
         "fit": settings.fit,
         "fit_vectors": settings.fit_vectors,
+        "fit_loss": settings.fit_loss,
         "teacher_sentences": settings.teacher_sentences,
+        "teacher_windows": settings.teacher_windows,
         "epochs": recipe.epochs,
         "batch_size": recipe.batch_size,
         "learning_rate": recipe.lr,
@@ -113,7 +133,7 @@ class Corpus:
     texts: int = 0
     hash: ContentHash = field(default_factory=ContentHash)
     sentences: list[str] = field(default_factory=list)  # its texts of 5 to 40 words
-    documents: list[tuple[str, str]] = field(default_factory=list)  # (doc_id, text) of every text, for --fit nws
+    documents: list[tuple[str, str]] = field(default_factory=list)  # (doc_id, text) of every text: --fit nws, windows
 
 
 def read_corpus(source: TrainingInput, tokenizer, text_key: str = "text", doc_key: str | None = None) -> Corpus:
@@ -130,7 +150,8 @@ def read_corpus(source: TrainingInput, tokenizer, text_key: str = "text", doc_ke
     def check(record: dict) -> None:
         if doc_key is not None and doc_key not in record:
             raise BadRecord(
-                f"missing key '{doc_key}' (the document of the sentence: --fit nws learns from neighbouring sentences)"
+                f"missing key '{doc_key}' (the document of the text: --fit nws learns from neighbouring sentences, "
+                "--teacher-windows reads windows through each document)"
             )
         if text_key not in record:
             raise BadRecord(f"missing key '{text_key}'")
@@ -162,6 +183,26 @@ def sample(texts: list[str], size: int) -> list[str]:
     if len(texts) <= size:
         return texts
     return [texts[i] for i in np.linspace(0, len(texts) - 1, size).round().astype(np.int64)]
+
+
+def windows(documents: list[tuple[str, str]]) -> list[str]:
+    """Windows of WINDOW words at a stride of STRIDE through each document (its consecutive texts, joined); a
+    document shorter than a window is one window."""
+    found: list[str] = []
+    for _, texts in itertools.groupby(documents, key=lambda document: document[0]):
+        words = [word for _, text in texts for word in text.split()]
+        found.extend(
+            " ".join(words[start : start + WINDOW]) for start in range(0, max(len(words) - WINDOW, 0) + 1, STRIDE)
+        )
+    return found
+
+
+def teacher_texts(corpus: Corpus, settings: StaticSettings) -> list[str]:
+    """What the teacher reads: a sample of the corpus sentences, then (--teacher-windows) a sample of the windows."""
+    texts = sample(corpus.sentences, settings.teacher_sentences)
+    if settings.teacher_windows:
+        texts = texts + sample(windows(corpus.documents), settings.teacher_windows)
+    return texts
 
 
 @dataclass(frozen=True)
@@ -259,24 +300,31 @@ def nws_scores(
     return scores, table.metadata
 
 
-def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_settings: NwsSettings) -> Path:
-    """Distil the teacher --model into a static model at the job's output (see the module docstring); --fit nws
-    learns its weights by `nws_recipe` and `nws_settings`."""
-    from ..models import model_identity, sentence_models, static_model
-    from . import static_teacher
-    from .static_fit import fit_to_teacher
+@dataclass
+class Reading:
+    """What the teacher gave: all a distillation needs besides its --dim, --weighting, --fit and --seed."""
 
-    source, output, force, seed = TrainingInput(job.source), job.output, job.force, job.seed
+    teacher: str  # its identity
+    tokenizer: Any  # tokenizers.Tokenizer
+    corpus: Corpus
+    alone: static_teacher.PiecesAlone
+    texts: list[str]  # the corpus texts it read, in order
+    passed: static_teacher.CorpusPass | None  # its pass over them
 
-    refuse_existing(output, force)
-    started = time.perf_counter()
-    device = sentence_models.resolve_device(job.device)
-    if static_model.is_static(sentence_models.resolve_path(settings.model)):
-        raise SembedError(f"'{settings.model}' is a static model already", "distil a transformer model")
-    teacher = sentence_models.load(settings.model, device)
-    teacher_identity = str(model_identity.of_sentence_model(settings.model))
+    @functools.cached_property
+    def ids(self) -> list[list[int]]:
+        """Each text's pieces, as the static model splits it."""
+        return [encoding.ids for encoding in self.tokenizer.encode_batch(self.texts, add_special_tokens=False)]
+
+
+def read_teacher(
+    teacher, teacher_identity: str, source: TrainingInput, settings: StaticSettings, text_key: str, device: str
+) -> Reading:
+    """The corpus counted, the teacher's pass over its pieces alone and (when the settings need it) over its texts,
+    read from --teacher-cache when it holds them."""
     tokenizer = static_teacher.fast_tokenizer(teacher)
-    corpus = read_corpus(source, tokenizer, job.text_key(), "doc_id" if settings.fit == "nws" else None)
+    documents = settings.fit == "nws" or settings.teacher_windows > 0
+    corpus = read_corpus(source, tokenizer, text_key, "doc_id" if documents else None)
     log.info(
         f"{corpus.texts} texts, {int(corpus.counts.sum())} word-pieces, "
         f"{int((corpus.counts > 0).sum())} of the {len(corpus.counts)} pieces seen"
@@ -287,7 +335,7 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
     texts: list[str] = []
     passed: static_teacher.CorpusPass | None = None
     if settings.reads_corpus():
-        texts = sample(corpus.sentences, settings.teacher_sentences)
+        texts = teacher_texts(corpus, settings)
         if len(texts) < 2:
             raise SembedError(
                 f"the teacher found {len(texts)} corpus sentence(s) of {SENTENCE_WORDS[0]} to {SENTENCE_WORDS[1]} "
@@ -295,26 +343,42 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
                 "give it a corpus of sentences, or --piece-vectors alone",
             )
 
-        def run_pass() -> static_teacher.CorpusPass:
+        def run_pass(texts: list[str]) -> static_teacher.CorpusPass:
             tick = time.perf_counter()
             result = static_teacher.corpus_pass(teacher, texts, device)
-            log.info(f"the teacher read {len(texts)} corpus sentences in {time.perf_counter() - tick:.0f} s")
+            log.info(f"the teacher read {len(texts)} corpus texts in {time.perf_counter() - tick:.0f} s")
             return result
 
         cache = Path(settings.teacher_cache) if settings.teacher_cache else None
-        passed = static_teacher.cached_corpus_pass(cache, static_teacher.pass_key(teacher_identity, texts), run_pass)
+        passed = static_teacher.cached_corpus_pass(cache, teacher_identity, texts, run_pass)
+    return Reading(teacher_identity, tokenizer, corpus, alone, texts, passed)
+
+
+@dataclass
+class Distilled:
+    matrix: np.ndarray  # the static model's rows, its weights folded in
+    parts: dict  # what the metadata records of the distillation
+
+
+def distil(
+    reading: Reading, settings: StaticSettings, job: Job, nws_recipe: Recipe, nws_settings: NwsSettings
+) -> Distilled:
+    """The piece vectors, their PCA and weights (see the module docstring), by the job's recipe, seed and device."""
+    from .static_fit import fit_to_teacher
+
+    passed, texts = reading.passed, reading.texts
     if settings.piece_vectors == "corpus":
         assert passed is not None
-        raw, seen = passed.contextual(alone.output)
+        raw, seen = passed.contextual(reading.alone.output)
         log.info(f"{seen} of the {len(raw)} word-pieces have a contextual vector; the rest their output alone")
     else:
-        raw = alone.sentence
+        raw = reading.alone.sentence
     vectors, reduction, projection = pca(raw, settings.dim, centre=settings.piece_vectors == "alone")
     log.info(f"PCA to {reduction['dim']} dimensions keeps {reduction['variance_kept']:.1%} of the variance")
-    weights = piece_weights(settings.weighting, corpus.counts)
+    weights = piece_weights(settings.weighting, reading.corpus.counts)
     fit: dict = {}
     if settings.fit == "nws":
-        weights, table = nws_scores(corpus.documents, tokenizer, vectors, job, nws_recipe, nws_settings)
+        weights, table = nws_scores(reading.corpus.documents, reading.tokenizer, vectors, job, nws_recipe, nws_settings)
         fit = {
             "objective": "NWS (Samardzhiev et al. 2018, eq. 1-9)",
             "settings": table["settings"],
@@ -330,22 +394,68 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
                 "after its pooling)",
                 "use --piece-vectors alone",
             )
-        ids = [encoding.ids for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
         fitted = fit_to_teacher(
-            vectors, weights, ids, projection(passed.sentences), job.recipe, seed, settings.fit_vectors, device
+            vectors,
+            weights,
+            reading.ids,
+            projection(passed.sentences),
+            job.recipe,
+            job.seed,
+            settings.fit_vectors,
+            job.device,
+            settings.fit_loss,
         )
         vectors, weights = fitted.vectors, fitted.weights
         fit = {
             "sentences": len(texts) - fitted.held_out,
             "held_out": fitted.held_out,
             "kept_epoch": fitted.best_epoch,
-            "loss": "1 - cosine to the teacher's vector, projected by the PCA",
+            "loss": {
+                "cosine": "1 - cosine to the teacher's vector, projected by the PCA",
+                "infonce": f"InfoNCE, in-batch negatives, temperature {TEMPERATURE}, against the teacher's vectors "
+                "projected by the PCA",
+            }[settings.fit_loss],
             "optimizer": "Adam",
             "history": fitted.history,
         }
+    return Distilled(
+        vectors * weights[:, None],
+        {
+            "vectors": {
+                "corpus": "each piece's mean last-layer output over the corpus texts the teacher read (its output "
+                "alone if unseen)",
+                "alone": "the teacher's sentence vector of the piece alone (model2vec's distill)",
+            }[settings.piece_vectors],
+            "pca": reduction,
+            "weighting": {
+                "sif": {"a": SIF_A, "p": "corpus piece counts"},
+                "zipf": {"a": ZIPF_A, "p": "Zipf's law on the vocabulary rank"},
+                "none": {},
+            }[settings.weighting]
+            | {"name": settings.weighting},
+            "fit": fit,
+        },
+    )
+
+
+def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_settings: NwsSettings) -> Path:
+    """Distil the teacher --model into a static model at the job's output (see the module docstring); --fit nws
+    learns its weights by `nws_recipe` and `nws_settings`."""
+    from ..models import model_identity, sentence_models, static_model
+
+    source, output, force = TrainingInput(job.source), job.output, job.force
+    refuse_existing(output, force)
+    started = time.perf_counter()
+    device = sentence_models.resolve_device(job.device)
+    if static_model.is_static(sentence_models.resolve_path(settings.model)):
+        raise SembedError(f"'{settings.model}' is a static model already", "distil a transformer model")
+    teacher = sentence_models.load(settings.model, device)
+    teacher_identity = str(model_identity.of_sentence_model(settings.model))
+    reading = read_teacher(teacher, teacher_identity, source, settings, job.text_key(), device)
+    distilled = distil(reading, settings, dataclasses.replace(job, device=device), nws_recipe, nws_settings)
     data = {
-        **source.provenance(texts=corpus.texts, pieces=int(corpus.counts.sum())),
-        "teacher_read": len(texts),
+        **source.provenance(texts=reading.corpus.texts, pieces=int(reading.corpus.counts.sum())),
+        "teacher_read": len(reading.texts),
     }
     metadata = describe(
         "train --method static",
@@ -353,23 +463,13 @@ def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_set
         described(job, settings),
         method="static",
         teacher=teacher_identity,
-        vectors={
-            "corpus": "each piece's mean last-layer output over the corpus sentences (its output alone if unseen)",
-            "alone": "the teacher's sentence vector of the piece alone (model2vec's distill)",
-        }[settings.piece_vectors],
-        pca=reduction,
-        weighting={
-            "sif": {"a": SIF_A, "p": "corpus piece counts"},
-            "zipf": {"a": ZIPF_A, "p": "Zipf's law on the vocabulary rank"},
-            "none": {},
-        }[settings.weighting]
-        | {"name": settings.weighting},
-        fit=fit,
+        **distilled.parts,
         seconds=round(time.perf_counter() - started, 1),
     )
     with building(output, force=force) as work:
-        static_model.save(work, tokenizer, vectors * weights[:, None])
+        static_model.save(work, reading.tokenizer, distilled.matrix)
         write_metadata(work, metadata, sentence_models.METADATA_FILE)
         write_model_card(work, job, settings, metadata)
-    log.info(f"wrote {output} ({len(vectors)} pieces x {vectors.shape[1]}) in {time.perf_counter() - started:.0f} s")
+    matrix = distilled.matrix
+    log.info(f"wrote {output} ({len(matrix)} pieces x {matrix.shape[1]}) in {time.perf_counter() - started:.0f} s")
     return output

@@ -20,7 +20,9 @@ Two passes, both forward only:
 
 The corpus pass is the slow part (docs/static-mode.md has its time), so
 `--teacher-cache FILE` keeps it: a later run with the same teacher and the
-same sentences reads it back.
+same sentences reads it back, and one whose texts begin with the kept ones
+(more text after them: --teacher-windows after the same sentences) passes
+only the rest and adds it to the kept pass (the sums and counts add).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import copy
 import logging
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +45,8 @@ from ..io.atomic_files import atomic_path
 log = logging.getLogger(__name__)
 
 TOKEN_BATCH = 1024  # vocabulary pieces a teacher forward pass
-SENTENCE_BATCH = 128  # corpus sentences a teacher forward pass (sorted by length, so little padding)
+SENTENCE_BATCH = 128  # corpus sentences a teacher forward pass on a CPU (sorted by length, so little padding)
+ACCELERATOR_BATCH = 1024  # on an accelerator, whose passes cost little more for more sentences
 CACHE_FORMAT = 1
 
 
@@ -147,10 +151,19 @@ class CorpusPass:
         vectors[seen] = self.sums[seen] / self.counts[seen, None]
         return vectors.astype(np.float32), int(seen.sum())
 
+    def then(self, more: CorpusPass) -> CorpusPass:
+        """The pass over this pass's texts followed by `more`'s."""
+        return CorpusPass(
+            np.concatenate([self.sentences, more.sentences]), self.sums + more.sums, self.counts + more.counts
+        )
 
-def corpus_pass(teacher, texts: list[str], device: str, batch: int = SENTENCE_BATCH) -> CorpusPass:
-    """The teacher's sentence vectors of `texts` and its per-piece output sums and counts (see the docstring)."""
+
+def corpus_pass(teacher, texts: list[str], device: str, batch: int | None = None) -> CorpusPass:
+    """The teacher's sentence vectors of `texts` and its per-piece output sums and counts (see the docstring), in
+    batches of `batch` texts (SENTENCE_BATCH on a CPU, ACCELERATOR_BATCH elsewhere)."""
     import torch
+
+    batch = batch or (SENTENCE_BATCH if device == "cpu" else ACCELERATOR_BATCH)
 
     special = torch.tensor(sorted(set(teacher.tokenizer.all_special_ids)), device=device)
     order = np.argsort([len(text) for text in texts], kind="stable")
@@ -193,23 +206,47 @@ def pass_key(teacher_identity: str, texts: list[str]) -> str:
     return key.hexdigest()
 
 
-def cached_corpus_pass(cache: Path | None, key: str, run) -> CorpusPass:
-    """`run()`'s corpus pass, read from `cache` when it holds the pass of `key`, else run and (with a cache) kept
-    there."""
-    if cache is not None and cache.exists():
-        try:
-            with np.load(cache, allow_pickle=False) as kept:
-                if str(kept["key"]) == key:
-                    log.info(f"the teacher's pass over the corpus read from {cache}")
-                    return CorpusPass(kept["sentences"], kept["sums"], kept["counts"])
-                log.warning(f"{cache} holds another teacher's or other sentences' pass: the teacher reads them again")
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
-            raise SembedError(
-                f"cannot read the teacher cache {cache}: {error}", "remove it, or name another file"
-            ) from None
-    corpus = run()
+def cached_corpus_pass(
+    cache: Path | None, teacher_identity: str, texts: list[str], run: Callable[[list[str]], CorpusPass]
+) -> CorpusPass:
+    """The teacher's corpus pass over `texts` (`run(texts)`), read from `cache` when it holds it; when the cache
+    holds the pass over the first texts only, `run` reads the rest. With a cache, a pass that ran is kept there."""
+    key = pass_key(teacher_identity, texts)
+    kept = read_cache(cache) if cache is not None else None
+    if kept is not None and kept[0] == key:
+        log.info(f"the teacher's pass over the corpus read from {cache}")
+        return kept[1]
+    start = kept[1] if kept is not None and begins(kept, teacher_identity, texts) else None
+    if start is not None:
+        log.info(
+            f"the teacher's pass over the first {len(start.sentences):,} texts read from {cache}; it reads the rest"
+        )
+        corpus = start.then(run(texts[len(start.sentences) :]))
+    else:
+        if kept is not None:
+            log.warning(f"{cache} holds another teacher's or other sentences' pass: the teacher reads them again")
+        corpus = run(texts)
     if cache is not None:
         with atomic_path(cache) as partial, open(partial, "wb") as f:  # a file object: numpy adds no .npz to it
             np.savez(f, key=np.array(key), sentences=corpus.sentences, sums=corpus.sums, counts=corpus.counts)
         log.info(f"kept the teacher's pass over the corpus in {cache}")
     return corpus
+
+
+def begins(kept: tuple[str, CorpusPass], teacher_identity: str, texts: list[str]) -> bool:
+    """Whether a kept pass (its key and pass) is this teacher's over the first of `texts`, and not all of them."""
+    read = len(kept[1].sentences)
+    return 0 < read < len(texts) and kept[0] == pass_key(teacher_identity, texts[:read])
+
+
+def read_cache(cache: Path) -> tuple[str, CorpusPass] | None:
+    """The key and pass a cache file holds; None when there is no file."""
+    if not cache.exists():
+        return None
+    try:
+        with np.load(cache, allow_pickle=False) as kept:
+            return str(kept["key"]), CorpusPass(kept["sentences"], kept["sums"], kept["counts"])
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
+        raise SembedError(
+            f"cannot read the teacher cache {cache}: {error}", "remove it, or name another file"
+        ) from None

@@ -52,6 +52,15 @@ class Settings:
         ),
     )
     fit_vectors: bool = option(False, "--fit-vectors", help="with --fit teacher: learn the vectors as well.")
+    fit_loss: str = option(
+        "cosine",
+        "--fit-loss",
+        choices=("cosine", "infonce"),
+        help=(
+            "with --fit teacher: cosine 1 - the cosine of each sentence's static vector and the model's; infonce "
+            "InfoNCE against the model's vectors of the batch (in-batch negatives, temperature 0.07)."
+        ),
+    )
     teacher_sentences: int = option(
         100_000,
         "--teacher-sentences",
@@ -62,6 +71,17 @@ class Settings:
             "spaced through the input when it has more)."
         ),
     )
+    teacher_windows: int = option(
+        0,
+        "--teacher-windows",
+        metavar="N",
+        min=0,
+        help=(
+            "with --piece-vectors corpus or --fit teacher: the model also reads up to N windows of 12 words at a "
+            "stride of 3 through each document of the input (doc_id, text records), after the sentences (evenly "
+            "spaced when there are more)."
+        ),
+    )
     teacher_cache: str | None = option(
         None,
         "--teacher-cache",
@@ -69,7 +89,7 @@ class Settings:
         help=(
             "with --piece-vectors corpus or --fit teacher: keep the model's pass over the sentences in FILE (.npz), "
             "and read it from there when a later run has the same model and sentences (another --dim, --weighting, "
-            "--fit or --seed)."
+            "--fit or --seed); a run that reads more after them (--teacher-windows) reads only the rest."
         ),
     )
 
@@ -80,9 +100,13 @@ class Settings:
 
 def check(settings: Settings, given: frozenset[str]) -> None:
     if settings.fit != "teacher":
-        refuse(given, ("fit_vectors", "epochs", "batch_size", "lr"), "only with --fit teacher")
+        refuse(given, ("fit_vectors", "fit_loss", "epochs", "batch_size", "lr"), "only with --fit teacher")
     if not settings.reads_corpus():
-        refuse(given, ("teacher_sentences", "teacher_cache"), "only with --piece-vectors corpus or --fit teacher")
+        refuse(
+            given,
+            ("teacher_sentences", "teacher_windows", "teacher_cache"),
+            "only with --piece-vectors corpus or --fit teacher",
+        )
 
 
 def run(job: Job, settings: Settings) -> None:
