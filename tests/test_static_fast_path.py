@@ -213,3 +213,25 @@ def test_read_ahead_stops_soon_after_the_caller_does():
     time.sleep(0.5)
     assert len(made) <= 5
     assert not any(t.name == "sembed-read-ahead" and t.is_alive() for t in threading.enumerate())
+
+
+def test_plain_ascii_texts_get_the_same_ids_from_the_lowercasing_copy(static_dir):
+    import random
+
+    model = static_model.load(static_dir)
+    assert model.ascii_tokenizer is not None  # MiniLM's BertNormalizer lowercases
+    rng = random.Random(1)
+    alphabet = [chr(c) for c in range(128) if not static_model.DROPPED_BY_CLEAN_TEXT.match(chr(c))]
+    texts = [t for t in sample_texts() if t.isascii()]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(3000)]
+    texts += ["Tab\tand\nnew\r\nlines", "U.S.A. e-mail don't $3.50 [CLS] #x @y ~/a|b ^_^ `q`", " ", ""]
+    assert static_model.plain_ascii(texts)
+
+    def ids(tokenizer, batch):
+        return [encoding.ids for encoding in tokenizer.encode_batch_fast(batch, add_special_tokens=False)]
+
+    assert ids(model.ascii_tokenizer, texts) == ids(model.tokenizer, texts) == model.token_ids(texts)
+    for control in ("ab\x01cd", "ab\x0bcd", "ab\x7fcd"):  # clean_text drops these: not plain, the full tokenizer
+        assert not static_model.plain_ascii([*texts, control])
+        assert ids(model.ascii_tokenizer, [control]) != ids(model.tokenizer, [control]) == model.token_ids([control])
+    assert not static_model.plain_ascii(["café"])
