@@ -161,8 +161,9 @@ def ascii_tokenizer(tokenizer):
     """A copy of a BERT-uncased tokenizer whose normaliser only lowercases (None for any other tokenizer): on
     `plain_ascii` texts BertNormalizer's other steps change nothing (clean_text drops control characters and
     makes tab, LF and CR spaces, which the pre-tokenizer splits on as it does on a space; the Chinese
-    characters and accents it handles are not ASCII), so the pieces and ids are the same, for about 70% of
-    the tokenizer's time (its Unicode category look-ups). tests/test_static_fast_path.py compares them."""
+    characters and accents it handles are not ASCII), so the pieces and ids are the same in about 70% of the
+    time (15 CPU us a 12-word text against 22: its Unicode look-ups saved). tests/test_static_fast_path.py
+    compares them."""
     import copy
 
     from tokenizers import normalizers
