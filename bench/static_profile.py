@@ -11,12 +11,15 @@ of --repeats:
   parse JSON        json_codec.loads
   check record      embed's per-record check (text fields, vectors of another model, --long-text)
   window and jobs   the window's (record, text field) jobs, repeats found, long texts counted
-  tokenize          the tokenizer's batch encoding (Rust), ids as Python lists
+  tokenize          the tokenizer's batch encoding (Rust), ids as Python lists; plain ASCII windows by the
+                    lowercasing copy (static_model.ascii_tokenizer), and by the full normaliser as before
   sum pieces        the mean of each text's rows and unit length: a piece position at a time (now), a numpy
                     sum a text at a time (before)
   stamp             each record's embedding_model, its vector stored in it
   JSON line         the record as a JSON line, 256 float32 values (JSONL) or a row number (--npy, with the
-                    matrix's rows copied out)
+                    matrix's rows copied out); with 2+ threads the JSONL line splits in two: the rows' JSON
+                    text, which a worker process writes (io.vector_json.rows_json), and the line around it,
+                    which the writer makes with the text as an orjson.Fragment
 
 What runs without the GIL (the tokenizer; numpy's gathers and sums; the file writes)
 can overlap the rest in a second thread; the rest is Python and holds it.
@@ -33,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import orjson
 from common import ROOT, log, save
 from embed_speed import stsb_train_sentences
 
@@ -40,6 +44,7 @@ from sembed_cli.io import TextFields, text_jobs
 from sembed_cli.io.json_codec import dumps, loads
 from sembed_cli.io.lines import text_lines
 from sembed_cli.io.rejects import Rejects
+from sembed_cli.io.vector_json import rows_json
 from sembed_cli.models import model_identity
 from sembed_cli.models.embed_stream import check_record
 from sembed_cli.models.embedder import Embedder
@@ -128,6 +133,12 @@ def main() -> None:
                 for _ in stamp.label(window):
                     pass
 
+        rows_text = [text for rows in vectors for text in rows_json({"embedding": rows})["embedding"]]
+
+        def fragment_lines() -> None:
+            for record, text in zip(stamped, rows_text):
+                dumps(dict(record, embedding=orjson.Fragment(text)))
+
         def npy_lines() -> None:
             with NpyMatrix(tmp / "v.npy", force=True) as matrix:
                 for rows in vectors:
@@ -141,16 +152,19 @@ def main() -> None:
             "check record": lambda: [check(record) for record in records],
             "window and jobs": jobs,
             "tokenize": lambda: [model.token_ids(window) for window in texts],
+            "tokenize (BertNormalizer on ASCII too, before)": lambda: [full_ids(model, window) for window in texts],
             "sum pieces (a position at a time)": lambda: [model.embed_ids(window) for window in ids],
             "sum pieces (a text at a time, before)": lambda: [one_at_a_time(model, window) for window in ids],
             "stamp": stamp_all,
             "JSON line, 256 floats (JSONL)": lambda: [dumps(record) for record in stamped],
+            "rows' JSON text (a worker's part, 2+ threads)": lambda: [rows_json({"embedding": v}) for v in vectors],
+            "JSON line around a worker's text (the writer's part)": fragment_lines,
             "JSON line, row number (--npy)": npy_lines,
         }
         figures = {}
         for name, run in stages.items():
             figures[name] = round(best(args.repeats, run) / n * 1e6, 2)
-            log(f"{name:40s} {figures[name]:6.2f} us a record")
+            log(f"{name:53s} {figures[name]:6.2f} us a record")
     result = {
         "static_model": str(args.static),
         "records": n,
@@ -161,6 +175,11 @@ def main() -> None:
         "stages": figures,
     }
     log(f"written {save('static_profile', result)}")
+
+
+def full_ids(model: StaticModel, texts: list[str]) -> list[list[int]]:
+    """The ids as embed got them before the ASCII copy (static_model.ascii_tokenizer): the full normaliser."""
+    return [encoding.ids for encoding in model.tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
 
 
 def vectors_rows(vectors):

@@ -9,10 +9,14 @@ import threading
 import time
 
 import numpy as np
+import orjson
 import pytest
 from conftest import DATA, jsonl, sembed
 from test_static import CORPUS, TEXTS
 
+from sembed_cli.errors import SembedError
+from sembed_cli.io.json_codec import dumps
+from sembed_cli.io.vector_json import PROCESS_ROWS, VectorJson, rows_json
 from sembed_cli.models import embed_stream, static_model
 from sembed_cli.models.embed_stream import read_ahead
 
@@ -74,27 +78,39 @@ def test_a_windows_sums_are_the_bits_a_text_at_a_time_gives(static_dir):
     assert not np.signbit(vectors[:, :4]).any() and vectors.tobytes() == one_at_a_time(model, ids).tobytes()
 
 
+ODD_IDS = [7, 10**30, -2.5e-7, None, [1, "a", {"b": True}], "s", 0.1]  # past 64 bits, floats, null, nested
+
+
 def records_of(texts: list[str]) -> str:
-    """Records as a real input has them: ids, other fields, a pair record now and then."""
+    """Records as a real input has them: ids of several types, other fields, a pair record now and then."""
     records: list[dict] = []
     for n, text in enumerate(texts):
         if n % 7 == 3:
             records.append({"id": n, "text_a": text, "text_b": texts[n - 1], "score": 1.5})
         else:
-            records.append({"id": f"s{n}", "text": text, "meta": {"n": n}})
-    return jsonl(*records)
+            records.append({"id": ODD_IDS[n % len(ODD_IDS)], "text": text, "meta": {"n": n, "big": -(10**25)}})
+    return b"".join(map(dumps, records)).decode()  # sembed's own writer: integers past 64 bits digit for digit
 
 
+@pytest.mark.subprocess  # with two threads, the vectors' JSON is written by a worker process
 @pytest.mark.parametrize("npy", [False, True])
 def test_threads_write_the_same_bytes_as_one(static_dir, tmp_path, monkeypatch, npy):
     data = records_of(sample_texts())
-    threaded = []
+    threaded, by_workers = [], []
 
     def counted(items, *args):
         threaded.append(1)
         return read_ahead(items, *args)
 
+    real_written = VectorJson.written
+
+    def written(self, window):
+        rows = real_written(self, window)
+        by_workers.extend(isinstance(values, list) for values in rows.values())
+        return rows
+
     monkeypatch.setattr(embed_stream, "read_ahead", counted)
+    monkeypatch.setattr(VectorJson, "written", written)
     written = {}
     for threads in ("1", "2"):
         extra = ["--npy", str(tmp_path / f"v{threads}.npy")] if npy else []
@@ -107,11 +123,52 @@ def test_threads_write_the_same_bytes_as_one(static_dir, tmp_path, monkeypatch, 
             written[threads + ".npy"] = (tmp_path / f"v{threads}.npy").read_bytes()
     assert written["1"] == written["2"]
     assert threaded == [1]  # only with two threads
+    assert '"id":1' + "0" * 30 in written["1"] and '"big":-10000000000000000000000000' in written["1"]
     if npy:
         assert written["1.npy"] == written["2.npy"]
         assert written["1"].count("embedding_row") > 1000
+        assert not by_workers  # rows in a matrix: no JSON text to write
+    else:  # the first windows (1, 2, 4 ... records) are written in place, the larger ones by a worker
+        assert by_workers[0] is False and by_workers[-1] is True
 
 
+def test_a_workers_row_is_the_text_written_in_place():
+    rows = np.random.default_rng(0).standard_normal((3, 16)).astype(np.float32)
+    rows[0, :3] = [-0.0, 1e-45, 3.4e38]  # signed zero, the least subnormal, near float32's largest
+    (texts,) = rows_json({"embedding": rows}).values()
+    for row, text in zip(rows, texts):
+        record = {"id": 1, "embedding": row, "embedding_model": "m"}
+        assert dumps(dict(record, embedding=orjson.Fragment(text))) == dumps(record)
+
+
+@pytest.mark.subprocess  # a worker process
+def test_a_worker_that_dies_is_a_one_line_error():
+    import os
+    import signal
+
+    rows = np.zeros((PROCESS_ROWS, 4), dtype=np.float32)
+    with VectorJson(1) as workers:
+        ((_, _, first),) = workers.ahead([([], [], {"embedding": rows})])
+        assert len(workers.written(first)["embedding"]) == PROCESS_ROWS
+        for pid in list(workers.pool._processes):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        with pytest.raises(SembedError, match="ended unexpectedly"):
+            for _, _, window in workers.ahead([([], [], {"embedding": rows})]):
+                workers.written(window)
+
+
+def test_one_thread_starts_no_worker(static_dir, monkeypatch):
+    def refused(*_):
+        raise AssertionError("a worker process with one thread")
+
+    monkeypatch.setattr(VectorJson, "__init__", refused)
+    run = sembed("embed", "-q", "-m", str(static_dir), "--threads", "1", input=records_of(sample_texts(600)))
+    assert run.exit_code == 0, run.stderr
+    assert len(run.records) == 600
+
+
+@pytest.mark.subprocess  # with two threads, a worker process
 @pytest.mark.parametrize("skip", [False, True])
 def test_a_bad_record_comes_out_after_the_records_before_it_whatever_the_threads(static_dir, skip):
     texts = sample_texts(900)
@@ -156,3 +213,25 @@ def test_read_ahead_stops_soon_after_the_caller_does():
     time.sleep(0.5)
     assert len(made) <= 5
     assert not any(t.name == "sembed-read-ahead" and t.is_alive() for t in threading.enumerate())
+
+
+def test_plain_ascii_texts_get_the_same_ids_from_the_lowercasing_copy(static_dir):
+    import random
+
+    model = static_model.load(static_dir)
+    assert model.ascii_tokenizer is not None  # MiniLM's BertNormalizer lowercases
+    rng = random.Random(1)
+    alphabet = [chr(c) for c in range(128) if not static_model.DROPPED_BY_CLEAN_TEXT.match(chr(c))]
+    texts = [t for t in sample_texts() if t.isascii()]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(3000)]
+    texts += ["Tab\tand\nnew\r\nlines", "U.S.A. e-mail don't $3.50 [CLS] #x @y ~/a|b ^_^ `q`", " ", ""]
+    assert static_model.plain_ascii(texts)
+
+    def ids(tokenizer, batch):
+        return [encoding.ids for encoding in tokenizer.encode_batch_fast(batch, add_special_tokens=False)]
+
+    assert ids(model.ascii_tokenizer, texts) == ids(model.tokenizer, texts) == model.token_ids(texts)
+    for control in ("ab\x01cd", "ab\x0bcd", "ab\x7fcd"):  # clean_text drops these: not plain, the full tokenizer
+        assert not static_model.plain_ascii([*texts, control])
+        assert ids(model.ascii_tokenizer, [control]) != ids(model.tokenizer, [control]) == model.token_ids([control])
+    assert not static_model.plain_ascii(["café"])

@@ -17,6 +17,7 @@ One module a job; the names the rest of sembed uses are importable from here (`f
                    counted_keys, derived_key, label, group)
     vector_fields  a record's vectors, checked (vector, float32_vector, Dimension, nonzero, unit_scaled,
                    SAFE_MAGNITUDES)
+    vector_json    the JSON text of a window's vectors, written by worker processes (VectorJson, rows_json)
 
 The rules of the stream live in these modules and only there (README, "The record stream"): a UTF-8 byte-order
 mark opens a file harmlessly; gzip is read by its magic bytes and written for a `.gz` output; plain text lines are

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from ..errors import SembedError
 from ..io import StreamOptions, TextFields, batched, check_text, derived_key, text_jobs
+from ..io.vector_json import VectorJson, processes_for
 from . import model_identity, sentence_models
 from .embedder import Embedder, encode_batch_for
 
@@ -119,8 +120,10 @@ def embed_sentences(
     names = ("embedding", "embedding_basic", "embedding_cf") if settings.keep_parts else ("embedding",)
     stamp = stamp_for(embedder.identity, names, matrix_file)
     # a static model's windows are read and encoded ahead of the writing when there are threads for it: the
-    # tokenizer and the sums run without the GIL (docs/static-mode.md, "Where the time goes")
+    # tokenizer and the sums run without the GIL; the JSON of their vectors, which holds it, is written by
+    # worker processes (docs/static-mode.md, "Where the time goes")
     ahead = embedder.backend.get("backend") == "static" and uses_threads()
+    json_workers = VectorJson(processes_for(threads_used())) if ahead and matrix_file is None else None
 
     def transform(records: Iterable[dict]) -> Iterable[dict]:
         embedded = stamp.label(
@@ -133,12 +136,16 @@ def embed_sentences(
                 matrix_file,
                 settings.explain,
                 ahead=ahead,
+                json_workers=json_workers,
             )
         )
         return embedded if show is None else _shown(embedded, fields, TOKEN_WEIGHTS, show)
 
     try:
-        with matrix_file if matrix_file is not None else nullcontext():
+        with (
+            matrix_file if matrix_file is not None else nullcontext(),
+            json_workers if json_workers is not None else nullcontext(),
+        ):
             count = stream.run(
                 check_record(fields, settings.keep_parts or embedder.focus, stamp, embedder),
                 transform,
@@ -173,6 +180,7 @@ def embed_records(
     vectors: NpyMatrix | None = None,
     explain: bool = False,
     ahead: bool = False,
+    json_workers: VectorJson | None = None,
 ) -> Iterator[dict]:
     """Add `embedding` (suffixed like the text field) to every record, a window of `batch_size` records at a time.
 
@@ -189,13 +197,18 @@ def embed_records(
 
     `ahead`: the windows are read and encoded in a thread of their own (`read_ahead`), a window or two ahead of
     the one the caller is writing, so that reading and encoding the next overlaps writing this one; the records,
-    their order, the values and the errors are the same.
+    their order, the values and the errors are the same. `json_workers` (without `vectors`): the vectors' JSON
+    text is written by those processes, a window at a time (`VectorJson`), and stored as orjson Fragments, which
+    the sink writes as they are: the same bytes.
     """
-    windows = encoded_windows(records, embedder, fields, batch_size, keep_parts, explain)
+    windows: Iterator = encoded_windows(records, embedder, fields, batch_size, keep_parts, explain)
+    if json_workers is not None:
+        windows = json_workers.ahead(windows)
     for batch, jobs, outputs in read_ahead(windows) if ahead else windows:
         if vectors is None:
+            rows = json_workers.written(outputs) if json_workers is not None else outputs
             for n, (record, key) in enumerate(jobs):
-                for name, values in outputs.items():
+                for name, values in rows.items():
                     record[derived_key(key, name)] = values[n]  # a float32 row: the sink writes it as a JSON list
         else:
             store_rows(jobs, outputs, vectors)
@@ -300,12 +313,17 @@ def read_ahead(items: Iterator[T], depth: int = AHEAD) -> Iterator[T]:
         thread.join(timeout=JOIN_SECONDS)
 
 
-def uses_threads() -> bool:
-    """Whether the command runs with more than one thread (--threads, SEMBED_THREADS, OMP_NUM_THREADS or the
-    machine's default, as `threads.configure` chose), so that a thread may read ahead of the writer."""
+def threads_used() -> int:
+    """The command's thread count (--threads, SEMBED_THREADS, OMP_NUM_THREADS or the machine's default, as
+    `threads.configure` chose)."""
     from .. import threads
 
-    return (threads.configured_count() or 1) > 1
+    return threads.configured_count() or 1
+
+
+def uses_threads() -> bool:
+    """Whether the command runs with more than one thread, so that a thread may read ahead of the writer."""
+    return threads_used() > 1
 
 
 def store_rows(jobs: list[tuple[dict, str]], outputs: dict[str, np.ndarray], vectors: NpyMatrix) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -72,6 +73,7 @@ class StaticModel:
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
         self.fast_tokenizer = tokenizer  # what LongTexts reads (it never finds a text too long)
+        self.ascii_tokenizer = ascii_tokenizer(tokenizer)
 
     @property
     def pipeline(self):  # sentence_embedding.normalises() asks the encoder's pipeline
@@ -81,9 +83,13 @@ class StaticModel:
         return int(self.matrix.shape[1])
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
-        """Each text's word-piece ids, no special tokens (`encode_batch_fast`: no character offsets computed)."""
-        encodings = self.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
-        return [encoding.ids for encoding in encodings]
+        """Each text's word-piece ids, no special tokens (`encode_batch_fast`: no character offsets computed); a
+        batch of plain ASCII texts by `ascii_tokenizer`'s copy, which gives them the same ids in less time."""
+        texts = list(texts)
+        tokenizer = self.tokenizer
+        if self.ascii_tokenizer is not None and plain_ascii(texts):
+            tokenizer = self.ascii_tokenizer
+        return [encoding.ids for encoding in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
 
     def encode(
         self,
@@ -140,6 +146,34 @@ class StaticModel:
             sums[:k] += self.matrix[pieces[starts[:k] + p]]
         vectors[order] = sums
         return vectors
+
+
+DROPPED_BY_CLEAN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # ASCII controls but tab, LF, CR
+
+
+def plain_ascii(texts: list[str]) -> bool:
+    """Whether every text is ASCII without a control character other than tab, line feed and carriage return
+    (str.isascii is a flag of the string: no scan)."""
+    return all(map(str.isascii, texts)) and not any(map(DROPPED_BY_CLEAN_TEXT.search, texts))
+
+
+def ascii_tokenizer(tokenizer):
+    """A copy of a BERT-uncased tokenizer whose normaliser only lowercases (None for any other tokenizer): on
+    `plain_ascii` texts BertNormalizer's other steps change nothing (clean_text drops control characters and
+    makes tab, LF and CR spaces, which the pre-tokenizer splits on as it does on a space; the Chinese
+    characters and accents it handles are not ASCII), so the pieces and ids are the same in about 70% of the
+    time (15 CPU us a 12-word text against 22: its Unicode look-ups saved). tests/test_static_fast_path.py
+    compares them."""
+    import copy
+
+    from tokenizers import normalizers
+
+    normalizer = tokenizer.normalizer
+    if not isinstance(normalizer, normalizers.BertNormalizer) or not normalizer.lowercase:
+        return None
+    plain = copy.deepcopy(tokenizer)
+    plain.normalizer = normalizers.Lowercase()
+    return plain
 
 
 def load(path: str | Path) -> StaticModel:
