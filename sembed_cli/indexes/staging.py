@@ -75,15 +75,17 @@ class Changes:
     repeated: int = 0  # the same id and content again in this input: indexed once
     synced: int = 0  # removed by sync: the input no longer holds them
     removed: list[int] = field(default_factory=list)  # rows taken out (replaced or synced)
+    compacted: int = 0  # removed rows a graph held, purged by rebuilding it (indexes/compaction.py)
 
     def describe(self) -> dict:
-        return {
+        described = {
             "added": self.added,
             "replaced": self.replaced,
             "unchanged": self.unchanged,
             "repeated": self.repeated,
             "removed_missing": self.synced,
         }
+        return {**described, "compacted": self.compacted} if self.compacted else described
 
 
 Embed = Callable[[list[str]], np.ndarray]

@@ -205,6 +205,10 @@ class RecordStore:
     def removed(self) -> list[int]:
         return [row for (row,) in self.db.execute("SELECT row FROM removed ORDER BY row")]
 
+    def clear_removed(self) -> None:
+        """The graph no longer holds any removed row (compacted: indexes/compaction.py)."""
+        self.db.execute("DELETE FROM removed")
+
     def set_payload(self, row: int, payload: bytes) -> None:
         self.db.execute("UPDATE rows SET payload = ? WHERE row = ?", (payload, row))
         if self.checked:
