@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.ann_real import REAL, records_file  # noqa: E402
-from bench.common import log, save  # noqa: E402
+from bench.ann_real import REAL, records_file
+from bench.common import log, save
 
 K = 10
 TIE = 1e-5

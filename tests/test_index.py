@@ -667,7 +667,19 @@ def test_a_graph_compacts_its_removed_rows_in_the_update_that_crosses_the_share(
 
     names = [f"{a} {b}" for a in CITIES for b in CITIES[:5]]  # 80
     index = tmp_path / "graph"
-    build = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", "hnsw", "-o", str(index), input=jsonl(*rows(names)))
+    build = sembed(
+        "index",
+        "-q",
+        "-m",
+        tiny_model,
+        "--device",
+        "cpu",
+        "--type",
+        "hnsw",
+        "-o",
+        str(index),
+        input=jsonl(*rows(names)),
+    )
     assert build.exit_code == 0, build.stderr
     few = rows(names)[2:]  # 2 of 80 removed: under the share, filtered at search
     assert sembed("index", "-q", "--update", str(index), "--sync", input=jsonl(*few)).exit_code == 0
@@ -683,19 +695,35 @@ def test_a_graph_compacts_its_removed_rows_in_the_update_that_crosses_the_share(
         assert len(loaded.removed) == 0 and loaded.index.ntotal == 69 and loaded.row_count == 81
         assert sorted(loaded.records(range(81))) == list(range(12, 81))  # rows keep their numbers
     fresh = tmp_path / "fresh"
-    again = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", "hnsw", "-o", str(fresh), input=jsonl(*kept))
+    again = sembed(
+        "index", "-q", "-m", tiny_model, "--device", "cpu", "--type", "hnsw", "-o", str(fresh), input=jsonl(*kept)
+    )
     assert again.exit_code == 0, again.stderr
     queries = ["Salem Franklin", "Springfield new", "Bristol Clinton", "Milton Fairview"]
     for updated, built in zip(neighbours(index, queries), neighbours(fresh, queries)):
         assert [n[:2] for n in updated] == [n[:2] for n in built]
     later = kept[1:] + rows(["Springfield newer"], 81)  # after compaction: removed by id, added by id
-    assert sembed("index", "-q", "--update", str(index), "--sync", "--device", "cpu", input=jsonl(*later)).exit_code == 0
+    assert (
+        sembed("index", "-q", "--update", str(index), "--sync", "--device", "cpu", input=jsonl(*later)).exit_code == 0
+    )
     with VectorIndex.load(index) as loaded:
         assert list(loaded.removed) == [12] and loaded.index.ntotal == 70 and loaded.count == 69
     assert [n[0] for n in neighbours(index, ["Springfield newer"], 1)[0]] == ["c81"]
     assert sembed("index", "--check", str(index)).exit_code == 0
     other = tmp_path / "other"
-    piece = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "--type", "hnsw", "-o", str(other), input=jsonl(*rows(["Gotham Metropolis"], 500)))
+    piece = sembed(
+        "index",
+        "-q",
+        "-m",
+        tiny_model,
+        "--device",
+        "cpu",
+        "--type",
+        "hnsw",
+        "-o",
+        str(other),
+        input=jsonl(*rows(["Gotham Metropolis"], 500)),
+    )
     assert piece.exit_code == 0, piece.stderr
     merged = tmp_path / "merged"
     run = sembed("index", "merge", str(index), str(other), "-o", str(merged))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def compact(loaded: VectorIndex, seed: int, next_row: int):
     compacted = faiss.IndexIDMap2(graph)
     for start in range(0, len(live), CHUNK):
         rows = live[start : start + CHUNK]
-        compacted.add_with_ids(loaded.vectors_of(rows, next_row), rows)  # type: ignore[call-arg]  # faiss's stubs differ
+        compacted.add_with_ids(loaded.vectors_of(rows, next_row), rows)
     kinds.set_search_breadth(compacted, None, settings.get("ef_search"))
     log.info(
         f"compacted the graph: {loaded.index.ntotal - len(live)} removed rows purged, {len(live)} rebuilt "
@@ -74,4 +75,5 @@ def held_rows(index, row_count: int) -> np.ndarray:
 
     if kinds.positional(index):
         return np.arange(row_count, dtype=np.int64)
-    return faiss.vector_to_array(faiss.downcast_index(index).id_map).astype(np.int64)
+    id_map: Any = faiss.downcast_index(index)  # an IndexIDMap2, which faiss's stubs type as the base Index
+    return faiss.vector_to_array(id_map.id_map).astype(np.int64)

@@ -11,8 +11,6 @@ import hashlib
 import logging
 from pathlib import Path
 
-import numpy as np
-
 from ..artifacts import building, describe, write_metadata
 from ..errors import SembedError
 from ..io.atomic_files import disk_full_named
@@ -104,7 +102,7 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
                     if kinds.positional(merged):
                         merged.add(block)
                     else:
-                        merged.add_with_ids(block, rows + offset)  # type: ignore[call-arg]  # faiss's stubs differ
+                        merged.add_with_ids(block, rows + offset)
             elif merged is None:
                 merged = faiss.clone_index(piece.index)
                 if offset:
