@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.ann_real import REAL, records_file
-from bench.common import log, save
+from bench.common import RESULTS, log, save
 
 RECORDS = Path("/work/main/runs/ann_real")  # where ann_real made the records naming their rows, once
 
@@ -104,7 +104,11 @@ def main() -> None:
         log(f"  {result}")
         results.append(result)
         records.unlink()
+    path = RESULTS / "build_cost.json"  # merged by size: sizes run apart keep each other's figures
+    earlier = json.loads(path.read_text())["results"] if path.exists() else []
+    results = sorted([r for r in earlier if r["size"] not in {r["size"] for r in results}] + results, key=lambda r: r["size"])
     save("build_cost", {"data": "runs/real/minilm.npy (MiniLM int8 window vectors, 384-d)", "results": results})
+
 
 
 if __name__ == "__main__":

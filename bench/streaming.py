@@ -16,7 +16,8 @@ runs in the update whose removed rows pass its share: the round says so.
 Last, an update of 2,000 new records (plain `--update`, no sync) under cProfile: its wall time and where it goes.
 
     nice -n 10 python bench/streaming.py [--rounds 20] [--share 0.01] [--threads 2] [--work runs/streaming]
-Results: bench/results/streaming.json.
+Results: bench/results/streaming.json; --work keeps the index and progress.json, from which a run cut short
+resumes (delete --work to start afresh).
 """
 
 from __future__ import annotations
@@ -160,29 +161,42 @@ def main() -> None:
     command, env = sembed_command(args.threads)
     npy = ["--npy", str(REAL / "minilm.npy")]
     directory = args.work / "index"
-    log(f"building the first {first} windows ({step} in and out a round, {args.rounds} rounds)")
-    built = timed(
-        [*command, "index", "-q", "--type", "hnsw", "-o", str(directory), "--force", *npy],
-        env,
-        write_input(args.work / "input.jsonl", lines, live),
-    )
-    log(f"  {built}")
-    rounds = []
+    progress_file = args.work / "progress.json"  # what a run cut short did: resumed from it
+    progress = json.loads(progress_file.read_text()) if progress_file.exists() else {"applied": 0, "rounds": []}
+
+    def checkpoint() -> None:
+        progress_file.write_text(json.dumps(progress, indent=1))
+
+    if "build" not in progress:
+        log(f"building the first {first} windows ({step} in and out a round, {args.rounds} rounds)")
+        progress["build"] = timed(
+            [*command, "index", "-q", "--type", "hnsw", "-o", str(directory), "--force", *npy],
+            env,
+            write_input(args.work / "input.jsonl", lines, live),
+        )
+        checkpoint()
+        log(f"  {progress['build']}")
+    rounds = progress["rounds"]
     for number in range(args.rounds + 1):
         if number:
-            gone = rng.choice(len(live), size=step, replace=False)
+            gone = rng.choice(len(live), size=step, replace=False)  # drawn in every round, resumed or not
             live = np.concatenate([np.delete(live, gone), arriving[:step]])
             arriving = arriving[step:]
+        if number < len(rounds):
+            continue
+        update: dict = {"not_timed": "applied by a run cut short before it searched"}
+        if number > progress["applied"]:
             update = timed(
                 [*command, "index", "-q", "--update", str(directory), "--sync", *npy],
                 env,
                 write_input(args.work / "input.jsonl", lines, live),
             )
-        else:
-            update = {}
+            progress["applied"] = number
+            checkpoint()
         found, measured, qps = search_round(directory, queries, args.threads, windows)
         kth = exact_truth(queries, corpus, live)
         meta = json.loads((directory / "sembed.json").read_text())
+        assert meta["count"] == len(live), "the index holds other rows than this run's rounds (--work of another run)"
         rounds.append(
             {
                 "round": number,
@@ -193,13 +207,17 @@ def main() -> None:
                 "measured_on_own_vectors": measured.get("measured"),
                 "queries_per_second": qps,
                 "compacted": meta["data"].get("update", {}).get("compacted", 0) if number else 0,
-                "update": update,
+                "update": update if number else {},
             }
         )
+        checkpoint()
         log(f"  {rounds[-1]}")
-    last = write_input(args.work / "last.jsonl", lines, arriving[:LAST_UPDATE])
-    plain = profiled_update(command, env, directory, last, args.work)
-    log(f"  {plain}")
+    if "plain_update" not in progress:
+        last = write_input(args.work / "last.jsonl", lines, arriving[:LAST_UPDATE])
+        progress["plain_update"] = profiled_update(command, env, directory, last, args.work)
+        checkpoint()
+        log(f"  {progress['plain_update']}")
+    plain = progress["plain_update"]
     recalls = [r["recall_at_10"] for r in rounds]
     save(
         args.result,
@@ -210,7 +228,7 @@ def main() -> None:
             "first_indexed": first,
             "per_round": step,
             "rounds": args.rounds,
-            "build": built,
+            "build": progress["build"],
             "min_recall_at_10": min(recalls),
             "compactions": [r["round"] for r in rounds if r["compacted"]],
             "per_round_results": rounds,
