@@ -106,9 +106,9 @@ def main() -> None:
         records.unlink()
     path = RESULTS / "build_cost.json"  # merged by size: sizes run apart keep each other's figures
     earlier = json.loads(path.read_text())["results"] if path.exists() else []
-    results = sorted([r for r in earlier if r["size"] not in {r["size"] for r in results}] + results, key=lambda r: r["size"])
+    done = {r["size"] for r in results}
+    results = sorted([r for r in earlier if r["size"] not in done] + results, key=lambda r: r["size"])
     save("build_cost", {"data": "runs/real/minilm.npy (MiniLM int8 window vectors, 384-d)", "results": results})
-
 
 
 if __name__ == "__main__":
