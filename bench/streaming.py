@@ -145,6 +145,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="use the first N windows only (a smoke test)")
     parser.add_argument("--work", type=Path, default=Path("runs/streaming"))
     parser.add_argument("--result", default="streaming")
+    parser.add_argument("--report", action="store_true", help="write the results of the rounds done so far, only")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     corpus = np.load(REAL / "minilm.npy", mmap_mode="r")
@@ -157,6 +158,8 @@ def main() -> None:
     first = int((total - LAST_UPDATE) / (1 + args.rounds * args.share))
     step = int(args.share * first)
     live, arriving = order[:first], order[first:]
+    if args.report:
+        return report(args, json.loads((args.work / "progress.json").read_text()), total, first, step)
     rng = np.random.default_rng(args.seed + 1)
     command, env = sembed_command(args.threads)
     npy = ["--npy", str(REAL / "minilm.npy")]
@@ -217,8 +220,13 @@ def main() -> None:
         progress["plain_update"] = profiled_update(command, env, directory, last, args.work)
         checkpoint()
         log(f"  {progress['plain_update']}")
-    plain = progress["plain_update"]
-    recalls = [r["recall_at_10"] for r in rounds]
+    report(args, progress, total, first, step)
+
+
+def report(args, progress: dict, total: int, first: int, step: int) -> None:
+    """bench/results/NAME.json from the progress so far (`--report`: of a run still going or cut short)."""
+    rounds = progress["rounds"]
+    updates = [r["update"] for r in rounds if "cpu_seconds" in r["update"]]
     save(
         args.result,
         {
@@ -228,11 +236,14 @@ def main() -> None:
             "first_indexed": first,
             "per_round": step,
             "rounds": args.rounds,
-            "build": progress["build"],
-            "min_recall_at_10": min(recalls),
+            "rounds_done": len(rounds) - 1,
+            "build": progress.get("build"),
+            "min_recall_at_10": min((r["recall_at_10"] for r in rounds), default=None),
+            "target": rounds[0]["target"] if rounds else None,
             "compactions": [r["round"] for r in rounds if r["compacted"]],
+            "median_update_cpu_seconds": float(np.median([u["cpu_seconds"] for u in updates])) if updates else None,
             "per_round_results": rounds,
-            "plain_update": plain,
+            "plain_update": progress.get("plain_update"),
         },
     )
 
