@@ -659,6 +659,14 @@ def test_a_build_removes_the_folders_of_killed_runs_and_keeps_a_live_one(tiny_mo
         live.wait()
 
 
+def graph(model: str, directory: Path, records: list[dict]) -> None:
+    """An HNSW index of `records` at `directory`."""
+    run = sembed(
+        "index", "-q", "-m", model, "--device", "cpu", "--type", "hnsw", "-o", str(directory), input=jsonl(*records)
+    )
+    assert run.exit_code == 0, run.stderr
+
+
 def test_a_graph_compacts_its_removed_rows_in_the_update_that_crosses_the_share(tiny_model, tmp_path):
     """HNSW cannot remove a vertex: an update skips removed rows at search until they reach COMPACT_SHARE of the
     graph, then rebuilds it from the live rows in the same commit (rows keep their numbers); it answers as a fresh
@@ -667,20 +675,7 @@ def test_a_graph_compacts_its_removed_rows_in_the_update_that_crosses_the_share(
 
     names = [f"{a} {b}" for a in CITIES for b in CITIES[:5]]  # 80
     index = tmp_path / "graph"
-    build = sembed(
-        "index",
-        "-q",
-        "-m",
-        tiny_model,
-        "--device",
-        "cpu",
-        "--type",
-        "hnsw",
-        "-o",
-        str(index),
-        input=jsonl(*rows(names)),
-    )
-    assert build.exit_code == 0, build.stderr
+    graph(tiny_model, index, rows(names))
     few = rows(names)[2:]  # 2 of 80 removed: under the share, filtered at search
     assert sembed("index", "-q", "--update", str(index), "--sync", input=jsonl(*few)).exit_code == 0
     with VectorIndex.load(index) as loaded:
@@ -695,10 +690,7 @@ def test_a_graph_compacts_its_removed_rows_in_the_update_that_crosses_the_share(
         assert len(loaded.removed) == 0 and loaded.index.ntotal == 69 and loaded.row_count == 81
         assert sorted(loaded.records(range(81))) == list(range(12, 81))  # rows keep their numbers
     fresh = tmp_path / "fresh"
-    again = sembed(
-        "index", "-q", "-m", tiny_model, "--device", "cpu", "--type", "hnsw", "-o", str(fresh), input=jsonl(*kept)
-    )
-    assert again.exit_code == 0, again.stderr
+    graph(tiny_model, fresh, kept)
     queries = ["Salem Franklin", "Springfield new", "Bristol Clinton", "Milton Fairview"]
     for updated, built in zip(neighbours(index, queries), neighbours(fresh, queries)):
         assert [n[:2] for n in updated] == [n[:2] for n in built]
@@ -711,20 +703,7 @@ def test_a_graph_compacts_its_removed_rows_in_the_update_that_crosses_the_share(
     assert [n[0] for n in neighbours(index, ["Springfield newer"], 1)[0]] == ["c81"]
     assert sembed("index", "--check", str(index)).exit_code == 0
     other = tmp_path / "other"
-    piece = sembed(
-        "index",
-        "-q",
-        "-m",
-        tiny_model,
-        "--device",
-        "cpu",
-        "--type",
-        "hnsw",
-        "-o",
-        str(other),
-        input=jsonl(*rows(["Gotham Metropolis"], 500)),
-    )
-    assert piece.exit_code == 0, piece.stderr
+    graph(tiny_model, other, rows(["Gotham Metropolis"], 500))
     merged = tmp_path / "merged"
     run = sembed("index", "merge", str(index), str(other), "-o", str(merged))
     assert run.exit_code == 0, run.stderr
