@@ -64,10 +64,22 @@ class RowVectors:
     def attach(self, record: dict) -> dict:
         """The record with each embedding..._row replaced by the row it names, as a float32 array."""
         for field in [f for f in record if f.startswith(PREFIX) and ROW in f and vector_field(f) is not None]:
-            row = record[field]
-            if isinstance(row, bool) or not isinstance(row, int):
-                raise BadRecord(f"'{field}' must be a row number, got {json_type(row)}")
-            if not 0 <= row < len(self.matrix):
-                raise BadRecord(f"'{field}' is {row}, but {self.path} has rows 0 to {len(self.matrix) - 1}")
-            record.setdefault(vector_field(field), self.rows[row])
+            record.setdefault(vector_field(field), self.rows[self.checked_row(record, field)])
         return record
+
+    def row_of(self, record: dict, key: str) -> int | None:
+        """The row `record` names for its vector `key` (embedding_row for embedding, embedding_row_a for
+        embedding_a), checked, where the record does not hold the vector itself; else None. For a reader that
+        reads a batch's rows together (indexes/entries.py)."""
+        if key in record or not key.startswith(PREFIX):
+            return None
+        field = PREFIX + ROW + key[len(PREFIX) :]
+        return self.checked_row(record, field) if field in record else None
+
+    def checked_row(self, record: dict, field: str) -> int:
+        row = record[field]
+        if isinstance(row, bool) or not isinstance(row, int):
+            raise BadRecord(f"'{field}' must be a row number, got {json_type(row)}")
+        if not 0 <= row < len(self.matrix):
+            raise BadRecord(f"'{field}' is {row}, but {self.path} has rows 0 to {len(self.matrix) - 1}")
+        return row

@@ -657,3 +657,57 @@ def test_a_build_removes_the_folders_of_killed_runs_and_keeps_a_live_one(tiny_mo
     finally:
         live.kill()
         live.wait()
+
+
+def graph(model: str, directory: Path, records: list[dict]) -> None:
+    """An HNSW index of `records` at `directory`."""
+    run = sembed(
+        "index", "-q", "-m", model, "--device", "cpu", "--type", "hnsw", "-o", str(directory), input=jsonl(*records)
+    )
+    assert run.exit_code == 0, run.stderr
+
+
+def test_a_graph_compacts_its_removed_rows_in_the_update_that_crosses_the_share(tiny_model, tmp_path):
+    """HNSW cannot remove a vertex: an update skips removed rows at search until they reach COMPACT_SHARE of the
+    graph, then rebuilds it from the live rows in the same commit (rows keep their numbers); it answers as a fresh
+    build over the same records, and later updates add and remove by id."""
+    from sembed_cli.indexes import compaction
+
+    names = [f"{a} {b}" for a in CITIES for b in CITIES[:5]]  # 80
+    index = tmp_path / "graph"
+    graph(tiny_model, index, rows(names))
+    few = rows(names)[2:]  # 2 of 80 removed: under the share, filtered at search
+    assert sembed("index", "-q", "--update", str(index), "--sync", input=jsonl(*few)).exit_code == 0
+    with VectorIndex.load(index) as loaded:
+        assert list(loaded.removed) == [0, 1] and loaded.index.ntotal == 80
+    kept = rows(names)[12:] + rows(["Springfield new"], 80)  # 10 more removed: 12 of 81 >= 10%
+    run = sembed("index", "--update", str(index), "--sync", "--device", "cpu", input=jsonl(*kept))
+    assert run.exit_code == 0, run.stderr
+    assert "compacted the graph: 12 removed rows purged, 69 rebuilt" in run.stderr
+    assert json.loads((index / "sembed.json").read_text())["data"]["update"]["compacted"] == 12
+    assert compaction.due(12, 81) and not compaction.due(2, 80)
+    with VectorIndex.load(index) as loaded:
+        assert len(loaded.removed) == 0 and loaded.index.ntotal == 69 and loaded.row_count == 81
+        assert sorted(loaded.records(range(81))) == list(range(12, 81))  # rows keep their numbers
+    fresh = tmp_path / "fresh"
+    graph(tiny_model, fresh, kept)
+    queries = ["Salem Franklin", "Springfield new", "Bristol Clinton", "Milton Fairview"]
+    for updated, built in zip(neighbours(index, queries), neighbours(fresh, queries)):
+        assert [n[:2] for n in updated] == [n[:2] for n in built]
+    later = kept[1:] + rows(["Springfield newer"], 81)  # after compaction: removed by id, added by id
+    assert (
+        sembed("index", "-q", "--update", str(index), "--sync", "--device", "cpu", input=jsonl(*later)).exit_code == 0
+    )
+    with VectorIndex.load(index) as loaded:
+        assert list(loaded.removed) == [12] and loaded.index.ntotal == 70 and loaded.count == 69
+    assert [n[0] for n in neighbours(index, ["Springfield newer"], 1)[0]] == ["c81"]
+    assert sembed("index", "--check", str(index)).exit_code == 0
+    other = tmp_path / "other"
+    graph(tiny_model, other, rows(["Gotham Metropolis"], 500))
+    merged = tmp_path / "merged"
+    run = sembed("index", "merge", str(index), str(other), "-o", str(merged))
+    assert run.exit_code == 0, run.stderr
+    with VectorIndex.load(merged) as loaded:
+        assert loaded.count == 70 and list(loaded.removed) == [12] and loaded.index.ntotal == 71
+    assert [n[0] for n in neighbours(merged, ["Gotham Metropolis", "Springfield newer"], 1)[0]] == ["c500"]
+    assert [n[0] for n in neighbours(merged, ["Springfield newer"], 1)[0]] == ["c81"]

@@ -18,6 +18,7 @@ Modules: `kinds` (which FAISS index, chosen by count; what each costs), `store` 
 (a loaded index: search, payloads). One module per verb of `sembed index`, each that verb's whole path: `build`
 (-o DIR; also a build from an index's own rows), `update` (--update DIR), `merge` (index merge); what they share
 in `staging` (IndexSettings, records read into entries, entries staged into the store and the vector file, the
-FAISS adds and writes) and `model_choice` (which model embeds the texts, and the identity of the vectors).
+FAISS adds and writes), `compaction` (an update's rebuild of a graph whose removed rows pass a share) and
+`model_choice` (which model embeds the texts, and the identity of the vectors).
 Indexes of sembed 0.1 (records.jsonl) still load (`directory`); `index --update` converts them (`legacy`).
 """

@@ -23,7 +23,7 @@ from ..errors import SembedError
 from ..io import Rejects
 from ..io.atomic_files import disk_full_named
 from ..models.embedder import model_path
-from . import kinds, recall
+from . import keyword, kinds, recall
 from .directory import INDEX_FILE, VectorIndex, payload_record, seal
 from .entries import Entry, EntryReader, content_digest
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder, query_backend
@@ -152,7 +152,7 @@ def build_into(
 ) -> Built:
     """Stream `entries` into a new index in the empty directory `work` (the store, the kept vectors and the FAISS
     file; the caller writes sembed.json)."""
-    store = RecordStore(work / STORE_FILE, create=True, text_key=settings.text_key)
+    store = RecordStore(work / STORE_FILE, create=True, text_key=settings.text_key, fts=False)
     try:
         store.begin()
         staging = stage(
@@ -163,6 +163,9 @@ def build_into(
             rejects,
             settings.batch_size,
         )
+        keyword.install(
+            store.db, settings.text_key, announce=False
+        )  # filled from the rows in one pass, not kept in step row by row
         count = staging.next_row
         if count == 0 or staging.vectors is None:
             skipped = f" ({len(rejects.skipped)} skipped as bad records)" if rejects.skipped else ""

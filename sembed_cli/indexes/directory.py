@@ -211,10 +211,11 @@ class VectorIndex:
             texts[row] = value if isinstance(value, str) else None
         return texts
 
-    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
-        """The unit vectors of `rows`: from the kept vectors, else from FAISS's own exact storage."""
+    def vectors_of(self, rows: np.ndarray, below: int | None = None) -> np.ndarray:
+        """The unit vectors of `rows`: from the kept vectors (rows below `below`, else below the committed rows),
+        else from FAISS's own exact storage."""
         if self.vectors is not None:
-            return self.vectors.read(np.asarray(rows, dtype=np.int64), self.row_count)
+            return self.vectors.read(np.asarray(rows, dtype=np.int64), below or self.row_count)
         if not len(rows):
             return np.zeros((0, self.dimension), dtype=np.float32)
         ivf = kinds.ivf_of(self.index)
@@ -222,7 +223,7 @@ class VectorIndex:
             import faiss
 
             ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # type: ignore[attr-defined]  # not in faiss's stubs
-        return np.stack([self.index.reconstruct(int(row)) for row in rows])
+        return self.index.reconstruct_batch(np.asarray(rows, dtype=np.int64))
 
     def verified(self) -> None:
         """Wait for the checksums of the files this load read (an error if one differs); at once after the first."""
@@ -304,7 +305,9 @@ class VectorIndex:
             problem = metadata_problem(metadata, index.d)
             if problem is not None:
                 raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", REBUILD)
-            expected = store.next_row if kinds.positional(index) else store.count
+            removed = np.asarray(store.removed(), dtype=np.int64)
+            # a graph holds the rows it was told to remove (by position, or by id once compacted: compaction.py)
+            expected = store.next_row if kinds.positional(index) else store.count + len(removed)
             if index.ntotal != expected:
                 raise changed(f"{index.ntotal} vectors in {faiss_file} but {expected} rows in {STORE_FILE}")
             settings = metadata.get("settings", {})
@@ -333,7 +336,6 @@ class VectorIndex:
                         f"{parse(checksum)[1]}",
                         REBUILD,
                     )
-            removed = np.asarray(store.removed(), dtype=np.int64)
         except BaseException:
             store.close()
             for descriptor in descriptors + [c[1] for c in locals().get("checks", [])]:

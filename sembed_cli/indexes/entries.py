@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -30,13 +31,24 @@ DOCUMENT_IDS = "document and content hash"  # a record with a document: a hash o
 
 
 @dataclass
+class Pending:
+    """What an entry whose vector is an --npy row not read yet needs once it is (`EntryReader.fill`)."""
+
+    row: int
+    shown: str | None  # the record's text, hashed with the vector
+    document: object = None
+    derived: bool = False  # the id is a hash of the content (and document): made once the vector is read
+
+
+@dataclass
 class Entry:
     key: str  # the id as compact JSON: the store's key
     digest: str
     payload: bytes
-    vector: np.ndarray | None  # unit float32, or None: `text` is to be embedded
+    vector: np.ndarray | None  # unit float32, or None: `text` is to be embedded (or `pending` read)
     text: str | None
     line: int = 0
+    pending: Pending | None = None
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
@@ -110,11 +122,15 @@ class EntryReader:
         return GIVEN_IDS if self.given_ids else CONTENT_IDS if self.content_ids else DOCUMENT_IDS
 
     def __call__(self, record: dict) -> Entry:
-        if self.rows is not None:
+        """The record's entry; one naming an --npy row has its vector, hash (and derived id) made by `fill`, with
+        the rest of its batch."""
+        row = self.rows.row_of(record, self.embedding_key) if self.rows is not None else None
+        if self.rows is not None and row is None:
             self.rows.attach(record)
         if self.uses_vectors is None:
-            self.uses_vectors = self.embedding_key in record
-        vector = text = None
+            self.uses_vectors = row is not None or self.embedding_key in record
+        vector = text = shown = None
+        digest = ""
         if self.uses_vectors:
             label = record.get(FIELD)
             if label != self._label or not isinstance(label, str):
@@ -122,11 +138,13 @@ class EntryReader:
                 if self.rows is not None:
                     self.models.agree(self.rows.identity, f"{self.rows.path}.json names vectors")
                 self._label = label
-            vector = unit(float32_vector(record, self.embedding_key, self.dimension))
-            if self.dimension is None:
-                self.dimension = len(vector)
             shown = record.get(self.text_key)
-            digest = content_digest(shown if isinstance(shown, str) else None, vector)
+            shown = shown if isinstance(shown, str) else None
+            if row is None:
+                vector = unit(float32_vector(record, self.embedding_key, self.dimension))
+                if self.dimension is None:
+                    self.dimension = len(vector)
+                digest = content_digest(shown, vector)
         else:
             if self.text_key not in record:
                 raise BadRecord(f"missing key '{self.text_key}' (or '{self.embedding_key}')")
@@ -147,12 +165,46 @@ class EntryReader:
             if isinstance(document, (dict, list)):
                 raise BadRecord(f"'{self.doc_key}' must be a string or a number, got {type(document).__name__}")
             self.documents += 1
-            if not self.content_ids:
-                record_id = document_id(document, digest)
+        record_id = self.derived_id(document, digest) if self.id_key not in record else record_id
         if isinstance(record_id, (dict, list)) or record_id is None:
             raise BadRecord(
                 f"'{self.id_key}' must be a string or a number, got "
                 f"{'null' if record_id is None else type(record_id).__name__}"
             )
         payload = {k: v for k, v in record.items() if not k.startswith("embedding")}
-        return Entry(id_key(record_id), digest, dumps(payload).rstrip(b"\n"), vector, text)
+        entry = Entry(id_key(record_id), digest, dumps(payload).rstrip(b"\n"), vector, text)
+        if row is not None:
+            entry.pending = Pending(row, shown, document, self.id_key not in record)
+        return entry
+
+    def derived_id(self, document: object, digest: str) -> str:
+        """The id of a record without one: a hash of its document and content, or of its content alone."""
+        return document_id(document, digest) if document is not None and not self.content_ids else digest
+
+    def fill(self, entries: list[Entry]) -> list[tuple[Entry, BadRecord]]:
+        """Read the --npy rows of the `entries` still pending in one go, and make their unit vectors, hashes and
+        derived ids as `__call__` makes them one at a time (the same arithmetic, row by row: the same bytes);
+        returns the entries whose vector is bad, with the error `__call__` would have raised."""
+        waiting = [entry for entry in entries if entry.pending is not None]
+        if not waiting or self.rows is None:
+            return []
+        rows = np.fromiter((cast(Pending, entry.pending).row for entry in waiting), np.int64, len(waiting))
+        matrix = np.asarray(self.rows.rows[rows], dtype=np.float32)
+        if self.dimension is None:
+            self.dimension = matrix.shape[1]
+        sound = np.isfinite(matrix).all(axis=1) & matrix.any(axis=1) & (matrix.shape[1] == self.dimension)
+        bad: list[tuple[Entry, BadRecord]] = []
+        for entry, vector, fine in zip(waiting, matrix, sound):
+            pending = cast(Pending, entry.pending)
+            if not fine:
+                try:
+                    float32_vector({self.embedding_key: vector}, self.embedding_key, self.dimension)
+                except BadRecord as e:
+                    bad.append((entry, e))
+                    continue
+            entry.vector = unit(vector)
+            entry.digest = content_digest(pending.shown, entry.vector)
+            if pending.derived:
+                entry.key = id_key(self.derived_id(pending.document, entry.digest))
+            entry.pending = None
+        return bad

@@ -61,10 +61,11 @@ def present(db: sqlite3.Connection) -> bool:
     return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)).fetchone() is not None
 
 
-def install(db: sqlite3.Connection, text_key: str = "text") -> bool:
+def install(db: sqlite3.Connection, text_key: str = "text", announce: bool = True) -> bool:
     """Add the FTS table, its view and the triggers that keep it in step to the store `db`, filled from the rows
     already stored; nothing when it is there. Returns whether it was added. Runs inside the caller's transaction
-    where there is one (an update's: a failure rolls it back with the rest)."""
+    where there is one (an update's: a failure rolls it back with the rest). `announce`: log the filling (not for
+    a build's own rows)."""
     if present(db):
         return False
     text = f"json_extract(CAST({{}}.payload AS TEXT), {sql_text(json_path(text_key))})"
@@ -81,7 +82,8 @@ def install(db: sqlite3.Connection, text_key: str = "text") -> bool:
     ):
         db.execute(statement)
     if db.execute("SELECT 1 FROM rows LIMIT 1").fetchone() is not None:
-        log.info("adding the keyword index (FTS5) of the texts already stored, once")
+        if announce:
+            log.info("adding the keyword index (FTS5) of the texts already stored, once")
         db.execute(f"INSERT INTO {TABLE} ({TABLE}) VALUES ('rebuild')")
     db.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (STATE_KEY, text_key))
     return True

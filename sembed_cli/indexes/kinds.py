@@ -166,9 +166,12 @@ def ivf_of(index):
 
 
 def hnsw_of(index):
+    """The HNSW graph inside `index` (under an IDMap2 too: a graph compacted by an update, indexes/compaction.py)."""
     import faiss
 
     inner = unwrap(index)
+    if isinstance(inner, (faiss.IndexIDMap, faiss.IndexIDMap2)):
+        inner = unwrap(inner.index)
     return inner if isinstance(inner, faiss.IndexHNSW) else None
 
 
@@ -181,8 +184,8 @@ def stores_ids(index) -> bool:
 
 
 def positional(index) -> bool:
-    """A graph: rows are positions (no add_with_ids, no remove_ids)."""
-    return hnsw_of(index) is not None
+    """A graph whose rows are its positions (no add_with_ids, no remove_ids): not one compacted under an IDMap2."""
+    return hnsw_of(index) is not None and not stores_ids(index)
 
 
 def needs_training(index) -> bool:

@@ -11,12 +11,10 @@ import hashlib
 import logging
 from pathlib import Path
 
-import numpy as np
-
 from ..artifacts import building, describe, write_metadata
 from ..errors import SembedError
 from ..io.atomic_files import disk_full_named
-from . import kinds, recall
+from . import compaction, kinds, recall
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, seal
 from .staging import write_faiss
 from .store import FILE as STORE_FILE
@@ -92,12 +90,19 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
         for piece in pieces:
             copy_rows(store, piece, offset, starts)
             starts.append((piece.path, offset))
-            if kinds.positional(piece.index):
+            if kinds.hnsw_of(piece.index) is not None:
                 if merged is None:
                     merged = kinds.create(kind, first.dimension)
-                for start in range(0, piece.row_count, 50_000):
-                    rows = np.arange(start, min(piece.row_count, start + 50_000))
-                    merged.add(np.stack([piece.index.reconstruct(int(r)) for r in rows]))
+                    if not all(kinds.positional(p.index) for p in pieces):  # a compacted piece lacks purged rows
+                        merged = faiss.IndexIDMap2(merged)
+                held = compaction.held_rows(piece.index, piece.row_count)
+                for start in range(0, len(held), 50_000):
+                    rows = held[start : start + 50_000]
+                    block = piece.index.reconstruct_batch(rows)
+                    if kinds.positional(merged):
+                        merged.add(block)
+                    else:
+                        merged.add_with_ids(block, rows + offset)
             elif merged is None:
                 merged = faiss.clone_index(piece.index)
                 if offset:

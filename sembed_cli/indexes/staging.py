@@ -75,15 +75,17 @@ class Changes:
     repeated: int = 0  # the same id and content again in this input: indexed once
     synced: int = 0  # removed by sync: the input no longer holds them
     removed: list[int] = field(default_factory=list)  # rows taken out (replaced or synced)
+    compacted: int = 0  # removed rows a graph held, purged by rebuilding it (indexes/compaction.py)
 
     def describe(self) -> dict:
-        return {
+        described = {
             "added": self.added,
             "replaced": self.replaced,
             "unchanged": self.unchanged,
             "repeated": self.repeated,
             "removed_missing": self.synced,
         }
+        return {**described, "compacted": self.compacted} if self.compacted else described
 
 
 Embed = Callable[[list[str]], np.ndarray]
@@ -97,8 +99,9 @@ class IndexSource(RecordReader, Protocol):
     line: int
 
 
-def read_entries(source: IndexSource, reader: EntryReader, check: ModelCheck) -> Iterator[Entry]:
-    """The source's records as entries, each checked as it is read (a bad one names its line)."""
+def read_entries(source: IndexSource, reader: EntryReader, check: ModelCheck, batch: int = 2_000) -> Iterator[Entry]:
+    """The source's records as entries, each checked as it is read (a bad one names its line); the vectors of
+    --npy rows read, normalised and hashed a batch at a time (`EntryReader.fill`)."""
     made: list[Entry] = []
 
     def read(record: dict) -> None:
@@ -108,8 +111,19 @@ def read_entries(source: IndexSource, reader: EntryReader, check: ModelCheck) ->
             check()
         made.append(entry)
 
+    def filled(entries: list[Entry]) -> list[Entry]:
+        bad = reader.fill(entries)
+        for entry, problem in bad:  # as RecordSource.checked rejects a record (--skip-errors or the error)
+            source.rejects.reject(entry.line, problem.message, problem.hint)
+        return [entry for entry in entries if entry.pending is None] if bad else entries
+
+    waiting: list[Entry] = []
     for _ in console.progress(source.checked(read), "reading records"):
-        yield made.pop()
+        waiting.append(made.pop())
+        if len(waiting) >= batch:
+            yield from filled(waiting)
+            waiting = []
+    yield from filled(waiting)
 
 
 class Staging:

@@ -89,7 +89,11 @@ def connect_readonly(path: Path) -> tuple[sqlite3.Connection, str]:
 class RecordStore:
     """The SQLite database of an index directory; writes happen inside one transaction until `commit`."""
 
-    def __init__(self, path: Path, create: bool = False, readonly: bool = False, text_key: str = "text"):
+    def __init__(
+        self, path: Path, create: bool = False, readonly: bool = False, text_key: str = "text", fts: bool = True
+    ):
+        """`fts`: with `create`, add the keyword index now (else the caller installs it once the rows are in: a
+        build, whose one FTS5 'rebuild' costs a third of keeping it in step row by row)."""
         self.path = Path(path)
         if not create and not self.path.exists():
             raise SembedError(f"no {FILE} in '{self.path.parent}'", "build the index with sembed index -o DIR")
@@ -104,7 +108,8 @@ class RecordStore:
             if create:
                 self.db.executescript(SCHEMA)
                 self.set_state(format=FORMAT, next_row=0, count=0)
-                keyword.install(self.db, text_key)  # the FTS5 table of the texts, kept in step by triggers
+                if fts:
+                    keyword.install(self.db, text_key)  # the FTS5 table of the texts, kept in step by triggers
             self.state = dict(self.db.execute("SELECT key, value FROM state").fetchall())
             self.checked = bool(
                 self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checks'").fetchall()
@@ -204,6 +209,10 @@ class RecordStore:
 
     def removed(self) -> list[int]:
         return [row for (row,) in self.db.execute("SELECT row FROM removed ORDER BY row")]
+
+    def clear_removed(self) -> None:
+        """The graph no longer holds any removed row (compacted: indexes/compaction.py)."""
+        self.db.execute("DELETE FROM removed")
 
     def set_payload(self, row: int, payload: bytes) -> None:
         self.db.execute("UPDATE rows SET payload = ? WHERE row = ?", (payload, row))

@@ -23,7 +23,7 @@ from ..io import Rejects, commit, sync_file, temporary_sibling, write_bytes_atom
 from ..io.atomic_files import disk_full_as_error, disk_full_named, json_bytes
 from ..io.checksums import bytes_checksum, file_checksum
 from ..models.embedder import model_path
-from . import keyword, kinds, recall
+from . import compaction, keyword, kinds, recall
 from .build import build_from_index
 from .directory import (
     INDEX_FILE,
@@ -154,7 +154,7 @@ def _update(
             },
         }
         if changes.removed or changes.added:  # the recall measured again after the rows it changed
-            changed = changes.added + len(changes.removed)
+            changed = changes.added + len(changes.removed) + changes.compacted
             meta["settings"] = {**built, **recall.measure_update(loaded, built, settings.seed, changed)}
         written.append(meta)
         return meta
@@ -256,13 +256,19 @@ def update_in_place(
         faiss_file = previous_faiss
         sums: dict[str, str] = {}
         if changes.removed or staging.next_row > staging.first_new:
-            if changes.removed and kinds.positional(index):
+            graph = kinds.hnsw_of(index) is not None
+            if changes.removed and graph:
                 store.mark_removed(changes.removed)
             elif changes.removed:
                 # faiss's Python wrapper takes an array of ids too; its stubs name only an IDSelector
                 index.remove_ids(np.asarray(changes.removed, dtype=np.int64))  # type: ignore[arg-type]
             if staging.vectors is not None:
                 add_rows(index, staging.vectors, staging.first_new, staging.next_row)
+            removed = len(store.removed()) if graph else 0
+            if compaction.due(removed, index.ntotal):
+                index = loaded.index = compaction.compact(loaded, loaded.settings.get("seed", 0), staging.next_row)
+                store.clear_removed()
+                changes.compacted = removed
             generation = store.number("generation") + 1
             faiss_file = f"index.{generation}.faiss"
             new_files.append(path / faiss_file)
