@@ -184,10 +184,11 @@ def measure_index(
     target: float,
     fixed: int | None,
     previous: dict | None = None,
+    warn: bool = True,
 ) -> dict:
     """Measure `view` on `sample` and set its breadth: the settings to merge into sembed.json's `settings`.
     `fixed`: a breadth the user chose (--nprobe), measured but not tuned; `previous`: the recall settings of an
-    earlier measurement, whose breadth is tried first (an update)."""
+    earlier measurement, whose breadth is tried first (an update); `warn`: warn where the target was not met."""
     started = time.perf_counter()
     setting, first, last = parameter(view.index)
     if setting == "ef_search" and view.vectors is not None:  # a re-ranked graph searches at least this wide
@@ -216,7 +217,7 @@ def measure_index(
             chosen = climb(measure, first, last, target, curve)
     set_breadth(view.index, setting, chosen)
     reached = curve[chosen]
-    if reached < target:
+    if reached < target and warn:
         widest = f" at {NAMES[setting]} {chosen}, the widest measured" if setting else ""
         log.warning(
             f"recall@{sample.k} {reached:.3f}{widest} is under the target {target} (--recall) for this index "
@@ -250,13 +251,20 @@ class _Rows:
         return []
 
 
-def measure_build(index, raw: VectorFile, kept: VectorFile | None, count: int, settings: IndexSettings) -> dict:
+def view_of(index, raw: VectorFile, kept: VectorFile | None, count: int) -> VectorIndex:
+    """A VectorIndex over `index` still being built, of `count` rows in `raw`, re-ranked from `kept` (lossy types)."""
+    from .directory import VectorIndex
+
+    return VectorIndex(raw.path.parent, index, cast(Any, _Rows(count)), {"dimension": raw.dim}, kept)
+
+
+def measure_build(
+    index, raw: VectorFile, kept: VectorFile | None, count: int, settings: IndexSettings, warn: bool = True
+) -> dict:
     """sembed.json settings for a new index of `count` rows: raw holds their float32 unit vectors, kept the
     vectors search re-ranks with (lossy types); the target and seed are `settings`' (--nprobe: measured, not
     tuned)."""
-    from .directory import VectorIndex
-
-    view = VectorIndex(raw.path.parent, index, cast(Any, _Rows(count)), {"dimension": raw.dim}, kept)
+    view = view_of(index, raw, kept, count)
 
     def vectors(rows: np.ndarray) -> np.ndarray:
         return raw.read(np.asarray(rows, dtype=np.int64), count)
@@ -270,7 +278,7 @@ def measure_build(index, raw: VectorFile, kept: VectorFile | None, count: int, s
         return {}
     fixed = settings.nprobe if parameter(index)[0] == "nprobe" else None
     log.info(f"measuring recall@{sample.k} of {len(sample.rows)} queries made from the index's vectors (exact search)")
-    measured = measure_index(view, sample, vectors, settings.recall, fixed)
+    measured = measure_index(view, sample, vectors, settings.recall, fixed, warn=warn)
     measured["recall"].update(when="build", fixed=fixed is not None)
     return measured
 
@@ -322,7 +330,15 @@ def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int,
 
 
 def describe(settings: dict) -> str:
-    """One line for `search -v`: the measured recall, its breadth and target, or that none was measured."""
+    """`search -v`'s lines: the measured recall, its breadth and target (or that none was measured), and which type
+    --type auto chose by measurement (auto.py) where it did."""
+    from . import auto
+
+    chosen = auto.describe(settings)
+    return describe_recall(settings) + (f"\n{chosen}" if chosen else "")
+
+
+def describe_recall(settings: dict) -> str:
     recall = settings.get("recall")
     if not isinstance(recall, dict):
         return "recall not measured (an index built before sembed measured it: rebuild, or --update, to measure it)"
