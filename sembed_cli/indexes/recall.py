@@ -239,9 +239,9 @@ def measure_index(
     reached = curve[chosen]
     if reached < goal and warn:
         widest = f" at {NAMES[setting]} {chosen}, the widest measured" if setting else ""
-        margin = f" (aimed at {goal:.4g} on inverted lists)" if goal != target else ""
+        margin = f"; aimed at {goal:.4g} on inverted lists" if goal != target else ""
         log.warning(
-            f"recall@{sample.k} {reached:.3f}{widest} is under the target {target}{margin} (--recall) for this index "
+            f"recall@{sample.k} {reached:.3f}{widest} is under the target {target} (--recall{margin}) for this index "
             "type: a type that keeps more (--type hnsw, ivf or flat) or a lower --recall meets it"
         )
     recall = {
