@@ -401,14 +401,20 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The options of a benchmark on the real set: its name, queries, threads, seed and working folder."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--name", default="minilm")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "ann_real")
+    return parser
+
+
+def main() -> None:
+    parser = arguments(__doc__.splitlines()[0])
+    parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--table", action="store_true", help="print the results' markdown table and stop")
     args = parser.parse_args()

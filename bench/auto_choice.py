@@ -9,13 +9,12 @@ Result: bench/results/auto_choice_NAME.json.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
-from pathlib import Path
 
-from common import ROOT, log, save
+from ann_real import arguments
+from common import log, save
 from recall_calibration import raw_vectors
 
 from sembed_cli.indexes import auto
@@ -23,12 +22,8 @@ from sembed_cli.indexes.staging import IndexSettings
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--name", default="minilm")
+    parser = arguments(__doc__.splitlines()[0])
     parser.add_argument("--recall", default="0.95,0.99")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "ann_real")
     args = parser.parse_args()
     import faiss
 

@@ -12,14 +12,13 @@ Result: bench/results/recall_calibration.json.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
-from ann_real import REAL, Truth, load_corpus, load_queries
-from common import ROOT, log, save
+from ann_real import REAL, Truth, arguments, load_corpus, load_queries
+from common import log, save
 
 from sembed_cli.indexes import recall
 from sembed_cli.indexes.vector_file import VectorFile
@@ -68,13 +67,7 @@ def calibrate(directory: Path, raw: VectorFile, count: int, sample: recall.Sampl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--name", default="minilm")
-    parser.add_argument("--queries", type=int, default=1000)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "ann_real")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0]).parse_args()
     import faiss
 
     faiss.omp_set_num_threads(args.threads)
