@@ -1,4 +1,5 @@
-"""Which FAISS index holds the vectors, chosen by their count, and what each choice costs.
+"""Which FAISS index holds the vectors, and what each choice costs: by the count here (`choose`); `--type auto`
+past AUTO_EXACT_LIMIT measures its candidates on a sample instead (auto.py).
 
 FAISS's "Guidelines to choose an index" (wiki) by corpus size, with the
 cost per 384-d vector (d = 384; float32 is 4 d = 1,536 bytes):
