@@ -9,7 +9,8 @@ cosine reaches the 10th exact cosine is a hit (as sembed's own measurement, semb
 
 Each engine runs in its own process (so its peak RSS is its own), builds once and sweeps its search breadth:
 - sembed: `sembed index records.jsonl --npy NAME.npy --type T` (records naming their rows, with their text as
-  payload), which measures its recall on its own vectors and sets its breadth for --recall 0.95; then
+  payload), which measures its recall on its own vectors and sets its breadth for --recall 0.95 (sembed-auto: the
+  type `--type auto` measured cheapest on a sample, what each candidate measured kept in its result); then
   VectorIndex.search plus the neighbours' payloads from SQLite at each breadth of the curve it measured (which
   includes the breadths `search --recall R` picks); build CPU-seconds and peak RSS of the `sembed index` process;
 - FAISS directly: the factory built from the float32 matrix in RAM (IVF cells trained on 39 a cell by the same
@@ -57,6 +58,7 @@ ENGINES = {
     "sembed-IVF4096-PQ96x4fs": ("sembed", "IVF4096,PQ96x4fs"),
     "sembed-HNSW32-SQ8": ("sembed", "HNSW32,SQ8"),
     "faiss-IVF4096_HNSW32-PQ96-rerank": ("faiss", "IVF4096_HNSW32,PQ96"),
+    "sembed-auto": ("sembed", "auto"),  # the type auto measured cheapest on a 50,000-row sample (indexes/auto.py)
 }
 
 
@@ -285,6 +287,7 @@ def run_sembed(spec: str, name: str, corpus, queries, truth: Truth, threads: int
         "build_peak_rss_gb": round(int(rss_kb) / 1e6, 3),
         "factory": settings["factory"],
         "measured_at_build": settings.get("recall"),
+        **({"auto": settings["auto"]} if "auto" in settings else {}),
         "warnings": [line for line in run.stderr.splitlines() if line.startswith("warning")],
     }
     log(
@@ -398,14 +401,20 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str) -> argparse.ArgumentParser:
+    """The options of a benchmark on the real set: its name, queries, threads, seed and working folder."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--name", default="minilm")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "ann_real")
+    return parser
+
+
+def main() -> None:
+    parser = arguments(__doc__.splitlines()[0])
+    parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--table", action="store_true", help="print the results' markdown table and stop")
     args = parser.parse_args()

@@ -82,9 +82,11 @@ def test_build_measures_recall_and_sets_the_cheapest_breadth_that_meets_it(tiny_
     parameter = "ef_search" if kind == "hnsw" else "nprobe"
     assert measured["parameter"] == parameter and measured["target"] == 0.9 and measured["met"]
     assert settings[parameter] == measured["breadth"] and measured["when"] == "build"
+    goal = measured["aimed"]  # inverted lists aim higher: the blended queries find more there than real ones
+    assert goal == (0.95 if kind != "hnsw" else 0.9) == pytest.approx(recall.aimed(parameter, 0.9))
     curve = dict(measured["curve"])
-    assert curve[measured["breadth"]] == measured["measured"] >= 0.9
-    assert all(r < 0.9 for b, r in curve.items() if b < measured["breadth"])  # nothing cheaper met it
+    assert curve[measured["breadth"]] == measured["measured"] >= goal
+    assert all(r < goal for b, r in curve.items() if b < measured["breadth"])  # nothing cheaper met it
     # the figure is what the index as loaded answers: checked here by brute force on the same seeded sample
     assert exact_recall(out, vectors(4000)) == pytest.approx(measured["measured"], abs=0.002)
 
@@ -94,11 +96,12 @@ def test_search_verbose_prints_the_measured_recall_and_recall_asks_for_more(tiny
     query = records(vectors(4000)[:1])
     run = sembed("search", "-v", "--index", str(out), input=query)
     breadth = settings["recall"]["breadth"]
-    line = f"recall@10 {settings['recall']['measured']:.3f} measured at build (nprobe {breadth}, target 0.8)"
+    line = f"recall@10 {settings['recall']['measured']:.3f} measured at build (nprobe {breadth}, target 0.8, aimed"
+    line += " at 0.9 on inverted lists)"
     assert line in run.stderr
-    wider = min(b for b, r in settings["recall"]["curve"] if r >= 0.97)
+    wider = min(b for b, r in settings["recall"]["curve"] if r >= recall.aimed("nprobe", 0.94))
     with VectorIndex.load(out) as index:
-        recall.apply_target(index, 0.97)
+        recall.apply_target(index, 0.94)
         assert recall.kinds.ivf_of(index.index).nprobe == wider > breadth
     run = sembed("search", "--index", str(out), "--recall", "1.0", input=query)
     assert run.exit_code == 0 and ("--recall 1.0: the index measured at most" in run.stderr) == (

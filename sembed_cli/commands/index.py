@@ -96,7 +96,7 @@ def index_command(
     (each row's id, a hash of its content and its payload: the record
     without its vectors, which search returns), for lossy types the vectors
     search re-ranks with, and sembed.json (the model's identity, type,
-    count, settings, versions). The type follows the count (--type auto);
+    count, settings, versions). --type auto measures its candidates on a sample;
     lossy types are trained once on a seeded sample of the vectors (--seed).
     DIR appears complete or not at all; an existing DIR needs --force.
     INPUT may be the directory `sembed embed --shard I/N --parts PARTS`

@@ -23,7 +23,7 @@ from ..errors import SembedError
 from ..io import Rejects
 from ..io.atomic_files import disk_full_named
 from ..models.embedder import model_path
-from . import keyword, kinds, recall
+from . import auto, keyword, kinds, recall
 from .directory import INDEX_FILE, VectorIndex, payload_record, seal
 from .entries import Entry, EntryReader, content_digest
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder, query_backend
@@ -172,7 +172,7 @@ def build_into(
             raise SembedError(f"no records to index in {rejects.name}{skipped}")
         raw = staging.vectors
         dim = raw.dim
-        kind, index = fresh_index(trained, settings, count, dim)
+        kind, index = fresh_index(trained, settings, count, dim, raw)
         if kinds.needs_training(index):
             train_from_file(index, raw, count, settings.seed)
         trained_sha256 = trained_digest(index)
@@ -200,12 +200,15 @@ def build_into(
     return Built(staging.changes, kind, count, dim, trained_sha256, staging.digest.hexdigest(), measured)
 
 
-def fresh_index(trained: VectorIndex | None, settings: IndexSettings, count: int, dim: int):
+def fresh_index(trained: VectorIndex | None, settings: IndexSettings, count: int, dim: int, raw: VectorFile):
     """(kind, empty index): a copy of `trained`'s trained quantiser and codebooks, or a new index of the type."""
     import faiss
 
     if trained is None:
-        kind = kinds.choose(settings.requested_type, count, dim, settings.nprobe)
+        if settings.requested_type == "auto":  # measured on a sample of the rows (auto.py)
+            kind = auto.choose(raw, count, settings)
+        else:
+            kind = kinds.choose(settings.requested_type, count, dim, settings.nprobe)
         return kind, kinds.create(kind, dim)
     if trained.dimension != dim:
         raise SembedError(

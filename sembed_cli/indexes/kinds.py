@@ -1,4 +1,5 @@
-"""Which FAISS index holds the vectors, chosen by their count, and what each choice costs.
+"""Which FAISS index holds the vectors, and what each choice costs: by the count here (`choose`); `--type auto`
+past AUTO_EXACT_LIMIT measures its candidates on a sample instead (auto.py).
 
 FAISS's "Guidelines to choose an index" (wiki) by corpus size, with the
 cost per 384-d vector (d = 384; float32 is 4 d = 1,536 bytes):
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import SembedError
@@ -54,6 +55,7 @@ class Kind:
     name: str
     factory: str
     nprobe: int | None = None  # inverted lists probed per query
+    auto: dict | None = field(default=None, compare=False, hash=False)  # what --type auto measured (auto.py)
 
     @property
     def lossy(self) -> bool:
@@ -62,7 +64,12 @@ class Kind:
         return not (last == "Flat" or re.fullmatch(r"HNSW\d+(_Flat)?", last) is not None)
 
     def describe(self) -> dict:
-        return {"type": self.name, "factory": self.factory, **({"nprobe": self.nprobe} if self.nprobe else {})}
+        return {
+            "type": self.name,
+            "factory": self.factory,
+            **({"nprobe": self.nprobe} if self.nprobe else {}),
+            **({"auto": self.auto} if self.auto else {}),
+        }
 
 
 def cells(count: int) -> int:
@@ -278,6 +285,8 @@ def bytes_per_vector(kind: Kind, dim: int, rerank_bytes: int) -> int:
 
     index = create(kind, dim)
     codes = faiss.downcast_index(unwrap(index))
+    if isinstance(codes, faiss.IndexHNSW):  # the graph's vectors are its storage's codes (SQ8: d bytes)
+        codes = faiss.downcast_index(codes.storage)
     size = getattr(codes, "code_size", None)
     if size is None:
         size = 4 * dim
