@@ -11,6 +11,12 @@ harder. This script makes the real data the ANN, hybrid, re-rank and dedup bench
 - MODEL.truth.npy: the exact top-100 neighbours of every query over all windows (inner product of the normalised
   vectors), computed once.
 
+The 10M set of issue 36 (windows of several lengths at stride 1, through the static model) is the same recipe with
+`--windows 10m`: windows10m.jsonl holds every window of 8, 12, 16 and 24 words at stride 1 (about 11.4 million),
+and its truth is over the first 2,000 queries:
+
+    python bench/real_vectors.py --model runs/static/minilm-static --name static10m --windows 10m --truth-queries 2000
+
 Usage: python bench/real_vectors.py [--model M] [--backend onnx --quantize int8] [--name minilm] [--threads 2]
 """
 
@@ -29,7 +35,7 @@ from common import CONVERT, DATA, ROOT, log, stsb_test_sentences
 
 OUT = ROOT / "runs" / "real"
 WINDOW_CORPORA = ("abc", "state_union", "inaugural", "webtext", "movie_reviews")
-WINDOW_WORDS, STRIDE = 12, 3
+WINDOWS = {"1m": ((12,), 3), "10m": ((8, 12, 16, 24), 1)}  # --windows: (window lengths in words, stride)
 TRUTH_K = 100
 
 
@@ -38,8 +44,9 @@ def sick_test_sentences() -> list[str]:
     return [s for line in lines for s in line.split("\t")[1:3]]
 
 
-def make_windows(path: Path) -> int:
-    """Windows of WINDOW_WORDS words at stride STRIDE over each document's sentences, joined."""
+def make_windows(path: Path, lengths: tuple[int, ...] = (12,), stride: int = 3) -> int:
+    """Windows of each of `lengths` words at `stride` over each document's sentences, joined (ids doc:start, and
+    doc:start+length for lengths past the first)."""
     count = 0
     with open(path, "wb") as out:
         for kind, folder, extra in CONVERT:
@@ -56,11 +63,13 @@ def make_windows(path: Path) -> int:
                 record = orjson.loads(line)
                 documents.setdefault(f"{folder}/{record['doc_id']}", []).extend(record["text"].split())
             for doc_id, words in documents.items():
-                starts = range(0, max(len(words) - WINDOW_WORDS, 0) + 1, STRIDE)
-                for start in starts:
-                    text = " ".join(words[start : start + WINDOW_WORDS])
-                    out.write(orjson.dumps({"id": f"{doc_id}:{start}", "doc_id": doc_id, "text": text}) + b"\n")
-                    count += 1
+                for length in lengths:
+                    suffix = "" if length == lengths[0] else f"+{length}"  # the 1M set's ids as they were
+                    for start in range(0, max(len(words) - length, 0) + 1, stride):
+                        text = " ".join(words[start : start + length])
+                        record = {"id": f"{doc_id}:{start}{suffix}", "doc_id": doc_id, "text": text}
+                        out.write(orjson.dumps(record) + b"\n")
+                        count += 1
     return count
 
 
@@ -114,11 +123,16 @@ def main() -> None:
     parser.add_argument("--quantize", default=None, help="embed's --quantize (default for the packaged MiniLM: int8)")
     parser.add_argument("--name", default="minilm", help="the file name stem of this model's vectors")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--windows", choices=sorted(WINDOWS), default="1m", help="the corpus: 1m or 10m windows")
+    parser.add_argument("--truth-queries", type=int, default=None, help="truth for the first N queries (default all)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    windows, queries = OUT / "windows.jsonl", OUT / "queries.jsonl"
+    windows = OUT / ("windows.jsonl" if args.windows == "1m" else f"windows{args.windows}.jsonl")
+    queries = OUT / "queries.jsonl"
     if not windows.exists():
-        log(f"{make_windows(windows)} windows in {windows}")
+        partial = windows.with_suffix(".partial")  # renamed when whole: a cut-short run starts again
+        log(f"{make_windows(partial, *WINDOWS[args.windows])} windows in {windows}")
+        partial.rename(windows)
     if not queries.exists():
         log(f"{make_queries(queries)} queries in {queries}")
     embed(queries, OUT / f"{args.name}.queries.npy", args)
@@ -126,7 +140,7 @@ def main() -> None:
     truth = OUT / f"{args.name}.truth.npy"
     if not truth.exists():
         corpus = np.load(OUT / f"{args.name}.npy", mmap_mode="r")
-        found = exact_truth(corpus, np.load(OUT / f"{args.name}.queries.npy"))
+        found = exact_truth(corpus, np.load(OUT / f"{args.name}.queries.npy")[: args.truth_queries])
         np.save(truth, found)
         log(f"exact top-{TRUTH_K} of {len(found)} queries over {len(corpus)} vectors in {truth}")
 
