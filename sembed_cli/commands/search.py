@@ -307,12 +307,15 @@ def search_command(
     if any_word and not (keyword or hybrid):
         raise typer.BadParameter("--any-word reads keyword queries: give --keyword or --hybrid too")
     loaded = ctx.with_resource(VectorIndex.load(index))
+    from ..indexes import auto
     from ..indexes import recall as measured_recall
 
     if recall is not None:
         measured_recall.apply_target(loaded, recall)
     if verbose:
         console.say(measured_recall.describe(loaded.settings))
+        if chosen := auto.describe(loaded.settings):  # which type --type auto chose by measurement, where it did
+            console.say(chosen)
     query_backend, query_quantize = index_backend(loaded, backend, quantize)
     check_backend(query_backend, query_quantize, device)
     settings = SearchSettings(

@@ -352,15 +352,7 @@ def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int,
 
 
 def describe(settings: dict) -> str:
-    """`search -v`'s lines: the measured recall, its breadth and target (or that none was measured), and which type
-    --type auto chose by measurement (auto.py) where it did."""
-    from . import auto
-
-    chosen = auto.describe(settings)
-    return describe_recall(settings) + (f"\n{chosen}" if chosen else "")
-
-
-def describe_recall(settings: dict) -> str:
+    """`search -v`'s line: the measured recall, its breadth and target (or that none was measured)."""
     recall = settings.get("recall")
     if not isinstance(recall, dict):
         return "recall not measured (an index built before sembed measured it: rebuild, or --update, to measure it)"
