@@ -352,13 +352,16 @@ def test_an_index_of_sembed_0_1_still_answers_and_an_update_converts_it(tmp_path
     assert run.exit_code == 0, run.stderr
     assert "converting" in run.stderr and "1 new, 0 changed, 0 unchanged record(s); 51 in all" in run.stderr
     assert sorted(p.name for p in (tmp_path / "old").iterdir()) == [
-        "index.1.faiss",
-        "index.faiss",  # the generation before, for a search that read the state just before the commit
+        "fresh.50.f32",  # the new row, searched exactly beside the converted FAISS file (fresh.py)
+        "index.faiss",
         "records.sqlite",
         "sembed.json",
     ]
     run = sembed("search", "-q", "--index", str(tmp_path / "old"), "--k", "1", input=jsonl(query))
     assert run.records[0]["neighbors"][0] == {"id": "c7", "text": "name 7", "score": 1.0}
+    new_query = {"embedding": new["embedding"], "embedding_model": MODEL}
+    run = sembed("search", "-q", "--index", str(tmp_path / "old"), "--k", "1", input=jsonl(new_query))
+    assert run.records[0]["neighbors"][0]["id"] == "c50"
 
 
 # --- a nightly job mirroring a folder ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import jsonl, sembed
 
-from sembed_cli.indexes import recall
+from sembed_cli.indexes import fresh, recall
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.indexes.entries import unit_rows
 
@@ -144,6 +144,7 @@ def test_update_measures_again_after_the_rows_it_changed(tiny_model, tmp_path):
 
 def test_a_large_index_measures_again_once_a_share_of_its_rows_changed(tiny_model, tmp_path, monkeypatch):
     monkeypatch.setattr(recall, "REMEASURE_ALWAYS_BELOW", 0)  # as an index of a million rows would
+    monkeypatch.setattr(fresh, "SHARE", 0.0)  # rows go into the graph at once (fresh rows count once folded)
     out, settings = build(tmp_path, tiny_model, "hnsw", "--recall", "0.9", count=3000)
     more = vectors(40, seed=1)
     assert sembed("index", "-q", "--update", str(out), input=records(more[:20], start=3000)).exit_code == 0

@@ -166,7 +166,11 @@ def test_searches_beside_50_updates_never_fail_and_answer_as_one_commit(model, t
         seen.add(matches[0])
     assert len(seen) >= 3  # the searches did run across commits
     assert answers(index, queries) == states[-1]
-    assert sorted(p.name for p in index.iterdir() if p.name.endswith(".faiss")) == ["index.49.faiss", "index.50.faiss"]
+    with VectorIndex.load(index) as loaded:  # the commit's FAISS file and the one before it: no other is left
+        state = loaded.store.state
+    kept = sorted({state["faiss_file"], state["previous_faiss"]})
+    assert sorted(p.name for p in index.iterdir() if p.name.endswith(".faiss")) == kept
+    assert int(state["generation"]) < 50  # updates whose new row stayed fresh wrote no FAISS file (fresh.py)
 
 
 # --- all or nothing on a full disk (37.3) -------------------------------------------------------------------------
@@ -273,7 +277,8 @@ def test_a_full_disk_during_an_update_or_a_build_changes_nothing_and_says_so(mod
     failed, succeeded = check_all_or_nothing(results, before, after, queries, "idx", ["idx"])
     assert failed >= 3 and succeeded >= 2
     first = next(r for r in results if r["code"] == 1)
-    assert "index.1.faiss" in first["stderr"] or "records.sqlite" in first["stderr"] or "vectors" in first["stderr"]
+    named = ("index.1.faiss", "records.sqlite", "vectors", "fresh.3000.f32")  # the new rows' vectors go first
+    assert any(name in first["stderr"] for name in named), first["stderr"]
 
     (tmp_path / "base.jsonl").write_text(records(base, model))
     built = tmp_path / "b"

@@ -1,9 +1,10 @@
 """A loaded index directory: the FAISS index (memory-mapped), its rows in SQLite, and search with re-ranking.
 
 Loading reads the metadata and the store's state, and maps the FAISS file: nothing that grows with the corpus is
-read before the first query, so start-up does not grow with it. `search` asks FAISS for the nearest rows (a graph
-index skipping the rows an update removed; a lossy index RERANK_FACTOR x k candidates, re-ranked by exact cosine
-from the vectors kept beside it); `records` fetches the ids and payloads of the rows a search returns.
+read before the first query, so start-up does not grow with it. `search` asks FAISS for the nearest rows (skipping
+the rows an update removed; a lossy index RERANK_FACTOR x k candidates, re-ranked by exact cosine from the vectors
+kept beside it), merged with the nearest of the fresh rows FAISS does not hold yet, scored exactly (fresh.py);
+`records` fetches the ids and payloads of the rows a search returns.
 
 A search beside an update reads one commit: the store's state is read inside the read transaction every later
 read of rows sees, the FAISS file it names is opened then (an update keeps the previous generation's file, and a
@@ -37,7 +38,7 @@ import numpy as np
 from ..errors import SembedError
 from ..io import loads
 from ..io.checksums import bytes_checksum, mismatch, parse
-from . import kinds
+from . import fresh, kinds
 from .entries import unit_rows
 
 if TYPE_CHECKING:  # imported where an index is read or searched, not at start-up
@@ -161,6 +162,8 @@ class VectorIndex:
     vectors: VectorFile | None = None
     removed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     verifier: Verifier | None = None
+    fresh_from: int | None = None  # the first row FAISS does not hold (indexes/fresh.py); None: it holds every row
+    fresh: VectorFile | None = None  # the fresh rows' own vectors, beside an index that keeps none
 
     # --- what it holds ---------------------------------------------------------------------------------------
 
@@ -177,6 +180,28 @@ class VectorIndex:
     def row_count(self) -> int:
         """One past the highest row number (rows removed by updates leave gaps below it)."""
         return self.store.next_row
+
+    @property
+    def fresh_start(self) -> int:
+        """The first fresh row (row_count when there is none): FAISS holds the rows below it."""
+        return self.row_count if self.fresh_from is None else self.fresh_from
+
+    def fresh_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The fresh rows an answer may hold (removed ones left out) and their unit vectors as float32, read once
+        (they are few)."""
+        start, stop = self.fresh_start, self.row_count
+        cached = getattr(self, "_fresh_cache", None)
+        if cached is not None and cached[0] == (start, stop, len(self.removed)):
+            return cached[1]
+        source = self.vectors if self.vectors is not None else self.fresh
+        rows = np.setdiff1d(np.arange(start, stop, dtype=np.int64), self.removed, assume_unique=True)
+        if source is None or not len(rows):
+            live = (rows[:0], np.zeros((0, self.dimension), dtype=np.float32))
+        else:
+            block = source.matrix(stop)[start - source.base :]
+            live = (rows, np.ascontiguousarray(block[rows - start], dtype=np.float32))
+        self._fresh_cache = ((start, stop, len(self.removed)), live)
+        return live
 
     @property
     def legacy(self) -> bool:
@@ -213,17 +238,36 @@ class VectorIndex:
 
     def vectors_of(self, rows: np.ndarray, below: int | None = None) -> np.ndarray:
         """The unit vectors of `rows`: from the kept vectors (rows below `below`, else below the committed rows),
-        else from FAISS's own exact storage."""
+        else from FAISS's own exact storage and the fresh rows' file."""
         if self.vectors is not None:
             return self.vectors.read(np.asarray(rows, dtype=np.int64), below or self.row_count)
         if not len(rows):
             return np.zeros((0, self.dimension), dtype=np.float32)
+        rows = np.asarray(rows, dtype=np.int64)
+        later = rows >= self.fresh_from if self.fresh_from is not None else np.zeros(len(rows), dtype=bool)
+        if later.any():
+            assert self.fresh is not None, "fresh rows without their file"
+            out = np.empty((len(rows), self.dimension), dtype=np.float32)
+            out[later] = self.fresh.read(rows[later], below or self.row_count)
+            if not later.all():
+                out[~later] = self.vectors_of(rows[~later])
+            return out
         ivf = kinds.ivf_of(self.index)
         if ivf is not None and ivf.direct_map.type == 0:  # inverted lists find a row by id only through a map
             import faiss
 
             ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # type: ignore[attr-defined]  # not in faiss's stubs
         return self.index.reconstruct_batch(np.asarray(rows, dtype=np.int64))
+
+    def faiss_in_memory(self):
+        """The FAISS index read whole (an update that changes it; a load maps it unless asked for `whole`), checked
+        against its checksum first."""
+        self.verified()
+        store = cast(RecordStore, self.store)
+        self.index = read_faiss(self.path / store.state.get("faiss_file", INDEX_FILE), mapped=False)
+        settings = self.settings
+        kinds.set_search_breadth(self.index, settings.get("nprobe"), settings.get("ef_search"))
+        return self.index
 
     def verified(self) -> None:
         """Wait for the checksums of the files this load read (an error if one differs); at once after the first."""
@@ -251,8 +295,8 @@ class VectorIndex:
     @classmethod
     def load(cls, path: str | Path, writable: bool = False, whole: bool = False) -> VectorIndex:
         """The index at `path`; memory-mapped for search, writing nothing (a read-only directory or mount will do),
-        or with `writable` in RAM, its store open for an update; `whole`: read-only, but in RAM (a merge's
-        pieces, a trained quantiser reused)."""
+        or with `writable` its store open for an update (which reads FAISS whole once it changes it:
+        `faiss_in_memory`); `whole`: read-only, but in RAM (a merge's pieces, a trained quantiser reused)."""
         path = Path(path)
         if not (path / METADATA_FILE).exists() or not ((path / STORE_FILE).exists() or (path / INDEX_FILE).exists()):
             raise SembedError(f"no sembed index at '{path}'", "build one with sembed index -o DIR")
@@ -289,9 +333,7 @@ class VectorIndex:
             # FAISS reads the file this descriptor holds, even once a later commit has removed its name
             held = Path(f"/proc/self/fd/{descriptors[0]}")
             try:
-                index = read_faiss(
-                    held if held.exists() else path / faiss_file, not (writable or whole), path / faiss_file
-                )
+                index = read_faiss(held if held.exists() else path / faiss_file, not whole, path / faiss_file)
             except SembedError:
                 if not _same_file(descriptors[0], path / faiss_file):
                     raise changed(f"{faiss_file} was replaced while it was read") from None
@@ -306,8 +348,14 @@ class VectorIndex:
             if problem is not None:
                 raise SembedError(f"damaged index at '{path}': {METADATA_FILE} {problem}", REBUILD)
             removed = np.asarray(store.removed(), dtype=np.int64)
-            # a graph holds the rows it was told to remove (by position, or by id once compacted: compaction.py)
-            expected = store.next_row if kinds.positional(index) else store.count + len(removed)
+            first_fresh = store.number(fresh.STATE, store.next_row)
+            # a graph holds the rows it was told to remove (by position, or by id once compacted: compaction.py);
+            # FAISS holds no fresh row (fresh.py)
+            if kinds.positional(index):
+                expected = first_fresh
+            else:
+                later = store.stored_from(first_fresh) + int(np.count_nonzero(removed >= first_fresh))
+                expected = store.count + len(removed) - later
             if index.ntotal != expected:
                 raise changed(f"{index.ntotal} vectors in {faiss_file} but {expected} rows in {STORE_FILE}")
             settings = metadata.get("settings", {})
@@ -328,6 +376,20 @@ class VectorIndex:
                 key = sum_key(vectors.path.name)
                 if key in state:
                     checks.append((vectors.path.name, os.open(vectors.path, os.O_RDONLY), state[key], False))
+            fresh_file = None
+            if vectors is None and first_fresh < store.next_row:
+                fresh_file = VectorFile(path / fresh.file_name(first_fresh), index.d, "float32", base=first_fresh)
+                try:
+                    descriptors.append(os.open(fresh_file.path, os.O_RDONLY))
+                except FileNotFoundError:
+                    raise changed(f"{fresh_file.path.name} is missing") from None
+                if fresh_file.rows_on_disk() < store.next_row:
+                    ends = fresh_file.rows_on_disk()
+                    raise changed(f"{fresh_file.path.name} ends at row {ends}, not {store.next_row}")
+                fresh_file.matrix(store.next_row)  # mapped now, as the kept vectors are
+                key = sum_key(fresh_file.path.name)
+                if key in state:
+                    checks.append((fresh_file.path.name, descriptors.pop(), state[key], False))
             for name, descriptor, checksum, _ in checks:  # sizes now: a truncated file never loads
                 size = os.fstat(descriptor).st_size
                 if size < parse(checksum)[1]:
@@ -345,7 +407,17 @@ class VectorIndex:
             os.close(descriptor)
         if not checks:
             log.debug(f"{path} has no checksums (written before sembed kept them): its files are not checked")
-        loaded = cls(path, index, store, metadata, vectors, removed, Verifier(path, checks) if checks else None)
+        loaded = cls(
+            path,
+            index,
+            store,
+            metadata,
+            vectors,
+            removed,
+            Verifier(path, checks) if checks else None,
+            first_fresh if first_fresh < store.next_row else None,
+            fresh_file,
+        )
         if writable or whole:  # an update or a merge reads the whole file now anyway: never carry damage on
             try:
                 loaded.verified()
@@ -414,13 +486,14 @@ class VectorIndex:
 
         self.verified()  # damage is an error before the first answer
         queries = unit_rows(queries)
+        allowed = selector  # the caller's: the removed rows are left out of the fresh ones apart
         asked = k * kinds.RERANK_FACTOR if self.vectors is not None else k
         graph = kinds.hnsw_of(self.index)
         params = None
+        if selector is None and len(self.removed):
+            selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.removed))
         if graph is not None:
             breadth = max(graph.hnsw.efSearch, ef_search or 0, asked if self.vectors is not None else 0)
-            if selector is None and len(self.removed):
-                selector = faiss.IDSelectorNot(faiss.IDSelectorBatch(self.removed))
             if breadth != graph.hnsw.efSearch or selector is not None:
                 params = faiss.SearchParametersHNSW(efSearch=breadth)  # type: ignore[attr-defined]  # not in the stubs
                 if selector is not None:
@@ -439,7 +512,18 @@ class VectorIndex:
         )
         if self.vectors is not None:
             scores, rows = self.rerank(queries, rows, k)
+        if self.fresh_start < self.row_count:  # rows FAISS does not hold yet, scored exactly (fresh.py)
+            scores, rows = fresh.merged(scores, rows, *self.search_fresh(queries, k, allowed), k)
         return scores, rows
+
+    def search_fresh(self, queries: np.ndarray, k: int, selector=None) -> tuple[np.ndarray, np.ndarray]:
+        """(cosines, rows) of the k nearest fresh rows of each unit query: neither removed nor left out by
+        `selector` (a FAISS IDSelector of the rows allowed)."""
+        rows, vectors = self.fresh_rows()
+        if selector is not None:
+            inside = np.fromiter((selector.is_member(int(row)) for row in rows), dtype=bool, count=len(rows))
+            rows, vectors = rows[inside], vectors[inside]
+        return fresh.nearest(queries, vectors, rows, k)
 
     def rerank(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k best of each query's candidate rows by exact cosine against the kept vectors."""

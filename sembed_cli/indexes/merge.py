@@ -11,6 +11,8 @@ import hashlib
 import logging
 from pathlib import Path
 
+import numpy as np
+
 from ..artifacts import building, describe, write_metadata
 from ..errors import SembedError
 from ..io.atomic_files import disk_full_named
@@ -22,6 +24,8 @@ from .store import RecordStore, row_check
 from .vector_file import DTYPES, VectorFile
 
 log = logging.getLogger(__name__)
+
+CHUNK = 50_000  # rows read and added a time
 
 
 def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict:
@@ -95,9 +99,9 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
                     merged = kinds.create(kind, first.dimension)
                     if not all(kinds.positional(p.index) for p in pieces):  # a compacted piece lacks purged rows
                         merged = faiss.IndexIDMap2(merged)
-                held = compaction.held_rows(piece.index, piece.row_count)
-                for start in range(0, len(held), 50_000):
-                    rows = held[start : start + 50_000]
+                held = compaction.held_rows(piece.index, piece.fresh_start)
+                for start in range(0, len(held), CHUNK):
+                    rows = held[start : start + CHUNK]
                     block = piece.index.reconstruct_batch(rows)
                     if kinds.positional(merged):
                         merged.add(block)
@@ -109,6 +113,7 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
                     raise RuntimeError("the first piece starts at row 0")
             else:
                 merged.merge_from(piece.index, offset)
+            add_fresh(merged, piece, offset, store)
             if kept is not None and piece.vectors is not None:  # check_mergeable: every piece keeps them
                 for start, block in piece.vectors.chunks(piece.row_count):
                     kept.append(block, at_row=offset + start)
@@ -129,6 +134,26 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
     finally:
         store.close()
     return count, kind
+
+
+def add_fresh(merged, piece: VectorIndex, offset: int, store: RecordStore) -> None:
+    """The piece's fresh rows (FAISS lacks them: fresh.py) into `merged`, numbered from `offset`: all of them into
+    a graph whose rows are its positions (the removed ones stay removed), the live ones by id otherwise (their
+    removed rows forgotten: `merged` never holds them)."""
+    first, stop = piece.fresh_start, piece.row_count
+    if first >= stop:
+        return
+    rows = np.arange(first, stop, dtype=np.int64)
+    if not kinds.positional(merged):
+        rows = np.setdiff1d(rows, piece.removed)
+        store.clear_removed(first + offset)  # this piece's are the last rows copied
+    for start in range(0, len(rows), CHUNK):
+        chunk = rows[start : start + CHUNK]
+        block = piece.vectors_of(chunk)
+        if kinds.positional(merged):
+            merged.add(block)
+        else:
+            merged.add_with_ids(block, chunk + offset)
 
 
 def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:

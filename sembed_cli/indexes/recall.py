@@ -320,18 +320,9 @@ def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int,
     store = loaded.store
     view = dataclasses.replace(loaded, removed=np.asarray(store.removed(), dtype=np.int64))
     live = np.fromiter(cast(Any, store).row_numbers(), dtype=np.int64)
-    index = loaded.index
-    ivf = kinds.ivf_of(index)
-    if loaded.vectors is None and ivf is not None and ivf.direct_map.type == 0:
-        import faiss
-
-        ivf.set_direct_map_type(faiss.DirectMap.Hashtable)  # type: ignore[attr-defined]  # not in faiss's stubs
 
     def vectors(rows: np.ndarray) -> np.ndarray:
-        rows = np.asarray(rows, dtype=np.int64)
-        if loaded.vectors is not None:
-            return loaded.vectors.read(rows, loaded.row_count)
-        return index.reconstruct_batch(rows)
+        return loaded.vectors_of(np.asarray(rows, dtype=np.int64))
 
     def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for start in range(0, len(live), BLOCK):

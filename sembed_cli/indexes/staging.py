@@ -76,6 +76,7 @@ class Changes:
     synced: int = 0  # removed by sync: the input no longer holds them
     removed: list[int] = field(default_factory=list)  # rows taken out (replaced or synced)
     compacted: int = 0  # removed rows a graph held, purged by rebuilding it (indexes/compaction.py)
+    folded: int = 0  # fresh rows moved into FAISS (indexes/fresh.py)
 
     def describe(self) -> dict:
         described = {
@@ -85,6 +86,8 @@ class Changes:
             "repeated": self.repeated,
             "removed_missing": self.synced,
         }
+        if self.folded:
+            described["folded"] = self.folded
         return {**described, "compacted": self.compacted} if self.compacted else described
 
 

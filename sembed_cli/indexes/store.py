@@ -6,7 +6,7 @@ an id's row and hash by the id's index. WAL mode lets searches read while a nigh
 one transaction, and its commit (with the `state` that names the current FAISS file) is the moment it happens.
 
     rows(row INTEGER PRIMARY KEY, id TEXT UNIQUE, hash TEXT, payload BLOB)   id: the record's id as compact JSON
-    removed(row INTEGER PRIMARY KEY)    rows a graph index still holds but no longer answers with
+    removed(row INTEGER PRIMARY KEY)    rows a graph index (or the fresh rows) still holds but no longer answers with
     state(key TEXT PRIMARY KEY, value TEXT)
     checks(row INTEGER PRIMARY KEY, crc INTEGER)    CRC-32 of each row's id, hash and payload (`row_check`)
 
@@ -210,9 +210,10 @@ class RecordStore:
     def removed(self) -> list[int]:
         return [row for (row,) in self.db.execute("SELECT row FROM removed ORDER BY row")]
 
-    def clear_removed(self) -> None:
-        """The graph no longer holds any removed row (compacted: indexes/compaction.py)."""
-        self.db.execute("DELETE FROM removed")
+    def clear_removed(self, from_row: int = 0) -> None:
+        """Forget the removed rows from `from_row` on: the graph holds none of them (compacted:
+        indexes/compaction.py), or they were fresh rows that never reached FAISS (indexes/fresh.py)."""
+        self.db.execute("DELETE FROM removed WHERE row >= ?", (from_row,))
 
     def set_payload(self, row: int, payload: bytes) -> None:
         self.db.execute("UPDATE rows SET payload = ? WHERE row = ?", (payload, row))
@@ -290,6 +291,10 @@ class RecordStore:
         query = "SELECT row FROM rows" + (" WHERE row < ?" if below is not None else "") + " ORDER BY row"
         for (row,) in self.db.execute(query, (below,) if below is not None else ()):
             yield row
+
+    def stored_from(self, row: int) -> int:
+        """Rows numbered `row` or higher."""
+        return int(self.db.execute("SELECT COUNT(*) FROM rows WHERE row >= ?", (row,)).fetchone()[0])
 
     def stored(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM rows").fetchone()[0])

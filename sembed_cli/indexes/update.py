@@ -1,10 +1,14 @@
 """`sembed index --update DIR`: records applied to an index in place, without the corpus in RAM.
 
 `update_index` decides the model (the index's own unless given), reads the records into entries and writes the
-new metadata; `update_in_place` finds each record's id in the store: a new id is added (`add_with_ids`), a changed
-record replaces its row (`remove_ids`, then the new row), an unchanged one is skipped (not embedded); with `sync`,
-rows the input no longer holds are removed. The trained quantiser stays (`--retrain` rebuilds), so an update
-answers as a full build with that quantiser would. It runs in one SQLite transaction under the index's lock: a
+new metadata; `update_in_place` finds each record's id in the store: a new id gets a new row, a changed record
+replaces its row (the old one removed, a new one added), an unchanged one is skipped (not embedded); with `sync`,
+rows the input no longer holds are removed. Removed rows join the store's `removed`, skipped at search. New rows
+stay fresh (fresh.py: searched exactly beside the FAISS file, which the update leaves as it is) while they are
+few; the update that would keep too many, or whose removed rows reach compaction's share, reads FAISS whole,
+folds the fresh rows in (`fold`), drops the removed rows (`remove_ids`; a graph, which cannot, is compacted:
+compaction.py) and writes the next generation's file. The trained quantiser stays (`--retrain` rebuilds), so an
+update answers as a full build with that quantiser would. It runs in one SQLite transaction under the index's lock: a
 failure rolls back and cuts the vector file back, leaving the old index whole. An index of sembed 0.1 is converted
 first (`legacy`).
 """
@@ -15,6 +19,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -23,7 +28,7 @@ from ..io import Rejects, commit, sync_file, temporary_sibling, write_bytes_atom
 from ..io.atomic_files import disk_full_as_error, disk_full_named, json_bytes
 from ..io.checksums import bytes_checksum, file_checksum
 from ..models.embedder import model_path
-from . import compaction, keyword, kinds, recall
+from . import compaction, fresh, keyword, kinds, recall
 from .build import build_from_index
 from .directory import (
     INDEX_FILE,
@@ -38,14 +43,15 @@ from .directory import (
 from .entries import CONTENT_IDS, GIVEN_IDS, Entry, EntryReader
 from .legacy import convert_legacy
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder
-from .staging import Changes, Embed, IndexSettings, IndexSource, add_rows, read_entries, stage, write_faiss
+from .staging import Changes, Embed, IndexSettings, IndexSource, read_entries, stage, write_faiss
 from .store import FILE as STORE_FILE
 from .store import RecordStore
 from .vector_file import VectorFile
 
 log = logging.getLogger(__name__)
 
-UPDATE_VECTORS = "vectors.new.f32"  # an update's new vectors, for an index that keeps none
+UPDATE_VECTORS = "vectors.new.f32"  # where sembed before fresh rows put an update's new vectors (index keeps none)
+FOLD_CHUNK = 50_000  # fresh rows read and added to FAISS a time
 
 
 @dataclass(frozen=True)
@@ -154,7 +160,8 @@ def _update(
             },
         }
         if changes.removed or changes.added:  # the recall measured again after the rows it changed
-            changed = changes.added + len(changes.removed) + changes.compacted
+            # fresh rows are scored exactly, so they change the measured recall only once folded into FAISS
+            changed = changes.folded + len(changes.removed) + changes.compacted
             meta["settings"] = {**built, **recall.measure_update(loaded, built, settings.seed, changed)}
         written.append(meta)
         return meta
@@ -231,59 +238,82 @@ def update_in_place(
     store, path = loaded.store, loaded.path
     assert isinstance(store, RecordStore)
     committed = store.number("vector_rows")
+    committed_rows = store.next_row
+    first_fresh = loaded.fresh_start
     kept = loaded.vectors
     new_files: list[Path] = []
     metadata_file = path / METADATA_FILE
     hidden_metadata = temporary_sibling(metadata_file)
     previous_faiss = store.state.get("faiss_file", INDEX_FILE)
     on_disk = store.state.get(sum_key(METADATA_FILE))
+    fresh_file = loaded.fresh
+    stays_fresh = False
 
     def vectors(dim: int) -> VectorFile:
+        """Where the new rows' vectors go: the kept vectors, else the fresh rows' own file (fresh.py)."""
+        nonlocal fresh_file
         if kept is not None:
             kept.cut(committed)
             return kept
-        scratch = VectorFile(path / UPDATE_VECTORS, dim, "float32", base=store.next_row)
-        scratch.remove()
-        new_files.append(scratch.path)
-        return scratch
+        if fresh_file is None:
+            fresh_file = VectorFile(path / fresh.file_name(first_fresh), dim, "float32", base=first_fresh)
+            fresh_file.remove()  # what a killed update left under this name
+            new_files.append(fresh_file.path)
+        fresh_file.cut(committed_rows)
+        loaded.fresh = fresh_file
+        return fresh_file
 
     store.begin()
     try:
         with disk_full_as_error(path / STORE_FILE):
             keyword.install(store.db, loaded.settings.get("text_key", "text"))  # an index built before keyword search
             staging = stage(store, entries, vectors, embed, rejects, batch_size, sync)
-        changes, index = staging.changes, loaded.index
+        changes = staging.changes
         faiss_file = previous_faiss
         sums: dict[str, str] = {}
+        if staging.next_row > first_fresh:
+            loaded.fresh_from = first_fresh  # rows FAISS lacks: vectors_of reads them from the fresh rows' file
         if changes.removed or staging.next_row > staging.first_new:
-            graph = kinds.hnsw_of(index) is not None
-            if changes.removed and graph:
-                store.mark_removed(changes.removed)
-            elif changes.removed:
-                # faiss's Python wrapper takes an array of ids too; its stubs name only an IDSelector
-                index.remove_ids(np.asarray(changes.removed, dtype=np.int64))  # type: ignore[arg-type]
-            if staging.vectors is not None:
-                add_rows(index, staging.vectors, staging.first_new, staging.next_row)
-            removed = len(store.removed()) if graph else 0
-            if compaction.due(removed, index.ntotal):
-                index = loaded.index = compaction.compact(loaded, loaded.settings.get("seed", 0), staging.next_row)
-                store.clear_removed()
-                changes.compacted = removed
-            generation = store.number("generation") + 1
-            faiss_file = f"index.{generation}.faiss"
-            new_files.append(path / faiss_file)
-            sums[sum_key(faiss_file)] = write_faiss(index, path / faiss_file)
+            graph = kinds.hnsw_of(loaded.index) is not None
+            # every search skips the removed rows: FAISS's by a selector, the fresh rows' in their scan
+            store.mark_removed(changes.removed)
+            removed = np.asarray(store.removed(), dtype=np.int64)
+            held = removed[removed < first_fresh]  # removed rows FAISS still holds
+            stays_fresh = fresh.keeps(staging.next_row - first_fresh, staging.next_row) and not compaction.due(
+                len(held), loaded.index.ntotal
+            )
+            if stays_fresh:
+                log.debug(f"{staging.next_row - first_fresh} fresh rows, searched beside {previous_faiss}")
+            else:
+                index = loaded.faiss_in_memory()
+                changes.folded = fold(loaded, first_fresh, staging.next_row)
+                if not graph and len(held):  # inverted lists and flat codes remove by id
+                    index.remove_ids(held)
+                    store.clear_removed()
+                held_count = len(store.removed()) if graph else 0
+                if compaction.due(held_count, index.ntotal):
+                    index = loaded.index = compaction.compact(loaded, loaded.settings.get("seed", 0), staging.next_row)
+                    store.clear_removed()
+                    changes.compacted = held_count
+                generation = store.number("generation") + 1
+                faiss_file = f"index.{generation}.faiss"
+                new_files.append(path / faiss_file)
+                sums[sum_key(faiss_file)] = write_faiss(index, path / faiss_file)
+                store.forget_state(SUM + "index")  # the checksums of earlier generations' files
+                store.set_state(faiss_file=faiss_file, previous_faiss=previous_faiss, generation=generation)
             count = store.count + changes.added + changes.replaced - len(changes.removed)
-            store.forget_state(SUM + "index")  # the checksums of earlier generations' files
+            store.forget_state(SUM + "fresh.")
             store.set_state(
-                faiss_file=faiss_file,
-                previous_faiss=previous_faiss,
-                generation=generation,
                 next_row=staging.next_row,
                 count=count,
                 vector_rows=staging.next_row if kept is not None else 0,
                 data_sha256=staging.digest.hexdigest(),
+                **{fresh.STATE: first_fresh if stays_fresh else staging.next_row},
             )
+            if stays_fresh and fresh_file is not None:
+                fresh_file.sync()
+                size = (staging.next_row - fresh_file.base) * fresh_file.row_bytes
+                sums[sum_key(fresh_file.path.name)] = file_checksum(fresh_file.path, size)
         if kept is not None:
             kept.sync()
             size = (store.number("vector_rows") - kept.base) * kept.row_bytes
@@ -310,13 +340,42 @@ def update_in_place(
         store.rollback()
         if kept is not None:
             kept.cut(committed)
+        if fresh_file is not None and fresh_file.path not in new_files:
+            fresh_file.cut(committed_rows)
         for file in (*new_files, hidden_metadata):
             file.unlink(missing_ok=True)
         raise
     commit(hidden_metadata, metadata_file)  # a rename: no disk space needed (a kill before it: `repair_metadata`)
-    remove_old_generations(path, keep=(faiss_file, previous_faiss))
-    (path / UPDATE_VECTORS).unlink(missing_ok=True)
+    remove_old_generations(path, store.state)
     return updated
+
+
+def fold(loaded: VectorIndex, first_fresh: int, next_row: int) -> int:
+    """The fresh rows first_fresh .. next_row - 1 into FAISS (read whole: `faiss_in_memory`), inside the update's
+    transaction: a graph whose rows are its positions takes them all (removed ones stay in `removed`); an index
+    of ids takes the live ones, and their removed rows are forgotten (FAISS never held them). Returns how many
+    rows it added."""
+    rows = np.zeros(0, dtype=np.int64)
+    if next_row > first_fresh:
+        store = cast(RecordStore, loaded.store)
+        index = loaded.index
+        if kinds.positional(index):
+            if index.ntotal != first_fresh:
+                raise RuntimeError(f"graph holds {index.ntotal} rows, adding row {first_fresh}")
+            rows = np.arange(first_fresh, next_row, dtype=np.int64)
+        else:
+            rows = np.fromiter(store.row_numbers(), dtype=np.int64)
+            rows = rows[rows >= first_fresh]
+            store.clear_removed(first_fresh)
+        for start in range(0, len(rows), FOLD_CHUNK):
+            chunk = rows[start : start + FOLD_CHUNK]
+            block = loaded.vectors_of(chunk, next_row)
+            if kinds.positional(index):
+                index.add(block)
+            else:
+                index.add_with_ids(block, chunk)
+    loaded.fresh_from, loaded.fresh = None, None  # FAISS holds every row now
+    return len(rows)
 
 
 def with_warnings(metadata: dict) -> dict:
@@ -325,10 +384,15 @@ def with_warnings(metadata: dict) -> dict:
     return {**metadata, "warnings": list(console.state.warnings)} if console.state.warnings is not None else metadata
 
 
-def remove_old_generations(path: Path, keep: tuple[str, ...]) -> None:
-    """The FAISS files of generations before `keep` (the current one and the one before, which a search that read
-    the state just before the last commit may still be opening), and those of killed updates."""
-    for file in path.glob("index*.faiss"):
+def remove_old_generations(path: Path, state: dict) -> None:
+    """The FAISS files of generations before the state's (its own and the one before, which a search that read
+    the state just before the last commit may still be opening), fresh rows' files of earlier folds (a search
+    that finds its file gone reads the state again), and those of killed updates."""
+    keep = {state.get("faiss_file", INDEX_FILE), state.get("previous_faiss", "")}
+    first_fresh = int(state.get(fresh.STATE, state.get("next_row", 0)))
+    if first_fresh < int(state.get("next_row", 0)):
+        keep.add(fresh.file_name(first_fresh))
+    for file in (*path.glob("index*.faiss"), *path.glob("fresh.*.f32")):
         if file.name not in keep:
             file.unlink(missing_ok=True)
 
@@ -350,5 +414,4 @@ def repair_metadata(loaded: VectorIndex) -> None:
     if stale and bytes_checksum(data.encode("utf-8")) == recorded:
         log.info(f"restoring {file} from the last commit (an update was killed before it renamed it)")
         write_bytes_atomic(file, data.encode("utf-8"))
-    state = store.state
-    remove_old_generations(path, keep=(state.get("faiss_file", INDEX_FILE), state.get("previous_faiss", "")))
+    remove_old_generations(path, store.state)
