@@ -42,9 +42,10 @@ TIE = 1e-5
 BLOCK = 100_000
 LAST_UPDATE = 2_000  # records of the timed plain update
 PHASES = {  # where a plain update's time goes: cProfile's cumulative seconds of these functions
-    "load the index (read whole, checksums verified)": ("directory.py", "load"),
+    "load the index (FAISS mapped, checksums verified)": ("directory.py", "load"),
     "read and stage the records (SQLite lookups, inserts)": ("staging.py", "stage"),
-    "add the new rows to the graph": ("staging.py", "add_rows"),
+    "read FAISS whole to change it (a fold)": ("directory.py", "faiss_in_memory"),
+    "fold the fresh rows into the graph": ("update.py", "fold"),
     "compaction": ("compaction.py", "compact"),
     "write the new FAISS file (synced)": ("staging.py", "write_faiss"),
     "measure the recall again": ("recall.py", "measure_update"),
