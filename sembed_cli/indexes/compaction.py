@@ -28,12 +28,12 @@ import numpy as np
 
 from . import kinds
 from .directory import VectorIndex
+from .staging import add_rows_read
 from .store import RecordStore
 
 log = logging.getLogger(__name__)
 
 COMPACT_SHARE = 0.10  # removed rows / rows the graph holds from which an update rebuilds it
-CHUNK = 50_000  # rows read and added a time
 TRAINING_SAMPLE = 100_000  # live rows a graph whose storage is trained (SQ, PQ codes) is trained on again
 
 
@@ -58,9 +58,7 @@ def compact(loaded: VectorIndex, seed: int, next_row: int):
         sample = np.sort(np.random.default_rng(seed).choice(live, size=size, replace=False))
         kinds.train(graph, loaded.vectors_of(sample, next_row), seed)
     compacted = faiss.IndexIDMap2(graph)
-    for start in range(0, len(live), CHUNK):
-        rows = live[start : start + CHUNK]
-        compacted.add_with_ids(loaded.vectors_of(rows, next_row), rows)
+    add_rows_read(compacted, live, lambda rows: loaded.vectors_of(rows, next_row))
     kinds.set_search_breadth(compacted, None, settings.get("ef_search"))
     log.info(
         f"compacted the graph: {loaded.index.ntotal - len(live)} removed rows purged, {len(live)} rebuilt "

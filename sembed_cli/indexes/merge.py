@@ -18,14 +18,12 @@ from ..errors import SembedError
 from ..io.atomic_files import disk_full_named
 from . import compaction, kinds, recall
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, seal
-from .staging import write_faiss
+from .staging import add_rows_read, write_faiss
 from .store import FILE as STORE_FILE
 from .store import RecordStore, row_check
 from .vector_file import DTYPES, VectorFile
 
 log = logging.getLogger(__name__)
-
-CHUNK = 50_000  # rows read and added a time
 
 
 def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict:
@@ -100,13 +98,7 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
                     if not all(kinds.positional(p.index) for p in pieces):  # a compacted piece lacks purged rows
                         merged = faiss.IndexIDMap2(merged)
                 held = compaction.held_rows(piece.index, piece.fresh_start)
-                for start in range(0, len(held), CHUNK):
-                    rows = held[start : start + CHUNK]
-                    block = piece.index.reconstruct_batch(rows)
-                    if kinds.positional(merged):
-                        merged.add(block)
-                    else:
-                        merged.add_with_ids(block, rows + offset)
+                add_rows_read(merged, held, piece.index.reconstruct_batch, offset)
             elif merged is None:
                 merged = faiss.clone_index(piece.index)
                 if offset:
@@ -147,13 +139,7 @@ def add_fresh(merged, piece: VectorIndex, offset: int, store: RecordStore) -> No
     if not kinds.positional(merged):
         rows = np.setdiff1d(rows, piece.removed)
         store.clear_removed(first + offset)  # this piece's are the last rows copied
-    for start in range(0, len(rows), CHUNK):
-        chunk = rows[start : start + CHUNK]
-        block = piece.vectors_of(chunk)
-        if kinds.positional(merged):
-            merged.add(block)
-        else:
-            merged.add_with_ids(block, chunk + offset)
+    add_rows_read(merged, rows, piece.vectors_of, offset)
 
 
 def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:

@@ -219,15 +219,32 @@ def stage(
     return staging
 
 
+ADD_CHUNK = 50_000  # rows read and added to FAISS a time (add_rows_read)
+
+
+def add_block(index, block: np.ndarray, rows: np.ndarray) -> None:
+    """`block`, the vectors of the ascending row numbers `rows`, into `index`: by position in a graph whose rows
+    are its positions (they must come next), else under their row numbers."""
+    if kinds.positional(index):
+        if index.ntotal != rows[0]:
+            raise RuntimeError(f"graph holds {index.ntotal} rows, adding row {rows[0]}")
+        index.add(block)
+    else:
+        index.add_with_ids(block, rows)
+
+
 def add_rows(index, vectors: VectorFile, start: int, stop: int) -> None:
-    """Rows start .. stop - 1 of `vectors` into `index`: by id, or by position for a graph (rows are positions)."""
+    """Rows start .. stop - 1 of `vectors` into `index`, read from the file a chunk at a time (`add_block`)."""
     for first, block in vectors.chunks(stop, start):
-        if kinds.positional(index):
-            if index.ntotal != first:
-                raise RuntimeError(f"graph holds {index.ntotal} rows, adding row {first}")
-            index.add(block)
-        else:
-            index.add_with_ids(block, np.arange(first, first + len(block), dtype=np.int64))
+        add_block(index, block, np.arange(first, first + len(block), dtype=np.int64))
+
+
+def add_rows_read(index, rows: np.ndarray, read: Callable[[np.ndarray], np.ndarray], offset: int = 0) -> None:
+    """The ascending `rows` into `index` as rows + `offset`, ADD_CHUNK at a time, their vectors given by
+    `read(rows)` (`add_block`)."""
+    for start in range(0, len(rows), ADD_CHUNK):
+        chunk = rows[start : start + ADD_CHUNK]
+        add_block(index, read(chunk), chunk + offset)
 
 
 def write_faiss(index, path: Path) -> str:

@@ -43,7 +43,7 @@ from .directory import (
 from .entries import CONTENT_IDS, GIVEN_IDS, Entry, EntryReader
 from .legacy import convert_legacy
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder
-from .staging import Changes, Embed, IndexSettings, IndexSource, read_entries, stage, write_faiss
+from .staging import Changes, Embed, IndexSettings, IndexSource, add_rows_read, read_entries, stage, write_faiss
 from .store import FILE as STORE_FILE
 from .store import RecordStore
 from .vector_file import VectorFile
@@ -51,7 +51,6 @@ from .vector_file import VectorFile
 log = logging.getLogger(__name__)
 
 UPDATE_VECTORS = "vectors.new.f32"  # where sembed before fresh rows put an update's new vectors (index keeps none)
-FOLD_CHUNK = 50_000  # fresh rows read and added to FAISS a time
 
 
 @dataclass(frozen=True)
@@ -360,20 +359,12 @@ def fold(loaded: VectorIndex, first_fresh: int, next_row: int) -> int:
         store = cast(RecordStore, loaded.store)
         index = loaded.index
         if kinds.positional(index):
-            if index.ntotal != first_fresh:
-                raise RuntimeError(f"graph holds {index.ntotal} rows, adding row {first_fresh}")
             rows = np.arange(first_fresh, next_row, dtype=np.int64)
         else:
             rows = np.fromiter(store.row_numbers(), dtype=np.int64)
             rows = rows[rows >= first_fresh]
             store.clear_removed(first_fresh)
-        for start in range(0, len(rows), FOLD_CHUNK):
-            chunk = rows[start : start + FOLD_CHUNK]
-            block = loaded.vectors_of(chunk, next_row)
-            if kinds.positional(index):
-                index.add(block)
-            else:
-                index.add_with_ids(block, chunk)
+        add_rows_read(index, rows, lambda chunk: loaded.vectors_of(chunk, next_row))
     loaded.fresh_from, loaded.fresh = None, None  # FAISS holds every row now
     return len(rows)
 
