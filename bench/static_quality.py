@@ -11,6 +11,11 @@ as `sembed train --method static`: `training/static.py`'s `read_teacher` and
     cosine-sentences  every corpus sentence, no windows (--variants picks these three and any of the above)
     dim384         today's recipe with --dim 384, the teacher's own: no PCA reduction
     epochs15       today's recipe, 15 epochs
+    words-sentences   every corpus sentence, and --words: every corpus word seen 5 times or more that MiniLM
+                   splits into pieces gets a token of its own (about 11,000)
+    words4k-sentences  the same with --words 4000
+    words-100k     today's 100,000 sentences with every such word
+    words-sentences-e10  words-sentences fitted for 10 epochs
 
 Each is scored on STS-B dev (which picks the candidate that gets three seeds, so that the test sets choose
 nothing), STS-B test and SICK-R test: the cosine of each pair's static vectors (`StaticModel.encode`, as `sembed
@@ -72,6 +77,7 @@ class Variant:
     fit_loss: str = "cosine"
     dim: int = 256
     epochs: int = method.RECIPE.epochs
+    words: int = 0  # --words
 
 
 VARIANTS = {
@@ -82,6 +88,10 @@ VARIANTS = {
     "cosine-sentences": Variant("sentences"),  # every corpus sentence, no windows
     "dim384": Variant("100k", dim=384),  # the teacher's own dimensions: no PCA reduction
     "epochs15": Variant("100k", epochs=15),
+    "words-sentences": Variant("sentences", words=ALL),
+    "words4k-sentences": Variant("sentences", words=4000),
+    "words-100k": Variant("100k", words=ALL),
+    "words-sentences-e10": Variant("sentences", epochs=10, words=ALL),  # the words' new rows fitted longer
 }
 FIRST = ("control", "infonce-100k", "cosine-all", "infonce-all")  # the run's default variants
 
@@ -237,20 +247,28 @@ def main() -> None:
             import torch
 
             results["machine"] += f" ({torch.cuda.get_device_name()})"
-        readings = {}
-        for texts in dict.fromkeys(VARIANTS[name].texts for name in args.variants):
+        readings = {}  # (texts, words): the teacher's reading, its pass over the texts kept for the other words
+        for texts, words in dict.fromkeys((VARIANTS[name].texts, VARIANTS[name].words) for name in args.variants):
             options = TEXTS[texts]
             if args.limit and texts == "100k":
                 options = {"teacher_sentences": args.limit // 10}
-            settings = method.Settings(model=args.model, fit="teacher", fit_vectors=True, **options)
+            settings = method.Settings(
+                model=args.model,
+                fit="teacher",
+                fit_vectors=True,
+                words=words,
+                teacher_cache=str(scratch / f"pass-{texts}.npz"),
+                **options,
+            )
             tick = time.perf_counter()
-            readings[texts] = static.read_teacher(
+            reading = readings[texts, words] = static.read_teacher(
                 teacher, "teacher", TrainingInput(RecordSource(str(corpus))), settings, "text", args.device
             )
             read = time.perf_counter()
-            readings[texts].ids  # noqa: B018 (tokenised once, for every fit)
-            results["readings"][texts] = {
-                "texts": len(readings[texts].texts),
+            reading.ids  # noqa: B018 (tokenised once, for every fit)
+            results["readings"][f"{texts}/{words}"] = {
+                "texts": len(reading.texts),
+                "words_added": len(reading.added.words) if reading.added else 0,
                 "teacher_seconds": round(read - tick, 1),
                 "tokenise_seconds": round(time.perf_counter() - read, 1),
             }
@@ -261,6 +279,7 @@ def main() -> None:
         def fit(name: str, seed: int) -> dict | None:
             variant = VARIANTS[name]
             texts = variant.texts
+            reading = readings[texts, variant.words]
             if time.perf_counter() - started + 1.2 * last.get(name, 0) > args.budget:
                 results.setdefault("skipped", []).append(f"{name}/{seed}")
                 return None
@@ -271,17 +290,18 @@ def main() -> None:
                 fit_vectors=True,
                 fit_loss=variant.fit_loss,
                 dim=variant.dim,
+                words=variant.words,
                 **TEXTS[texts],
             )
             recipe = dataclasses.replace(method.RECIPE, epochs=variant.epochs)
             distilled = static.distil(
-                readings[texts],
+                reading,
                 settings,
                 dataclasses.replace(job, seed=seed, recipe=recipe),
                 nws.RECIPE,
                 nws.Settings(),
             )
-            model = StaticModel(readings[texts].tokenizer, distilled.matrix.astype(np.float32))
+            model = StaticModel(reading.tokenizer, distilled.matrix.astype(np.float32))
             pair_sims = similarities(model, pairs)
             run = {"seconds": round(time.perf_counter() - tick, 1), **scores(pair_sims, pairs)}
             run["kept_epoch"] = distilled.parts["fit"]["kept_epoch"]
@@ -299,7 +319,7 @@ def main() -> None:
         results["chosen_by_stsb_dev"] = chosen
         if chosen:
             np.save(args.out / f"{chosen}.42.fp16.npy", candidates[chosen]["matrix"].astype(np.float16))
-            readings[VARIANTS[chosen].texts].tokenizer.save(str(args.out / "tokenizer.json"))
+            readings[VARIANTS[chosen].texts, VARIANTS[chosen].words].tokenizer.save(str(args.out / "tokenizer.json"))
             for seed in SEEDS[1:]:
                 fit(chosen, seed)
         for seed in SEEDS[1:]:

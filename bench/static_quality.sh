@@ -5,6 +5,7 @@
 #                                              # corpus (xz), the full MiniLM as fp16 safetensors and the wheels of
 #                                              # sembed's dependencies (.gpu/.whl, not its pruned model), in DIR
 #   bash bench/static_quality.sh run DIR OUT [static_quality.py options]   # there: results and rows in OUT
+#   bash bench/static_quality.sh cli DIR OUT [train options]   # there: `sembed train --method static` and eval sts
 #
 # The GPU machine has torch, transformers and sentence-transformers, and no network; DIR must travel with the
 # tree (the run tool's carry), whose sembed_cli and bench/ the run uses. On a CPU machine `run` works too, with --device cpu, in hours.
@@ -46,8 +47,25 @@ save_file({k: (v.half() if v.is_floating_point() else v).contiguous() for k, v i
     PYTHONPATH=$site:$here PYTHONUNBUFFERED=1 "$python" "$here/bench/static_quality.py" --model "$dir/minilm" \
       --corpus "$dir/corpus.jsonl.xz" --pairs "$dir/pairs" --today "$dir/pairs/today.npz" --out "$out" "$@"
     ;;
+  cli)  # the best recipe through the command line, on the same corpus: train, then embed and eval sts the test sets
+    dir=$2 out=$3
+    shift 3
+    site=$(mktemp -d) work=$(mktemp -d)
+    "$python" -m pip install -q --no-index --no-deps --target "$site" "$dir"/whl/*.whl
+    export PYTHONPATH=$site:$here
+    xz -dc "$dir/corpus.jsonl.xz" > "$work/corpus.jsonl"
+    mkdir -p "$out"
+    /usr/bin/time -v "$python" -m sembed_cli train "$work/corpus.jsonl" --method static -m "$dir/minilm" --fit teacher \
+      --fit-vectors -o "$work/model" "$@" 2> "$out/train.err" || { tail -20 "$out/train.err"; exit 1; }
+    for pairs in stsb-test sick-test; do
+      "$python" -m sembed_cli embed -q -m "$work/model" < "$dir/pairs/$pairs.jsonl" |
+        "$python" -m sembed_cli eval sts -q > "$out/$pairs.json"
+      echo "$pairs $(cat "$out/$pairs.json")"
+    done
+    cp "$work/model/sembed.json" "$out/"
+    ;;
   *)
-    sed -n 2,10p "$0"
+    sed -n 2,11p "$0"
     exit 2
     ;;
 esac

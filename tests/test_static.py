@@ -413,6 +413,75 @@ def test_more_text_after_the_kept_sentences_reads_only_the_rest(tiny_model, tmp_
     )
 
 
+WORDY = (
+    [  # flumberton 6 times, grizzlewick 5, snorklebap 4: made-up words MiniLM's vocabulary splits into pieces
+        f"The {word} {verb} the river."
+        for word, times in (("flumberton", 6), ("grizzlewick", 5), ("snorklebap", 4))
+        for verb in ("sees", "follows", "ignores", "crosses", "loves", "fears")[:times]
+    ]
+    + CORPUS
+)
+
+
+def test_words_seen_five_times_get_a_token_of_their_own_after_the_teachers_ids(tiny_model, tmp_path):
+    def distil(name: str, *args: str) -> Path:
+        run = sembed(
+            "train", "--method", "static", "-m", tiny_model, "--dim", "32", "--weighting", "none", "--device", "cpu",
+            "-o", str(tmp_path / name), "-q", *args, input=jsonl(*({"text": text} for text in WORDY)),
+        )  # fmt: skip
+        assert run.exit_code == 0, run.stderr
+        return tmp_path / name
+
+    pieces, words = distil("pieces"), distil("words", "--words", "10")
+    assert json.loads((words / "sembed.json").read_text())["words"] == {
+        "added": 2,
+        "min_count": 5,
+        "first": ["flumberton", "grizzlewick"],
+        "vocabulary": 30524,
+    }
+    model, before = static_model.load(words), static_model.load(pieces)
+    assert model.matrix.shape == (30524, 32) and before.matrix.shape == (30522, 32)
+    assert model.token_ids(["Flumberton grizzlewick snorklebap the"]) == [
+        [30522, 30523, *before.token_ids(["snorklebap the"])[0]]
+    ]
+    # a word's row starts as the mean of its pieces' (weights none, all 32 dimensions: PCA only rotates the
+    # space), so the word alone, and any text without an added word, has the same cosines as before
+    texts = ["flumberton", "grizzlewick", "snorklebap sees the river", "The dog follows the boat."]
+    now, then = model.encode(texts), before.encode(texts)
+    np.testing.assert_allclose(now @ now.T, then @ then.T, atol=1e-5)
+    from sentence_transformers import SentenceTransformer
+
+    loaded = SentenceTransformer(str(words), device="cpu").encode(["the flumberton sees"])
+    np.testing.assert_allclose(loaded, model.encode(["the flumberton sees"]), atol=1e-6)
+
+
+def test_the_piece_counts_with_added_words_are_those_of_the_extended_tokenizer():
+    from tokenizers import Tokenizer
+
+    from sembed_cli.training import static_words
+
+    tokenizer = Tokenizer.from_file(str(sentence_models.resolve_path(sentence_models.DEFAULT_MODEL) / "tokenizer.json"))
+    counted = static_words.WordCounter(tokenizer)
+    counted.add(WORDY)
+    added = static_words.add_words(tokenizer, counted, 1)
+    assert added.words == ["flumberton"] and len(added.pieces[0]) > 1
+    ids = [i for e in added.tokenizer.encode_batch(WORDY, add_special_tokens=False) for i in e.ids]
+    np.testing.assert_array_equal(added.counts, np.bincount(ids, minlength=30523))
+    assert added.tokenizer.encode("flumbertons", add_special_tokens=False).tokens[0] == "flumberton"  # longest first
+
+
+def test_words_need_a_word_piece_vocabulary():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from sembed_cli.errors import SembedError
+    from sembed_cli.training import static_words
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    with pytest.raises(SembedError, match="--words adds whole words to a word-piece vocabulary, and this model's "):
+        static_words.add_words(tokenizer, static_words.WordCounter(tokenizer), 5)
+
+
 @pytest.mark.parametrize(
     "args, rule",
     [

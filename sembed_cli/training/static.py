@@ -29,6 +29,9 @@ Weights, one per piece, folded into its row:
 with the pieces as its words and these vectors frozen, neighbouring
 sentences of a document as positives; its recipe, ISF start).
 
+--words N gives the input's N most frequent words that the teacher splits
+into pieces a token and a row of their own (`static_words.py`).
+
 --fit teacher instead learns the weights (the log of each, started at the
 weighting's) and with --fit-vectors the vectors too, against the teacher's
 own vectors of the corpus sentences (never an evaluation set), by
@@ -60,7 +63,7 @@ from ..artifacts import ContentHash, building, describe, refuse_existing, write_
 from ..errors import BadRecord, SembedError
 from ..io import RecordSource, check_text, dumps
 from ..models.word_vectors import WordVectors
-from . import static_teacher
+from . import static_teacher, static_words
 from .data import TrainingInput
 from .job import Job, Recipe
 from .model_card import write_model_card
@@ -101,6 +104,8 @@ class StaticSettings(Protocol):
     def teacher_windows(self) -> int: ...
     @property
     def teacher_cache(self) -> str | None: ...
+    @property
+    def words(self) -> int: ...
 
     def reads_corpus(self) -> bool: ...
 
@@ -118,6 +123,7 @@ def described(job: Job, settings: StaticSettings) -> dict:
         "fit_loss": settings.fit_loss,
         "teacher_sentences": settings.teacher_sentences,
         "teacher_windows": settings.teacher_windows,
+        "words": settings.words,
         "epochs": recipe.epochs,
         "batch_size": recipe.batch_size,
         "learning_rate": recipe.lr,
@@ -136,15 +142,23 @@ class Corpus:
     documents: list[tuple[str, str]] = field(default_factory=list)  # (doc_id, text) of every text: --fit nws, windows
 
 
-def read_corpus(source: TrainingInput, tokenizer, text_key: str = "text", doc_key: str | None = None) -> Corpus:
-    """Count the word-pieces of every text (as the static model will split them: no special tokens); with a
-    `doc_key`, also keep each text with its document."""
+def read_corpus(
+    source: TrainingInput,
+    tokenizer,
+    text_key: str = "text",
+    doc_key: str | None = None,
+    words: static_words.WordCounter | None = None,
+) -> Corpus:
+    """Count the word-pieces of every text (as the static model will split them: no special tokens), and its
+    words into `words` when given; with a `doc_key`, also keep each text with its document."""
     corpus = Corpus(np.zeros(tokenizer.get_vocab_size(), dtype=np.int64), hash=source.hash)
     pending: list[str] = []
 
     def count() -> None:
         ids = [i for encoding in tokenizer.encode_batch(pending, add_special_tokens=False) for i in encoding.ids]
         corpus.counts += np.bincount(np.asarray(ids, dtype=np.int64), minlength=len(corpus.counts))
+        if words is not None:
+            words.add(pending)
         pending.clear()
 
     def check(record: dict) -> None:
@@ -305,11 +319,12 @@ class Reading:
     """What the teacher gave: all a distillation needs besides its --dim, --weighting, --fit and --seed."""
 
     teacher: str  # its identity
-    tokenizer: Any  # tokenizers.Tokenizer
-    corpus: Corpus
+    tokenizer: Any  # tokenizers.Tokenizer: the static model's (the teacher's, with --words the words added)
+    corpus: Corpus  # its counts by that tokenizer
     alone: static_teacher.PiecesAlone
     texts: list[str]  # the corpus texts it read, in order
     passed: static_teacher.CorpusPass | None  # its pass over them
+    added: static_words.AddedWords | None = None  # --words
 
     @functools.cached_property
     def ids(self) -> list[list[int]]:
@@ -324,11 +339,19 @@ def read_teacher(
     read from --teacher-cache when it holds them."""
     tokenizer = static_teacher.fast_tokenizer(teacher)
     documents = settings.fit == "nws" or settings.teacher_windows > 0
-    corpus = read_corpus(source, tokenizer, text_key, "doc_id" if documents else None)
+    counted = static_words.WordCounter(tokenizer) if settings.words else None
+    corpus = read_corpus(source, tokenizer, text_key, "doc_id" if documents else None, counted)
     log.info(
         f"{corpus.texts} texts, {int(corpus.counts.sum())} word-pieces, "
         f"{int((corpus.counts > 0).sum())} of the {len(corpus.counts)} pieces seen"
     )
+    added = None
+    if counted is not None:
+        added = static_words.add_words(tokenizer, counted, settings.words)
+        log.info(
+            f"{len(added.words)} words of the input seen {static_words.MIN_COUNT} times or more get a token of "
+            f"their own (of {settings.words} asked for)"
+        )
     tick = time.perf_counter()
     alone = static_teacher.pieces_alone(teacher, tokenizer, device)
     log.info(f"the teacher read its {len(alone.output)} word-pieces alone in {time.perf_counter() - tick:.0f} s")
@@ -351,7 +374,10 @@ def read_teacher(
 
         cache = Path(settings.teacher_cache) if settings.teacher_cache else None
         passed = static_teacher.cached_corpus_pass(cache, teacher_identity, texts, run_pass)
-    return Reading(teacher_identity, tokenizer, corpus, alone, texts, passed)
+    if added is None:
+        return Reading(teacher_identity, tokenizer, corpus, alone, texts, passed)
+    corpus = dataclasses.replace(corpus, counts=added.counts)
+    return Reading(teacher_identity, added.tokenizer, corpus, alone, texts, passed, added)
 
 
 @dataclass
@@ -373,6 +399,8 @@ def distil(
         log.info(f"{seen} of the {len(raw)} word-pieces have a contextual vector; the rest their output alone")
     else:
         raw = reading.alone.sentence
+    if reading.added is not None:
+        raw = reading.added.vectors(raw)
     vectors, reduction, projection = pca(raw, settings.dim, centre=settings.piece_vectors == "alone")
     log.info(f"PCA to {reduction['dim']} dimensions keeps {reduction['variance_kept']:.1%} of the variance")
     weights = piece_weights(settings.weighting, reading.corpus.counts)
@@ -434,6 +462,7 @@ def distil(
             }[settings.weighting]
             | {"name": settings.weighting},
             "fit": fit,
+            **({"words": reading.added.described()} if reading.added is not None else {}),
         },
     )
 

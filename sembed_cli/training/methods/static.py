@@ -92,6 +92,17 @@ class Settings:
             "--fit or --seed); a run that reads more after them (--teacher-windows) reads only the rest."
         ),
     )
+    words: int = option(
+        0,
+        "--words",
+        metavar="N",
+        min=0,
+        help=(
+            "give the N most frequent input words that --model splits into word-pieces (seen 5 times or more) a "
+            "token and a vector of their own, added to its vocabulary: first the mean of their pieces' vectors, "
+            "then fitted with --fit teacher --fit-vectors. 0: the model's word-pieces only."
+        ),
+    )
 
     def reads_corpus(self) -> bool:
         """Whether the teacher reads corpus sentences: for the vectors, or for --fit teacher's targets."""
