@@ -20,7 +20,11 @@ Build CPU-seconds are the process's user + system time around the build (the mat
 is the whole process's (the float32 matrix, 1.46 GB, is in it for the direct engines). Queries/s: one batch of all
 queries at --threads threads (FAISS's OpenMP, hnswlib's and usearch's own threads), best of two.
 
-    python bench/ann_real.py [--name minilm] [--queries 1000] [--threads 2] [--engines faiss-hnsw32,...]
+    python bench/ann_real.py [--name minilm] [--queries 1000] [--threads 2] [--engines faiss-hnsw32,...] \
+        [--rerank-factors 10,30,100] [--built DIR_OR_FAISS_FILE]
+--name static10m: the 11,308,664 static windows (bench/real_vectors.py's 10M set, 256-d), searched mapped from disk;
+its indexes are built and timed by bench/build_cost.py and searched here with --built (one engine a run).
+--rerank-factors: sembed types that re-rank from kept vectors also at those depths (x k; sembed's own is 10).
 Results: bench/results/ann_real_NAME.json and ann_real_NAME.png (the Pareto plot); per-engine results are kept
 under --work, so a run cut short resumes where it stopped.
 """
@@ -45,6 +49,7 @@ SEMBED = str(ROOT / ".venv" / "bin" / "sembed")
 K = 10
 EF = (16, 32, 64, 128, 256, 512, 1024)
 NPROBE = (4, 8, 16, 32, 64, 128, 256)
+MAPPED_FROM = 4 << 30  # bytes of vectors from which the corpus is mapped, not read into RAM (the 10M sets)
 
 ENGINES = {
     # name: (kind, spec)
@@ -59,6 +64,11 @@ ENGINES = {
     "sembed-HNSW32-SQ8": ("sembed", "HNSW32,SQ8"),
     "faiss-IVF4096_HNSW32-PQ96-rerank": ("faiss", "IVF4096_HNSW32,PQ96"),
     "sembed-auto": ("sembed", "auto"),  # the type auto measured cheapest on a 50,000-row sample (indexes/auto.py)
+    # 10M (--name static10m): FAISS's 4 sqrt(N) cells, 4-bit fast-scan codes (32 bytes a vector), re-ranked
+    "sembed-IVF16384_HNSW32-PQ64x4fs": ("sembed", "IVF16384_HNSW32,PQ64x4fs"),
+    "sembed-IVF16384_HNSW32-PQ128x4fs": ("sembed", "IVF16384_HNSW32,PQ128x4fs"),
+    "faiss-IVF16384_HNSW32-PQ64x4fs-rerank": ("faiss", "IVF16384_HNSW32,PQ64x4fs"),
+    "faiss-IVF16384_HNSW32-PQ128x4fs-rerank": ("faiss", "IVF16384_HNSW32,PQ128x4fs"),  # 2 dimensions a code
 }
 
 
@@ -66,8 +76,13 @@ ENGINES = {
 
 
 def load_corpus(name: str) -> np.ndarray:
-    """The float32 unit vectors, in RAM."""
+    """The float32 unit vectors, in RAM; mapped (read as needed) past MAPPED_FROM bytes, already unit length (a
+    static model's vectors are; checked on a sample)."""
     mapped = np.load(REAL / f"{name}.npy", mmap_mode="r")
+    if mapped.nbytes > MAPPED_FROM:
+        norms = np.linalg.norm(np.asarray(mapped[:: max(1, len(mapped) // 10_000)], dtype=np.float32), axis=1)
+        assert np.allclose(norms, 1, atol=1e-4), "a mapped corpus must hold unit vectors"
+        return mapped
     corpus = np.empty(mapped.shape, dtype=np.float32)
     for start in range(0, len(mapped), 100_000):
         block = np.asarray(mapped[start : start + 100_000], dtype=np.float32)
@@ -160,24 +175,30 @@ def peak_rss_gb() -> float:
 # --- engines (each in its own process) --------------------------------------------------------------------------
 
 
-def run_faiss(spec: str, corpus, queries, truth: Truth, threads: int, seed: int) -> dict:
+def run_faiss(spec: str, corpus, queries, truth: Truth, threads: int, seed: int, built: Path | None) -> dict:
+    """Build the factory `spec` from the corpus in RAM, or read the index `built` (by bench/build_cost.py's raw
+    child, which timed it), then sweep its breadth."""
     import faiss
 
     from sembed_cli.indexes import kinds
 
     faiss.omp_set_num_threads(threads)
     before, started = cpu_seconds(), time.perf_counter()
-    index = faiss.index_factory(corpus.shape[1], spec, faiss.METRIC_INNER_PRODUCT)
-    if not index.is_trained:
-        ivf = kinds.ivf_of(index)
-        size = min(len(corpus), max(10_000, kinds.TRAINING_POINTS_PER_CELL * (ivf.nlist if ivf is not None else 0)))
-        sample = corpus[np.sort(np.random.default_rng(seed).choice(len(corpus), size, replace=False))]
-        kinds.train(index, sample, seed)  # IVF cells: the two-level k-means sembed uses (FAISS contrib's)
-    if kinds.hnsw_of(index) is not None:
-        log(f"  efConstruction {kinds.hnsw_of(index).hnsw.efConstruction}")
-    for start in range(0, len(corpus), 100_000):
-        index.add(corpus[start : start + 100_000])
-    build = build_figures(before, started)
+    if built is not None:
+        index = faiss.read_index(str(built))
+        build: dict = {"built_by": "bench/build_cost.py's raw FAISS child"}
+    else:
+        index = faiss.index_factory(corpus.shape[1], spec, faiss.METRIC_INNER_PRODUCT)
+        if not index.is_trained:
+            ivf = kinds.ivf_of(index)
+            size = min(len(corpus), max(10_000, kinds.TRAINING_POINTS_PER_CELL * (ivf.nlist if ivf else 0)))
+            sample = corpus[np.sort(np.random.default_rng(seed).choice(len(corpus), size, replace=False))]
+            kinds.train(index, sample, seed)  # IVF cells: the two-level k-means sembed uses (FAISS contrib's)
+        if kinds.hnsw_of(index) is not None:
+            log(f"  efConstruction {kinds.hnsw_of(index).hnsw.efConstruction}")
+        for start in range(0, len(corpus), 100_000):
+            index.add(corpus[start : start + 100_000])
+        build = build_figures(before, started)
     points = []
     ivf, graph = kinds.ivf_of(index), kinds.hnsw_of(index)
     lossy = kinds.Kind("factory", spec).lossy
@@ -253,7 +274,8 @@ def records_file(name: str, work: Path) -> Path:
     if not described.exists():
         described = REAL / f"{name}.queries.npy.json"  # the same model: written first
     identity = json.loads(described.read_text())["embedding_model"]
-    with open(REAL / "windows.jsonl", encoding="utf-8") as windows, open(path.with_suffix(".tmp"), "w") as out:
+    texts = REAL / ("windows10m.jsonl" if name.endswith("10m") else "windows.jsonl")
+    with open(texts, encoding="utf-8") as windows, open(path.with_suffix(".tmp"), "w") as out:
         for row, line in enumerate(windows):
             record = json.loads(line)
             record.update(embedding_row=row, embedding_model=identity)
@@ -262,51 +284,72 @@ def records_file(name: str, work: Path) -> Path:
     return path
 
 
-def run_sembed(spec: str, name: str, corpus, queries, truth: Truth, threads: int, seed: int, work: Path) -> dict:
-    """Build with `sembed index` (its own process, timed), then search through VectorIndex at each measured breadth."""
+def run_sembed(
+    spec: str,
+    name: str,
+    corpus,
+    queries,
+    truth: Truth,
+    threads: int,
+    seed: int,
+    work: Path,
+    built: Path | None,
+    depths: tuple[int, ...],
+) -> dict:
+    """Build with `sembed index` (its own process, timed), or take the index `built` (by bench/build_cost.py, which
+    timed it), then search through VectorIndex at each breadth measured and of the ladder."""
     import faiss
 
+    from sembed_cli.indexes import kinds
     from sembed_cli.indexes import recall as measured
     from sembed_cli.indexes.directory import VectorIndex
 
-    directory = work / f"sembed-{name}-{spec.replace(',', '_')}"
-    records = records_file(name, work)
-    env = {**os.environ, "SEMBED_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"}
-    command = [SEMBED, "index", "-q", str(records), "--npy", str(REAL / f"{name}.npy"), "--type", spec]
-    command += ["-o", str(directory), "--force", "--seed", str(seed)]
-    started = time.perf_counter()
-    run = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *command], capture_output=True, text=True, env=env)
-    if run.returncode:
-        raise RuntimeError(run.stderr[-2000:])
-    rss_kb, user, system = run.stderr.strip().splitlines()[-1].split()
-    meta = json.loads((directory / "sembed.json").read_text())
-    settings = meta["settings"]
-    build = {
-        "build_seconds": round(time.perf_counter() - started, 1),
-        "build_cpu_seconds": round(float(user) + float(system), 1),
-        "build_peak_rss_gb": round(int(rss_kb) / 1e6, 3),
+    directory = built or work / f"sembed-{name}-{spec.replace(',', '_')}"
+    build: dict = {"built_by": f"bench/build_cost.py (build_cost_{name}.json)"}
+    warnings: list[str] = []
+    if built is None:
+        records = records_file(name, work)
+        env = {**os.environ, "SEMBED_THREADS": str(threads), "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"}
+        command = [SEMBED, "index", "-q", str(records), "--npy", str(REAL / f"{name}.npy"), "--type", spec]
+        command += ["-o", str(directory), "--force", "--seed", str(seed)]
+        started = time.perf_counter()
+        run = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *command], capture_output=True, text=True, env=env)
+        if run.returncode:
+            raise RuntimeError(run.stderr[-2000:])
+        rss_kb, user, system = run.stderr.strip().splitlines()[-1].split()
+        build = {
+            "build_seconds": round(time.perf_counter() - started, 1),
+            "build_cpu_seconds": round(float(user) + float(system), 1),
+            "build_peak_rss_gb": round(int(rss_kb) / 1e6, 3),
+        }
+        warnings = [line for line in run.stderr.splitlines() if line.startswith("warning")]
+    settings = json.loads((directory / "sembed.json").read_text())["settings"]
+    build |= {
         "factory": settings["factory"],
         "measured_at_build": settings.get("recall"),
         **({"auto": settings["auto"]} if "auto" in settings else {}),
-        "warnings": [line for line in run.stderr.splitlines() if line.startswith("warning")],
+        "warnings": warnings,
     }
     log(
-        f"  built {settings['factory']} in {build['build_seconds']} s, "
+        f"  built {settings['factory']} in {build.get('build_seconds', '(timed apart)')} s, "
         f"recall {settings.get('recall', {}).get('measured')}"
     )
     faiss.omp_set_num_threads(threads)
     points = []
     with VectorIndex.load(directory) as index:
-        setting = settings.get("recall", {}).get("parameter")
+        setting = settings.get("recall", {}).get("parameter") or measured.parameter(index.index)[0]
         curve = {int(b): r for b, r in settings.get("recall", {}).get("curve", [])}
         picks = {}
         for target in (0.9, 0.95, 0.99):
             meeting = [b for b, r in curve.items() if r >= target]
             picks[str(target)] = min(meeting) if meeting else max(curve, default=None)
         ladder = set(EF if setting == "ef_search" else NPROBE)
-        for breadth in sorted(set(curve) | ladder) if setting else [None]:
+        factors = depths if index.vectors is not None else (kinds.RERANK_FACTOR,)
+        sweep = [(b, f) for b in (sorted(set(curve) | ladder) if setting else [None]) for f in factors]
+        for breadth, factor in sweep:
             if setting:
                 measured.set_breadth(index.index, setting, breadth)
+            kinds.RERANK_FACTOR = factor  # candidates re-ranked: factor x k (a user cannot set it yet)
 
             def search(q):
                 rows = index.search(q, K)[1]
@@ -316,7 +359,8 @@ def run_sembed(spec: str, name: str, corpus, queries, truth: Truth, threads: int
             found, qps = timed_search(search, queries)
             points.append(
                 {
-                    "breadth": {measured.NAMES.get(setting, "none"): breadth},
+                    "breadth": {measured.NAMES.get(setting, "none"): breadth}
+                    | ({"rerank_depth": factor * K} if index.vectors is not None else {}),
                     "recall": round(truth.recall(found), 4),
                     "queries_per_second": qps,
                     "recall_on_own_vectors": curve.get(breadth) if breadth is not None else None,
@@ -338,13 +382,16 @@ def child(args) -> None:
         f"{len(queries)} queries"
     )
     if kind == "faiss":
-        result = run_faiss(spec, corpus, queries, truth, args.threads, args.seed)
+        result = run_faiss(spec, corpus, queries, truth, args.threads, args.seed, args.built)
     elif kind == "hnswlib":
         result = run_hnswlib(corpus, queries, truth, args.threads, args.seed)
     elif kind == "usearch":
         result = run_usearch(corpus, queries, truth, args.threads, args.seed)
     else:
-        result = run_sembed(spec, args.name, corpus, queries, truth, args.threads, args.seed, args.work)
+        depths = tuple(int(f) for f in args.rerank_factors.split(","))
+        result = run_sembed(
+            spec, args.name, corpus, queries, truth, args.threads, args.seed, args.work, args.built, depths
+        )
     result.update(engine=args.child, peak_rss_gb=peak_rss_gb(), load_average=round(os.getloadavg()[0], 2))
     (args.work / f"{args.name}.{args.child}.json").write_text(json.dumps(result, indent=1) + "\n")
 
@@ -416,6 +463,15 @@ def main() -> None:
     parser = arguments(__doc__.splitlines()[0])
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--rerank-factors",
+        default="10",
+        help="sembed types that re-rank from kept vectors: also sweep re-rank depths of these multiples of k "
+        "(sembed's own is 10: kinds.RERANK_FACTOR)",
+    )
+    parser.add_argument(
+        "--built", type=Path, help="search this index (built and timed by build_cost.py): a sembed directory or .faiss"
+    )
     parser.add_argument("--table", action="store_true", help="print the results' markdown table and stop")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -431,6 +487,8 @@ def main() -> None:
             log(f"{engine} ...")
             command = [PYTHON, __file__, "--child", engine, "--name", args.name, "--queries", str(args.queries)]
             command += ["--threads", str(args.threads), "--seed", str(args.seed), "--work", str(args.work)]
+            command += ["--built", str(args.built)] if args.built else []
+            command += ["--rerank-factors", args.rerank_factors]
             env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(args.threads)}
             if subprocess.run(command, env=env).returncode:
                 log(f"{engine} failed")
@@ -454,7 +512,8 @@ def main() -> None:
         pareto_plot(
             results,
             RESULTS / f"ann_real_{args.name}.png",
-            f"{args.name}: {args.queries} STS-B/SICK queries over 953,433 windows, {args.threads} threads",
+            f"{args.name}: {args.queries} STS-B/SICK queries over "
+            f"{json.loads((REAL / f'{args.name}.npy.json').read_text())['rows']:,} windows, {args.threads} threads",
         )
 
 

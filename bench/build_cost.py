@@ -9,8 +9,10 @@ Each in its own process under /usr/bin/time, interleaved: CPU-seconds (user + sy
 machine change least), wall seconds and peak RSS. sembed runs with --recall 0 (the build alone; the recall
 measurement is timed apart, as `measure_seconds`, by a third run at the smallest size).
 
-    nice -n 10 python bench/build_cost.py [--sizes 100000,953433] [--type hnsw] [--threads 2]
-Results: bench/results/build_cost.json.
+    nice -n 10 python bench/build_cost.py [--name minilm] [--sizes 100000,953433] [--type hnsw] [--threads 2] \
+        [--no-measure]
+--name static10m: the 11,308,664 static window vectors (256-d) and their records. Results:
+bench/results/build_cost.json (--name minilm) or build_cost_NAME.json.
 """
 
 from __future__ import annotations
@@ -45,17 +47,22 @@ def timed(command: list[str], threads: int) -> dict:
     }
 
 
-def raw(size: int, factory: str, output: Path) -> None:
-    """The child: FAISS builds `factory` from the first `size` rows directly."""
+def raw(name: str, size: int, factory: str, seed: int, output: Path) -> None:
+    """The child: FAISS builds `factory` from the first `size` rows directly (inverted lists trained on the same
+    seeded sample, by the same two-level k-means, as sembed's)."""
     import faiss
     import numpy as np
 
-    matrix = np.load(REAL / "minilm.npy", mmap_mode="r")
-    index = faiss.index_factory(matrix.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-    if "HNSW" in factory:  # sembed's construction breadth (kinds.HNSW_EF_CONSTRUCTION)
-        from sembed_cli.indexes import kinds
+    from sembed_cli.indexes import kinds
 
+    matrix = np.load(REAL / f"{name}.npy", mmap_mode="r")
+    index = faiss.index_factory(matrix.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    if kinds.hnsw_of(index) is not None:  # sembed's construction breadth (kinds.HNSW_EF_CONSTRUCTION)
         kinds.hnsw_of(index).hnsw.efConstruction = kinds.HNSW_EF_CONSTRUCTION
+    if not index.is_trained:
+        rows = np.sort(np.random.default_rng(seed).choice(size, kinds.training_size(index, size), replace=False))
+        sample = np.asarray(matrix[rows], dtype=np.float32)
+        kinds.train(index, sample / np.linalg.norm(sample, axis=1, keepdims=True), seed)
     for start in range(0, size, 100_000):
         block = np.array(matrix[start : min(size, start + 100_000)], dtype=np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
@@ -65,30 +72,39 @@ def raw(size: int, factory: str, output: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--name", default="minilm", help="the vectors: runs/real/NAME.npy and its records")
     parser.add_argument("--sizes", default="100000,953433")
     parser.add_argument("--type", default="hnsw", help="sembed's --type (its factory is built raw)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--work", type=Path, default=Path("runs/build_cost"))
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--no-measure", action="store_true", help="skip the third build that times the recall measure")
     parser.add_argument("--raw", nargs=3, metavar=("SIZE", "FACTORY", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.raw:
-        return raw(int(args.raw[0]), args.raw[1], Path(args.raw[2]))
+        return raw(args.name, int(args.raw[0]), args.raw[1], args.seed, Path(args.raw[2]))
     args.work.mkdir(parents=True, exist_ok=True)
-    lines = records_file("minilm", RECORDS).open("rb")
-    sembed = [sys.executable, "-m", "sembed_cli", "index", "-q", "--npy", str(REAL / "minilm.npy")]
+    lines = records_file(args.name, RECORDS).open("rb")
+    sembed = [sys.executable, "-m", "sembed_cli", "index", "-q", "--npy", str(REAL / f"{args.name}.npy")]
     results = []
     for size in map(int, args.sizes.split(",")):
         records = args.work / f"records.{size}.jsonl"
-        with open(records, "wb") as out:
-            lines.seek(0)
-            out.writelines(line for _, line in zip(range(size), lines))
+        whole = size >= json.loads((REAL / f"{args.name}.npy.json").read_text())["rows"]
+        if whole:  # every row: the records file itself, not a copy of it
+            records = records_file(args.name, RECORDS)
+        else:
+            with open(records, "wb") as out:
+                lines.seek(0)
+                out.writelines(line for _, line in zip(range(size), lines))
         directory = args.work / f"sembed.{size}"
-        built = [*sembed, str(records), "--type", args.type, "-o", str(directory), "--force"]
+        built = [*sembed, str(records), "--type", args.type, "-o", str(directory), "--force", "--seed", str(args.seed)]
         ours = timed([*built, "--recall", "0"], args.threads)
         factory = json.loads((directory / "sembed.json").read_text())["settings"]["factory"]
         theirs = timed(
-            [sys.executable, __file__, "--raw", str(size), factory, str(args.work / "raw.faiss")], args.threads
-        )
+            [sys.executable, __file__, "--name", args.name, "--seed", str(args.seed), "--raw", str(size), factory,
+             str(args.work / "raw.faiss")],
+            args.threads,
+        )  # fmt: skip
         result = {
             "size": size,
             "factory": factory,
@@ -98,17 +114,23 @@ def main() -> None:
             "cpu_ratio": round(ours["cpu_seconds"] / theirs["cpu_seconds"], 3),
             "record_path_us": round(1e6 * (ours["cpu_seconds"] - theirs["cpu_seconds"]) / size, 1),
         }
-        if size == min(map(int, args.sizes.split(","))):
+        if size == min(map(int, args.sizes.split(","))) and not args.no_measure:
             measured = timed(built, args.threads)
             result["measure_seconds"] = {"cpu_seconds": round(measured["cpu_seconds"] - ours["cpu_seconds"], 2)}
         log(f"  {result}")
         results.append(result)
-        records.unlink()
-    path = RESULTS / "build_cost.json"  # merged by size: sizes run apart keep each other's figures
+        if not whole:
+            records.unlink()
+    stem = "build_cost" if args.name == "minilm" else f"build_cost_{args.name}"
+    path = RESULTS / f"{stem}.json"  # merged by size and factory: runs apart keep each other's figures
     earlier = json.loads(path.read_text())["results"] if path.exists() else []
-    done = {r["size"] for r in results}
-    results = sorted([r for r in earlier if r["size"] not in done] + results, key=lambda r: r["size"])
-    save("build_cost", {"data": "runs/real/minilm.npy (MiniLM int8 window vectors, 384-d)", "results": results})
+    done = {(r["size"], r["factory"]) for r in results}
+    results = sorted(
+        [r for r in earlier if (r["size"], r["factory"]) not in done] + results, key=lambda r: (r["size"], r["factory"])
+    )
+    data = json.loads((REAL / f"{args.name}.npy.json").read_text())
+    save(stem, {"data": f"runs/real/{args.name}.npy ({data['rows']:,} x {data['dim']}, {data['embedding_model']})",
+                "results": results})  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -12,14 +12,20 @@ are read.
 from __future__ import annotations
 
 import json
+import mmap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import BadRecord, SembedError
 from .io import json_type
 from .models import model_identity
 
+if TYPE_CHECKING:
+    import numpy as np
+
 ROW = "_row"
 PREFIX = "embedding"
+RELEASE_EVERY = 256 << 20  # bytes read through the map between two lettings-go of its pages (`RowVectors.read`)
 
 
 def vector_field(row_field: str) -> str | None:
@@ -49,6 +55,7 @@ class RowVectors:
                 f"{self.path} holds a {self.matrix.ndim}-d {self.matrix.dtype} array, not a matrix of float vectors"
             )
         self.rows = self.matrix.view(np.ndarray)  # a row of it is a plain array (a memmap row costs 6 us to make)
+        self._read_since_release = 0
         self.identity: model_identity.Identity | None = None
         sidecar = sidecar_path(self.path)
         if sidecar.exists():
@@ -66,6 +73,22 @@ class RowVectors:
         for field in [f for f in record if f.startswith(PREFIX) and ROW in f and vector_field(f) is not None]:
             record.setdefault(vector_field(field), self.rows[self.checked_row(record, field)])
         return record
+
+    def read(self, rows: np.ndarray) -> np.ndarray:
+        """float32 copies of the matrix's `rows` (an int array), read through the map. Every RELEASE_EVERY bytes
+        read, the map's pages are let go (madvise DONTNEED: the page cache keeps them, the process no longer
+        counts them), so a pass over a matrix of 11.6 GB holds about that much of it, not all: 10.4 GB of peak
+        RSS at 11.3M x 256 before."""
+        import numpy as np
+
+        block = np.asarray(self.rows[rows], dtype=np.float32)  # fancy indexing: a copy, not a view of the map
+        self._read_since_release += len(block) * self.matrix.strides[0]
+        if self._read_since_release >= RELEASE_EVERY:
+            self._read_since_release = 0
+            mapped = getattr(self.matrix, "_mmap", None)
+            if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
+                mapped.madvise(mmap.MADV_DONTNEED)
+        return block
 
     def row_of(self, record: dict, key: str) -> int | None:
         """The row `record` names for its vector `key` (embedding_row for embedding, embedding_row_a for

@@ -99,3 +99,23 @@ def test_a_bad_row_of_an_npy_matrix_is_refused_with_the_record_that_names_it(row
     records = [{"id": n, "text": f"t{n}", "embedding_row": n, "embedding_model": MODEL} for n in range(3)]
     run = sembed("index", "-q", "--npy", str(tmp_path / "v.npy"), "-o", str(tmp_path / "i"), input=jsonl(*records))
     assert (run.exit_code, run.stderr) == (1, f"error: <stdin>:2: {message}\n")
+
+
+def test_rows_read_through_the_map_are_the_same_after_its_pages_are_let_go(tmp_path, monkeypatch):
+    """An index build reads a matrix larger than memory through a map: every RELEASE_EVERY bytes its pages are
+    let go (so the process does not count the whole file), and what it reads after is still the file's rows."""
+    from sembed_cli import vector_rows
+
+    matrix = np.random.default_rng(0).standard_normal((1000, 8)).astype(np.float16)
+    np.save(tmp_path / "v.npy", matrix)
+    monkeypatch.setattr(vector_rows, "RELEASE_EVERY", 3 * 1024)  # every 192 rows of 16 bytes
+    released = []
+    rows = vector_rows.RowVectors(tmp_path / "v.npy")
+    real = rows.matrix._mmap.madvise
+    monkeypatch.setattr(
+        rows.matrix, "_mmap", type("Map", (), {"madvise": lambda self, *a: released.append(a) or real(*a)})()
+    )
+    for start in range(0, 1000, 100):
+        wanted = np.arange(start, min(start + 100, 1000))[::-1]
+        np.testing.assert_array_equal(rows.read(wanted), matrix[wanted].astype(np.float32))
+    assert len(released) == 5

@@ -189,7 +189,7 @@ class EntryReader:
         if not waiting or self.rows is None:
             return []
         rows = np.fromiter((cast(Pending, entry.pending).row for entry in waiting), np.int64, len(waiting))
-        matrix = np.asarray(self.rows.rows[rows], dtype=np.float32)
+        matrix = self.rows.read(rows)
         if self.dimension is None:
             self.dimension = matrix.shape[1]
         sound = np.isfinite(matrix).all(axis=1) & matrix.any(axis=1) & (matrix.shape[1] == self.dimension)
