@@ -24,7 +24,7 @@ queries at --threads threads (FAISS's OpenMP, hnswlib's and usearch's own thread
         [--rerank-factors 10,30,100] [--built DIR_OR_FAISS_FILE]
 --name static10m: the 11,308,664 static windows (bench/real_vectors.py's 10M set, 256-d), searched mapped from disk;
 its indexes are built and timed by bench/build_cost.py and searched here with --built (one engine a run).
---rerank-factors: sembed types that re-rank from kept vectors also at those depths (x k; sembed's own is 10).
+--rerank-factors: sembed types that re-rank from kept vectors at those depths (x k; default the index's own).
 Results: bench/results/ann_real_NAME.json and ann_real_NAME.png (the Pareto plot); per-engine results are kept
 under --work, so a run cut short resumes where it stopped.
 """
@@ -300,7 +300,6 @@ def run_sembed(
     timed it), then search through VectorIndex at each breadth measured and of the ladder."""
     import faiss
 
-    from sembed_cli.indexes import kinds
     from sembed_cli.indexes import recall as measured
     from sembed_cli.indexes.directory import VectorIndex
 
@@ -344,12 +343,13 @@ def run_sembed(
             meeting = [b for b, r in curve.items() if r >= target]
             picks[str(target)] = min(meeting) if meeting else max(curve, default=None)
         ladder = set(EF if setting == "ef_search" else NPROBE)
-        factors = depths if index.vectors is not None else (kinds.RERANK_FACTOR,)
+        factors = (depths or (index.rerank_factor,)) if index.vectors is not None else (None,)
         sweep = [(b, f) for b in (sorted(set(curve) | ladder) if setting else [None]) for f in factors]
         for breadth, factor in sweep:
             if setting:
                 measured.set_breadth(index.index, setting, breadth)
-            kinds.RERANK_FACTOR = factor  # candidates re-ranked: factor x k (a user cannot set it yet)
+            if factor is not None:
+                measured.rerank_at(index, factor)  # candidates re-ranked: factor x k
 
             def search(q):
                 rows = index.search(q, K)[1]
@@ -360,7 +360,7 @@ def run_sembed(
             points.append(
                 {
                     "breadth": {measured.NAMES.get(setting, "none"): breadth}
-                    | ({"rerank_depth": factor * K} if index.vectors is not None else {}),
+                    | ({"rerank_depth": factor * K} if factor is not None else {}),
                     "recall": round(truth.recall(found), 4),
                     "queries_per_second": qps,
                     "recall_on_own_vectors": curve.get(breadth) if breadth is not None else None,
@@ -388,7 +388,7 @@ def child(args) -> None:
     elif kind == "usearch":
         result = run_usearch(corpus, queries, truth, args.threads, args.seed)
     else:
-        depths = tuple(int(f) for f in args.rerank_factors.split(","))
+        depths = tuple(int(f) for f in args.rerank_factors.split(",") if f)
         result = run_sembed(
             spec, args.name, corpus, queries, truth, args.threads, args.seed, args.work, args.built, depths
         )
@@ -465,9 +465,9 @@ def main() -> None:
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument(
         "--rerank-factors",
-        default="10",
-        help="sembed types that re-rank from kept vectors: also sweep re-rank depths of these multiples of k "
-        "(sembed's own is 10: kinds.RERANK_FACTOR)",
+        default="",
+        help="sembed types that re-rank from kept vectors: sweep re-rank depths of these multiples of k (default: "
+        "the index's own, settings.rerank_factor)",
     )
     parser.add_argument(
         "--built", type=Path, help="search this index (built and timed by build_cost.py): a sembed directory or .faiss"

@@ -39,12 +39,15 @@ def build(tmp_path: Path, tiny_model: str, kind: str, *extra: str, count: int = 
     return out, json.loads((out / "sembed.json").read_text())["settings"]
 
 
-def exact_recall(index_dir: Path, matrix: np.ndarray) -> float:
-    """recall@10 of the index as loaded on the queries recall.held_out makes from `matrix` (seed 42), by brute
-    force."""
+def exact_recall(index_dir: Path, matrix: np.ndarray, rerank_factor: int | None = None) -> float:
+    """recall@10 of the index as loaded (re-ranking `rerank_factor` x 10 candidates where given) on the queries
+    recall.held_out makes from `matrix` (seed 42), by brute force."""
     queries = recall.held_out(np.arange(len(matrix)), 42, lambda rows: matrix[rows])
     kth = np.sort(queries @ matrix.T, axis=1)[:, -10]
     with VectorIndex.load(index_dir) as index:
+        if rerank_factor is not None:
+            recall.rerank_at(index, rerank_factor)
+            assert index.rerank_factor == rerank_factor
         found = index.search(queries, 10)[1]
     exact = np.take_along_axis(queries @ matrix.T, np.maximum(found, 0), 1)
     return float(((exact >= kth[:, None] - 1e-5) & (found >= 0)).mean())
@@ -153,3 +156,29 @@ def test_a_large_index_measures_again_once_a_share_of_its_rows_changed(tiny_mode
     assert sembed("index", "-q", "--update", str(out), input=records(more[20:], start=3020)).exit_code == 0
     after = json.loads((out / "sembed.json").read_text())["settings"]["recall"]
     assert after["when"] == "update" and after["changed_since"] == 0  # 40 of 3,040: measured again
+
+
+def test_lossy_codes_under_the_target_climb_again_at_a_deeper_re_rank(tiny_model, tmp_path):
+    """Codes so coarse that the first 100 candidates miss neighbours whatever the nprobe: the ladder climbs again
+    re-ranking 3x and 10x as many, keeps the first depth that meets the target, and search uses it."""
+    out, settings = build(tmp_path, tiny_model, "IVF16,PQ4x4fs", "--recall", "0.9")
+    measured = settings["recall"]
+    assert settings["rerank_factor"] == measured["rerank_factor"] in recall.RERANK_FACTORS[1:]
+    assert measured["met"] and measured["measured"] >= measured["aimed"]
+    run = sembed("search", "-v", "--index", str(out), input=records(vectors(4000)[:1]))
+    assert f"(nprobe {measured['breadth']}, re-rank depth {measured['rerank_factor'] * 10}, target 0.9" in run.stderr
+    deep = exact_recall(out, vectors(4000))  # the measurement asks k + 1 rows (a deeper re-rank by a tenth)
+    assert deep == pytest.approx(measured["measured"], abs=0.01)
+    assert exact_recall(out, vectors(4000), recall.RERANK_FACTORS[0]) < deep - 0.02  # the first depth, same nprobe
+
+
+def test_a_narrower_nprobe_narrows_the_cell_graph_too():
+    """The cell graph of IVF{K}_HNSW32 looks 2 x nprobe wide, set with nprobe and not only raised: a ladder that
+    climbed to nprobe 2,048 before choosing 384 left efSearch 4,096 in a 10M index, 16x slower at every search."""
+    import faiss
+
+    index = faiss.index_factory(DIM, "IVF64_HNSW32,Flat", faiss.METRIC_INNER_PRODUCT)
+    quantizer = faiss.downcast_index(recall.kinds.ivf_of(index).quantizer)
+    for nprobe, ef in ((32, 64), (64, 128), (4, recall.kinds.QUANTIZER_EF_SEARCH), (48, 96)):
+        recall.set_breadth(index, "nprobe", nprobe)
+        assert (recall.kinds.ivf_of(index).nprobe, quantizer.hnsw.efSearch) == (nprobe, ef)

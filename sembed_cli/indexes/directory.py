@@ -219,6 +219,12 @@ class VectorIndex:
     def settings(self) -> dict:
         return self.metadata.get("settings", {})
 
+    @property
+    def rerank_factor(self) -> int:
+        """Candidates a query re-ranks from the kept vectors (lossy types), as a multiple of k: the depth the
+        recall measurement chose (settings.rerank_factor, indexes/recall.py), else kinds.RERANK_FACTOR."""
+        return int(self.settings.get("rerank_factor", kinds.RERANK_FACTOR))
+
     def records(self, rows) -> dict[int, tuple[object, dict]]:
         """row -> (id, payload) of `rows` (-1 and removed rows left out)."""
         return {row: (loads(key), payload_record(payload)) for row, (key, payload) in self.store.records(rows).items()}
@@ -487,7 +493,7 @@ class VectorIndex:
         self.verified()  # damage is an error before the first answer
         queries = unit_rows(queries)
         allowed = selector  # the caller's: the removed rows are left out of the fresh ones apart
-        asked = k * kinds.RERANK_FACTOR if self.vectors is not None else k
+        asked = k * self.rerank_factor if self.vectors is not None else k
         graph = kinds.hnsw_of(self.index)
         params = None
         if selector is None and len(self.removed):

@@ -45,6 +45,7 @@ IVF_NPROBE = 16
 MAX_NPROBE = 256
 TRAINING_POINTS_PER_CELL = 39  # FAISS warns below this many training vectors a cell
 TWO_LEVEL_FROM = 1024  # cells from which k-means is done in two levels
+QUANTIZER_EF_SEARCH = 16  # a graph quantiser's least efSearch (FAISS's default), 2 x nprobe above it
 RERANK_FACTOR = 10  # lossy codes: FAISS's best RERANK_FACTOR x k, re-ranked by exact cosine
 
 
@@ -274,7 +275,9 @@ def set_search_breadth(index, kind_nprobe: int | None, ef_search: int | None) ->
         ivf.nprobe = min(kind_nprobe, ivf.nlist)
         quantizer = faiss.downcast_index(ivf.quantizer)
         if isinstance(quantizer, faiss.IndexHNSW):  # a graph over the cells must look wider than the cells it returns
-            quantizer.hnsw.efSearch = max(quantizer.hnsw.efSearch, 2 * ivf.nprobe)
+            # set, not raised: a recall ladder that climbed to nprobe 2,048 left efSearch 4,096 in the saved file,
+            # and every search at nprobe 64 walked the cell graph that wide (16x slower at 11.3M rows)
+            quantizer.hnsw.efSearch = max(QUANTIZER_EF_SEARCH, 2 * ivf.nprobe)
     if graph is not None:
         graph.hnsw.efSearch = ef_search or HNSW_EF_SEARCH
 
