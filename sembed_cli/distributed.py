@@ -46,17 +46,3 @@ def refuse(what: str) -> None:
         "and write the same output",
         "run it as one process, without torchrun; `train --method sbert|cf|ta` can run distributed",
     )
-
-
-def finish() -> None:
-    """End a distributed run together: each rank waits at a barrier until rank 0 has written the model, then all
-    leave the process group at once. A rank that returned while its peers still used the group tore gloo's
-    threads down under them at interpreter exit, and now and then aborted ("terminate called without an active
-    exception"); leaving the group alone, without the barrier, hung a rank whose peers had gone."""
-    if world_size() == 1:
-        return
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()

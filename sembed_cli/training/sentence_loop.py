@@ -27,7 +27,7 @@ from transformers import TrainerCallback, set_seed
 
 from .. import console, signals
 from ..artifacts import building, describe, refuse_existing, write_metadata
-from ..distributed import finish, is_main_process, world_size  # under torchrun only rank 0 writes artifacts
+from ..distributed import is_main_process, world_size  # under torchrun only rank 0 writes artifacts
 from ..models import sentence_models
 from . import checkpoints
 from .job import Job
@@ -355,5 +355,4 @@ def train_and_save(
             f"wrote {output} ({run.steps} steps in {run.seconds:.0f}s, final epoch loss "
             f"{run.epoch_losses[-1] if run.epoch_losses else float('nan'):.4f})"
         )
-    finish()  # every rank together, once rank 0 has written
     return metadata
