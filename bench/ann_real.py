@@ -190,8 +190,7 @@ def run_faiss(spec: str, corpus, queries, truth: Truth, threads: int, seed: int,
     else:
         index = faiss.index_factory(corpus.shape[1], spec, faiss.METRIC_INNER_PRODUCT)
         if not index.is_trained:
-            ivf = kinds.ivf_of(index)
-            size = min(len(corpus), max(10_000, kinds.TRAINING_POINTS_PER_CELL * (ivf.nlist if ivf else 0)))
+            size = kinds.training_size(index, len(corpus))  # the sample sembed's build and build_cost.py take
             sample = corpus[np.sort(np.random.default_rng(seed).choice(len(corpus), size, replace=False))]
             kinds.train(index, sample, seed)  # IVF cells: the two-level k-means sembed uses (FAISS contrib's)
         if kinds.hnsw_of(index) is not None:

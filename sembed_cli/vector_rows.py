@@ -28,6 +28,15 @@ PREFIX = "embedding"
 RELEASE_EVERY = 256 << 20  # bytes read through the map between two lettings-go of its pages (`RowVectors.read`)
 
 
+def let_go(mapped: np.ndarray | None) -> None:
+    """Drop the pages of `mapped` (a numpy memmap) from this process, where the OS can (madvise DONTNEED): the page
+    cache keeps them, so reading them again costs no disk, but the process no longer counts the pages it touched,
+    which a pass over a file larger than memory would otherwise all keep."""
+    handle = getattr(mapped, "_mmap", None)
+    if handle is not None and hasattr(mmap, "MADV_DONTNEED"):
+        handle.madvise(mmap.MADV_DONTNEED)
+
+
 def vector_field(row_field: str) -> str | None:
     """The vector field a row-number field stands for (embedding_row_a -> embedding_a), None for other fields."""
     if not row_field.startswith(PREFIX) or ROW not in row_field or row_field == model_identity.FIELD:
@@ -76,18 +85,15 @@ class RowVectors:
 
     def read(self, rows: np.ndarray) -> np.ndarray:
         """float32 copies of the matrix's `rows` (an int array), read through the map. Every RELEASE_EVERY bytes
-        read, the map's pages are let go (madvise DONTNEED: the page cache keeps them, the process no longer
-        counts them), so a pass over a matrix of 11.6 GB holds about that much of it, not all: 10.4 GB of peak
-        RSS at 11.3M x 256 before."""
+        read, the map's pages are let go (`let_go`), so a pass over a matrix of 11.6 GB holds about that much of
+        it, not all: 10.4 GB of peak RSS at 11.3M x 256 before."""
         import numpy as np
 
         block = np.asarray(self.rows[rows], dtype=np.float32)  # fancy indexing: a copy, not a view of the map
         self._read_since_release += len(block) * self.matrix.strides[0]
         if self._read_since_release >= RELEASE_EVERY:
             self._read_since_release = 0
-            mapped = getattr(self.matrix, "_mmap", None)
-            if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
-                mapped.madvise(mmap.MADV_DONTNEED)
+            let_go(self.matrix)
         return block
 
     def row_of(self, record: dict, key: str) -> int | None:

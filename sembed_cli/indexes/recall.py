@@ -247,13 +247,14 @@ def measure_index(
                 curve.update(old)
             else:
                 chosen = 0
-        for factor in RERANK_FACTORS if deepens and not chosen else () if chosen else (None,):
-            if factor is not None:
-                rerank_at(view, factor)
-                curve = {}
-            chosen = climb(measure, first, last, goal, curve)
-            if curve[chosen] >= goal:
-                break
+        if not chosen:
+            for factor in RERANK_FACTORS if deepens else (None,):
+                if factor is not None:
+                    rerank_at(view, factor)
+                    curve = {}
+                chosen = climb(measure, first, last, goal, curve)
+                if curve[chosen] >= goal:
+                    break
     set_breadth(view.index, setting, chosen)
     reached = curve[chosen]
     if reached < goal and warn:

@@ -8,7 +8,6 @@ cosines to about 1e-3, which re-ranks FAISS's candidates as float32 does (bench/
 
 from __future__ import annotations
 
-import mmap
 import os
 from pathlib import Path
 
@@ -71,12 +70,12 @@ class VectorFile:
         return self._map
 
     def let_go(self) -> None:
-        """Drop the map's pages from this process (madvise DONTNEED; the page cache keeps them): a pass that reads
-        rows all over a large file (the recall measurement's re-ranking, a thousand queries a breadth) would
-        otherwise count every page it touched, 10 GB of peak RSS at 11.3M rows."""
-        mapped = getattr(self._map, "_mmap", None)
-        if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
-            mapped.madvise(mmap.MADV_DONTNEED)
+        """Drop the map's pages from this process (`vector_rows.let_go`): a pass that reads rows all over a large
+        file (the recall measurement's re-ranking, a thousand queries a breadth) would otherwise count every page
+        it touched."""
+        from ..vector_rows import let_go
+
+        let_go(self._map)
 
     def read(self, rows: np.ndarray, committed: int) -> np.ndarray:
         """float32 vectors of `rows` (row numbers below `committed`), in their order, through the memory map (a

@@ -61,8 +61,10 @@ class AddedWords:
 
     def vectors(self, pieces_vectors: np.ndarray) -> np.ndarray:
         """The teacher's piece vectors with a row appended for each word: the mean of its pieces' rows."""
-        added = np.stack([pieces_vectors[ids].mean(axis=0) for ids in self.pieces]) if self.words else None
-        return pieces_vectors if added is None else np.concatenate([pieces_vectors, added]).astype(np.float32)
+        if not self.words:
+            return pieces_vectors
+        added = np.stack([pieces_vectors[ids].mean(axis=0) for ids in self.pieces])
+        return np.concatenate([pieces_vectors, added]).astype(np.float32)
 
     def described(self) -> dict:
         return {
