@@ -16,6 +16,8 @@ as `sembed train --method static`: `training/static.py`'s `read_teacher` and
     words4k-sentences  the same with --words 4000
     words-100k     today's 100,000 sentences with every such word
     words-sentences-e10  words-sentences fitted for 10 epochs
+    words-sentences-dim384  words-sentences at the teacher's 384 dimensions (no PCA reduction)
+    wsd384-lr3e-3, wsd384-lr3e-4, wsd384-b64, wsd384-b1024  the same at another --lr or --batch-size
 
 Each is scored on STS-B dev (which picks the candidate that gets three seeds, so that the test sets choose
 nothing), STS-B test and SICK-R test: the cosine of each pair's static vectors (`StaticModel.encode`, as `sembed
@@ -78,6 +80,8 @@ class Variant:
     dim: int = 256
     epochs: int = method.RECIPE.epochs
     words: int = 0  # --words
+    lr: float = method.RECIPE.lr
+    batch_size: int = method.RECIPE.batch_size
 
 
 VARIANTS = {
@@ -92,6 +96,11 @@ VARIANTS = {
     "words4k-sentences": Variant("sentences", words=4000),
     "words-100k": Variant("100k", words=ALL),
     "words-sentences-e10": Variant("sentences", epochs=10, words=ALL),  # the words' new rows fitted longer
+    "words-sentences-dim384": Variant("sentences", dim=384, words=ALL),  # the two that each helped, together
+    "wsd384-lr3e-3": Variant("sentences", dim=384, words=ALL, lr=3e-3),
+    "wsd384-lr3e-4": Variant("sentences", dim=384, words=ALL, lr=3e-4),
+    "wsd384-b64": Variant("sentences", dim=384, words=ALL, batch_size=64),
+    "wsd384-b1024": Variant("sentences", dim=384, words=ALL, batch_size=1024, lr=3e-3),
 }
 FIRST = ("control", "infonce-100k", "cosine-all", "infonce-all")  # the run's default variants
 
@@ -293,7 +302,9 @@ def main() -> None:
                 words=variant.words,
                 **TEXTS[texts],
             )
-            recipe = dataclasses.replace(method.RECIPE, epochs=variant.epochs)
+            recipe = dataclasses.replace(
+                method.RECIPE, epochs=variant.epochs, lr=variant.lr, batch_size=variant.batch_size
+            )
             distilled = static.distil(
                 reading,
                 settings,
