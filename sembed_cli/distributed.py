@@ -46,3 +46,17 @@ def refuse(what: str) -> None:
         "and write the same output",
         "run it as one process, without torchrun; `train --method sbert|cf|ta` can run distributed",
     )
+
+
+def finish() -> None:
+    """End a distributed run together: each rank waits at a barrier until rank 0 has written the model, then all
+    leave the process group at once, its threads joined while the interpreter still runs. The training's
+    DistributedDataParallel wrapper must be gone by then (`sentence_loop.release_wrapper`): its Reducer holding
+    the group past this point destroyed it later under the GIL, a deadlock with gloo's threads."""
+    if world_size() == 1:
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()

@@ -27,7 +27,7 @@ from transformers import TrainerCallback, set_seed
 
 from .. import console, signals
 from ..artifacts import building, describe, refuse_existing, write_metadata
-from ..distributed import is_main_process, world_size  # under torchrun only rank 0 writes artifacts
+from ..distributed import finish, is_main_process, world_size  # under torchrun only rank 0 writes artifacts
 from ..models import sentence_models
 from . import checkpoints
 from .job import Job
@@ -243,6 +243,8 @@ def fine_tune(
     finally:
         progress.close()
     epoch_losses = [round(float(entry["loss"]), 6) for entry in trainer.state.log_history if "loss" in entry]
+    if args.world_size > 1:
+        release_wrapper(trainer)
     return TrainingRun(
         model=trainer.model,
         steps=trainer.state.global_step,
@@ -255,6 +257,22 @@ def fine_tune(
         world_size=args.world_size,
         global_batch_size=args.train_batch_size * args.gradient_accumulation_steps * args.world_size,
     )
+
+
+def release_wrapper(trainer: Trainer) -> None:
+    """Free the DistributedDataParallel wrapper of a distributed run now, while the process group is alive.
+
+    Left to the garbage collector, the trainer's cycles kept it to interpreter exit, or to after
+    `distributed.finish` had left the group: its Reducer then held the last reference to the gloo process group
+    and destroyed it holding the GIL while a gloo thread waited for the GIL (a hang, seen under gdb), or tore
+    gloo's threads down at exit ("terminate called without an active exception", a rank aborting now and then).
+    """
+    import gc
+
+    trainer.accelerator.free_memory()
+    trainer.model_wrapped = trainer.model
+    trainer.optimizer = trainer.lr_scheduler = None
+    gc.collect()
 
 
 @dataclass
@@ -355,4 +373,5 @@ def train_and_save(
             f"wrote {output} ({run.steps} steps in {run.seconds:.0f}s, final epoch loss "
             f"{run.epoch_losses[-1] if run.epoch_losses else float('nan'):.4f})"
         )
+    finish()  # every rank together, once rank 0 has written
     return metadata
