@@ -337,10 +337,7 @@ def run_sembed(
     with VectorIndex.load(directory) as index:
         setting = settings.get("recall", {}).get("parameter") or measured.parameter(index.index)[0]
         curve = {int(b): r for b, r in settings.get("recall", {}).get("curve", [])}
-        picks = {}
-        for target in (0.9, 0.95, 0.99):
-            meeting = [b for b, r in curve.items() if r >= target]
-            picks[str(target)] = min(meeting) if meeting else max(curve, default=None)
+        picks = picked(curve, setting)
         ladder = set(EF if setting == "ef_search" else NPROBE)
         factors = (depths or (index.rerank_factor,)) if index.vectors is not None else (None,)
         sweep = [(b, f) for b in (sorted(set(curve) | ladder) if setting else [None]) for f in factors]
@@ -368,6 +365,18 @@ def run_sembed(
             )
             log(f"  {points[-1]}")
     return {**build, "points": points, "disk_bytes": sum(p.stat().st_size for p in directory.iterdir())}
+
+
+def picked(curve: dict[int, float], setting: str | None) -> dict[str, int | None]:
+    """The breadth `search --recall R` picks from the measured curve for R = 0.9, 0.95, 0.99 (recall.apply_target:
+    the cheapest that reached recall.aimed(R), else the widest)."""
+    from sembed_cli.indexes import recall
+
+    picks = {}
+    for target in (0.9, 0.95, 0.99):
+        meeting = [b for b, r in curve.items() if r >= recall.aimed(setting, target)]
+        picks[str(target)] = min(meeting) if meeting else max(curve, default=None)
+    return picks
 
 
 def child(args) -> None:

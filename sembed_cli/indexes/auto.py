@@ -106,7 +106,7 @@ def choose(raw: VectorFile, count: int, settings) -> kinds.Kind:
     started = time.perf_counter()
     size = min(count, SAMPLE_ROWS)
     rows = np.sort(np.random.default_rng(settings.seed).choice(count, size=size, replace=False))
-    sample = np.ascontiguousarray(raw.sample(rows), dtype=np.float32)
+    sample = np.ascontiguousarray(raw.rows(rows), dtype=np.float32)
     log.info(f"--type auto: measuring {', '.join(CANDIDATES)} on {size:,} sampled rows for recall {settings.recall}")
     measured = {}
     with tempfile.TemporaryDirectory(dir=raw.path.parent) as work:

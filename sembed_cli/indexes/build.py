@@ -226,7 +226,7 @@ def train_from_file(index, vectors: VectorFile, count: int, seed: int) -> None:
     """Train on a seeded sample of the rows (kinds.training_size of them), read from the file: never all rows."""
     size = kinds.training_size(index, count)
     rows = np.sort(np.random.default_rng(seed).choice(count, size=size, replace=False))
-    sample = vectors.sample(rows)
+    sample = vectors.rows(rows)
     log.info(f"training the {kinds.unwrap(index).__class__.__name__} on {size} sampled vectors")
     kinds.train(index, sample, seed)
 

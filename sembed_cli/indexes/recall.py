@@ -17,9 +17,11 @@ where the cells were trained, near the centroids of its neighbours' cells; a sen
 falls between cells, and its neighbours' cells rank lower among its centroids. Queries further from the corpus
 do not close the gap: blends of four rows, unit(x + y + z + w), missed 0.064 / 0.024 at nprobe 256 / 512, and a
 row with a random direction of 1.6 times its length added, whose nearest row is as far as a real query's
-(cosine 0.53), 0.066 / 0.034 (500 queries each; real 0.076 / 0.042). So on inverted lists the ladder aims at
-missing IVF_MISS_SHARE of what the target allows (`aimed`: 0.975 for 0.95), a margin measured on this one real
-set and kept on the safe side of it (bench/recall_calibration.py records proxy against real for both types).
+(cosine 0.53), 0.066 / 0.034 (500 queries each; real 0.076 / 0.042). At 10M (11.3M static
+window vectors, IVF16384_HNSW32,PQ128x4fs) the share was lower still: aimed at 0.975, the blended queries found
+0.9755 at nprobe 416 and real ones 0.947 (0.46). So on inverted lists the ladder aims at missing IVF_MISS_SHARE
+of what the target allows (`aimed`: 0.98 for 0.95), a margin measured on these two real sets and kept on the safe
+side of both (bench/recall_calibration.py records proxy against real for both types).
 The breadth (efSearch of a graph, nprobe of inverted lists) climbs a ladder, doubling until the recall reaches
 CURVE_UP_TO (or stops growing), then bisects for the cheapest breadth that meets R. The whole
 curve (breadth -> recall) goes into sembed.json (`settings.recall`), with the chosen breadth where the search reads
@@ -32,8 +34,12 @@ Lossy codes re-ranked from the kept vectors have a second breadth: the re-rank d
 candidates. Where the codes rank the true neighbours too low, no nprobe finds them in the first 10 k: at 10M static
 windows (IVF16384_HNSW32,PQ128x4fs) real queries found 0.939 at nprobe 256 and 100 candidates, 0.959 with 300
 (bench/results/ann_real_static10m.json). So on inverted lists with kept vectors, a climb that ends under the target
-climbs again at the next depth; the depth chosen goes into sembed.json (`settings.rerank_factor`), where search
-reads it, and `search -v` prints it.
+climbs again at the next depth; and one that meets it climbs again at the next depth too, where that can pay:
+the deeper depth is kept when it meets the target at under half the nprobe and its search, timed on the sample's
+queries (best of three), takes at most DEEPER_GAIN of the shallower one's (`cheapest_depth`). The depth chosen
+goes into sembed.json (`settings.rerank_factor`), where search reads it, and `search -v` prints it. Like `--type
+auto`'s choice, the depth is the machine's when two are near: the recall of each is deterministic, the timing
+is not.
 
 The method is the one ANN benchmarks use (ann-benchmarks, big-ann-benchmarks: recall@k against exact search,
 ties counted), with queries made from the corpus itself, since a build has no others.
@@ -63,7 +69,7 @@ DEFAULT_TARGET = 0.95
 SAMPLE = 1_000  # queries drawn from the corpus: the recall's standard error is about 0.005 at 0.95
 BLEND = 0.6  # a query is unit(x + BLEND y) of two drawn rows: calibrated against real queries (held_out)
 K = 10
-IVF_MISS_SHARE = 0.5  # inverted lists aim to miss this share of what the target allows (aimed(), module doc)
+IVF_MISS_SHARE = 0.4  # inverted lists aim to miss this share of what the target allows (aimed(), module doc)
 CURVE_UP_TO = 0.99  # the ladder climbs this far (or until recall stops growing), so search --recall can ask more
 PLATEAU = 0.0005  # a doubling that gains less than this ends the climb
 TIE = 1e-5  # cosines this close to the k-th exact one count as ties (hits)
@@ -72,6 +78,7 @@ REMEASURE_SHARE = 0.01  # an update measures again once this share of the rows c
 REMEASURE_ALWAYS_BELOW = 100_000  # rows under which every update measures again (a second or less)
 NAMES = {"ef_search": "efSearch", "nprobe": "nprobe"}
 RERANK_FACTORS = (kinds.RERANK_FACTOR, 3 * kinds.RERANK_FACTOR, 10 * kinds.RERANK_FACTOR)  # depths x k, in turn
+DEEPER_GAIN = 0.8  # a deeper re-rank that meets the target is kept when its search takes at most this share
 
 Chunks = Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]  # (row numbers, float32 unit vectors) per block
 
@@ -223,13 +230,11 @@ def measure_index(
 
     def measure(breadth: int) -> float:
         set_breadth(view.index, setting, breadth)
-        found = sample.recall(view.search(sample.queries, sample.k + 1)[1], vectors)
-        if view.vectors is not None:
-            view.vectors.let_go()  # its pages, read all over the file, are not the process's to keep
-        return found
+        return sample.recall(view.search(sample.queries, sample.k + 1)[1], vectors)
 
     goal = aimed(setting, target)
     curve: dict[int, float] = {}
+    depths: list[dict] = []  # the re-rank depths tried (cheapest_depth)
     deepens = setting == "nprobe" and view.vectors is not None  # a second breadth: the re-rank depth (module doc)
     if deepens:
         rerank_at(view, int((previous or {}).get("rerank_factor", kinds.RERANK_FACTOR)))
@@ -247,14 +252,10 @@ def measure_index(
                 curve.update(old)
             else:
                 chosen = 0
-        if not chosen:
-            for factor in RERANK_FACTORS if deepens else (None,):
-                if factor is not None:
-                    rerank_at(view, factor)
-                    curve = {}
-                chosen = climb(measure, first, last, goal, curve)
-                if curve[chosen] >= goal:
-                    break
+        if not chosen and deepens:
+            chosen, curve, depths = cheapest_depth(view, sample, measure, first, last, goal)
+        elif not chosen:
+            chosen = climb(measure, first, last, goal, curve)
     set_breadth(view.index, setting, chosen)
     reached = curve[chosen]
     if reached < goal and warn:
@@ -278,7 +279,52 @@ def measure_index(
         "method": f"queries unit(x + {BLEND} y) of drawn rows against exact search, ties hits",
     }
     depth = {"rerank_factor": view.rerank_factor} if deepens else {}
-    return {"recall": recall | depth, **({setting: chosen} if setting else {}), **depth}
+    tried = {"depths": depths} if depths else {}
+    return {"recall": recall | depth | tried, **({setting: chosen} if setting else {}), **depth}
+
+
+def cheapest_depth(
+    view: VectorIndex, sample: Sample, measure: Callable[[int], float], first: int, last: int, goal: float
+) -> tuple[int, dict[int, float], list[dict]]:
+    """(nprobe, its curve, each depth tried) of the re-rank depth that meets `goal` in the least time, left set on
+    `view`: the
+    nprobe climb at each depth of RERANK_FACTORS in turn, deeper while a depth is unmet, or met at under half
+    the nprobe of the one before and, timed, faster by DEEPER_GAIN (re-ranking 3x the candidates can cost less
+    than probing twice the lists: at 10M, 300 at nprobe 256 answered faster than 100 at 640, module doc)."""
+    met: tuple[float, int, int, dict[int, float]] | None = None  # the fastest met: (seconds, factor, nprobe, curve)
+    unmet: tuple[int, int, dict[int, float]] = (0, 0, {})  # the deepest that did not: (factor, nprobe, curve)
+    tried: list[dict] = []  # what sembed.json keeps of each: its depth, nprobe, recall and search seconds
+    for factor in RERANK_FACTORS:
+        rerank_at(view, factor)
+        curve: dict[int, float] = {}
+        widest = last if met is None else max(first, met[2] // 2)  # past half the lists a deeper depth cannot pay
+        chosen = climb(measure, first, widest, goal, curve)
+        tried.append({"rerank_factor": factor, "breadth": chosen, "measured": round(curve[chosen], 4)})
+        if curve[chosen] < goal:
+            if met is not None:
+                break
+            unmet = (factor, chosen, curve)
+            continue
+        if met is not None and chosen > met[2] // 2:
+            break
+        seconds = tried[-1]["seconds"] = search_seconds(view, sample, chosen)
+        if met is not None and seconds > DEEPER_GAIN * met[0]:
+            break
+        met = (seconds, factor, chosen, curve)
+    factor, chosen, curve = met[1:] if met is not None else unmet
+    rerank_at(view, factor)
+    return chosen, curve, tried
+
+
+def search_seconds(view: VectorIndex, sample: Sample, nprobe: int) -> float:
+    """The least of three timings of the sample's search at `nprobe` (the view's depth)."""
+    set_breadth(view.index, "nprobe", nprobe)
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        view.search(sample.queries, sample.k + 1)
+        timings.append(time.perf_counter() - started)
+    return min(timings)
 
 
 def rerank_at(view: VectorIndex, factor: int) -> None:
@@ -313,12 +359,10 @@ def measure_build(
     """sembed.json settings for a new index of `count` rows: raw holds their float32 unit vectors, kept the
     vectors search re-ranks with (lossy types); the target and seed are `settings`' (--nprobe: measured, not
     tuned)."""
-    view = view_of(index, raw, kept, count)
+    view = view_of(index, raw, kept.unmapped() if kept is not None else None, count)
 
     def vectors(rows: np.ndarray) -> np.ndarray:
-        found = raw.read(np.asarray(rows, dtype=np.int64), count)
-        raw.let_go()
-        return found
+        return raw.rows(np.asarray(rows, dtype=np.int64))
 
     def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for first, block in raw.chunks(count, size=BLOCK):
@@ -347,16 +391,19 @@ def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int,
     if not afresh and loaded.count >= REMEASURE_ALWAYS_BELOW and pending < REMEASURE_SHARE * loaded.count:
         return {"recall": {**previous, "changed_since": pending}}
     store = loaded.store
-    view = dataclasses.replace(loaded, removed=np.asarray(store.removed(), dtype=np.int64))
+    kept = loaded.vectors.unmapped() if loaded.vectors is not None else None  # as at build (VectorFile.unmapped)
+    view = dataclasses.replace(loaded, removed=np.asarray(store.removed(), dtype=np.int64), vectors=kept)
     live = np.fromiter(cast(Any, store).row_numbers(), dtype=np.int64)
 
     def vectors(rows: np.ndarray) -> np.ndarray:
-        return loaded.vectors_of(np.asarray(rows, dtype=np.int64))
+        return view.vectors_of(np.asarray(rows, dtype=np.int64))
 
     def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for start in range(0, len(live), BLOCK):
             rows = live[start : start + BLOCK]
-            yield rows, vectors(rows)
+            yield rows, loaded.vectors_of(rows)  # every live row, in order: through the map, let go a block at a time
+            if loaded.vectors is not None:
+                loaded.vectors.let_go()
 
     sample = draw(live, seed, vectors, chunks)
     if sample is None:
