@@ -176,14 +176,12 @@ def build_into(
         if kinds.needs_training(index):
             train_from_file(index, raw, count, settings.seed)
         trained_sha256 = trained_digest(index)
-        add_rows(index, raw, 0, count)
         keep = kind.lossy and settings.rerank != "none"
-        if keep:
-            kept = VectorFile.named(work, dim, settings.rerank)
-            for first, block in raw.chunks(count):
-                kept.append(block, at_row=first)
+        kept = VectorFile.named(work, dim, settings.rerank) if keep else None
+        add_rows(index, raw, 0, count, kept)  # the kept vectors written in the same pass over the rows
+        if kept is not None:
             kept.sync()
-        measured = recall.measure_build(index, raw, kept if keep else None, count, settings) if settings.recall else {}
+        measured = recall.measure_build(index, raw, kept, count, settings) if settings.recall else {}
         raw.remove()
         write_faiss(index, work / INDEX_FILE)
         store.set_state(

@@ -233,10 +233,13 @@ def add_block(index, block: np.ndarray, rows: np.ndarray) -> None:
         index.add_with_ids(block, rows)
 
 
-def add_rows(index, vectors: VectorFile, start: int, stop: int) -> None:
-    """Rows start .. stop - 1 of `vectors` into `index`, read from the file a chunk at a time (`add_block`)."""
+def add_rows(index, vectors: VectorFile, start: int, stop: int, kept: VectorFile | None = None) -> None:
+    """Rows start .. stop - 1 of `vectors` into `index`, read from the file a chunk at a time (`add_block`), and
+    appended to `kept` (the vectors a lossy index re-ranks with) in the same pass."""
     for first, block in vectors.chunks(stop, start):
         add_block(index, block, np.arange(first, first + len(block), dtype=np.int64))
+        if kept is not None:
+            kept.append(block, at_row=first)
 
 
 def add_rows_read(index, rows: np.ndarray, read: Callable[[np.ndarray], np.ndarray], offset: int = 0) -> None:
