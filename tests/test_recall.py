@@ -204,15 +204,15 @@ def test_the_build_measures_without_mapping_the_kept_vectors(tiny_model, tmp_pat
 @pytest.mark.parametrize(
     ("misses", "seconds", "kept", "timed"),
     [
-        # 300 meets at a third of the lists, faster; 1000 saves under half of 300's: not timed
+        # 300 meets at a third of the lists, faster; 1000 does not meet it within half of 300's: not timed
         ({10: 1.0, 30: 0.3, 100: 0.25}, {10: 1.0, 30: 0.5, 100: 0.1}, 30, [10, 30]),
         ({10: 1.0, 30: 0.3, 100: 0.1}, {10: 1.0, 30: 0.9, 100: 0.1}, 10, [10, 30]),  # 300 not faster enough
-        ({10: 1.0, 30: 0.8, 100: 0.1}, {10: 1.0, 30: 0.1, 100: 0.1}, 10, [10]),  # 300 saves under half the lists
+        ({10: 1.0, 30: 0.8, 100: 0.1}, {10: 1.0, 30: 0.1, 100: 0.1}, 10, [10]),  # 300 meets only past half the lists
         ({10: 9.0, 30: 9.0, 100: 1.0}, {10: 0.1, 30: 0.1, 100: 2.0}, 100, [100]),  # only 1000 meets the target
     ],
 )
 def test_the_re_rank_depth_is_the_one_that_meets_the_target_fastest(monkeypatch, misses, seconds, kept, timed):
-    """recall.cheapest_depth: a deeper re-rank is kept where it meets the target at under half the nprobe and its
+    """recall.cheapest_depth: a deeper re-rank is kept where it meets the target at half the nprobe or less and its
     search is timed at most DEEPER_GAIN of the shallower one's. Recall at a depth: 1 - misses / nprobe, so 0.95
     needs nprobe 20 x misses; the ladder goes up to 64."""
     from types import SimpleNamespace

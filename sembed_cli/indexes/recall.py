@@ -35,7 +35,7 @@ candidates. Where the codes rank the true neighbours too low, no nprobe finds th
 windows (IVF16384_HNSW32,PQ128x4fs) real queries found 0.939 at nprobe 256 and 100 candidates, 0.959 with 300
 (bench/results/ann_real_static10m.json). So on inverted lists with kept vectors, a climb that ends under the target
 climbs again at the next depth; and one that meets it climbs again at the next depth too, where that can pay:
-the deeper depth is kept when it meets the target at under half the nprobe and its search, timed on the sample's
+the deeper depth is kept when it meets the target at half the nprobe or less and its search, timed on the sample's
 queries (best of three), takes at most DEEPER_GAIN of the shallower one's (`cheapest_depth`). The depth chosen
 goes into sembed.json (`settings.rerank_factor`), where search reads it, and `search -v` prints it. Like `--type
 auto`'s choice, the depth is the machine's when two are near: the recall of each is deterministic, the timing
@@ -288,16 +288,18 @@ def cheapest_depth(
 ) -> tuple[int, dict[int, float], list[dict]]:
     """(nprobe, its curve, each depth tried) of the re-rank depth that meets `goal` in the least time, left set on
     `view`: the nprobe climb at each depth of RERANK_FACTORS in turn, deeper while a depth is unmet, or met at
-    under half the nprobe of the one before and, timed, faster by DEEPER_GAIN (re-ranking 3x the candidates can
+    half the nprobe of the one before or less and, timed, faster by DEEPER_GAIN (re-ranking 3x the candidates can
     cost less than probing twice the lists: at 10M real queries found more at depth 300 and nprobe 256 than at
     100 and 640, faster; module doc)."""
     met: tuple[float, int, int, dict[int, float]] | None = None  # the fastest met: (seconds, factor, nprobe, curve)
     unmet: tuple[int, int, dict[int, float]] = (0, 0, {})  # the deepest that did not: (factor, nprobe, curve)
     tried: list[dict] = []  # what sembed.json keeps of each: its depth, nprobe, recall and search seconds
     for factor in RERANK_FACTORS:
+        widest = last if met is None else met[2] // 2  # past half the lists a deeper depth cannot pay
+        if widest < first:
+            break
         rerank_at(view, factor)
         curve: dict[int, float] = {}
-        widest = last if met is None else max(first, met[2] // 2)  # past half the lists a deeper depth cannot pay
         chosen = climb(measure, first, widest, goal, curve)
         tried.append({"rerank_factor": factor, "breadth": chosen, "measured": round(curve[chosen], 4)})
         if curve[chosen] < goal:
@@ -305,8 +307,6 @@ def cheapest_depth(
                 break
             unmet = (factor, chosen, curve)
             continue
-        if met is not None and chosen > met[2] // 2:
-            break
         seconds = tried[-1]["seconds"] = search_seconds(view, sample, chosen)
         if met is not None and seconds > DEEPER_GAIN * met[0]:
             break
