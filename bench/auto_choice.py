@@ -12,13 +12,24 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 
-from ann_real import arguments
+import numpy as np
+from ann_real import REAL, arguments, load_corpus
 from common import log, save
-from recall_calibration import raw_vectors
 
 from sembed_cli.indexes import auto
 from sembed_cli.indexes.staging import IndexSettings
+from sembed_cli.indexes.vector_file import VectorFile
+
+
+def raw_vectors(name: str, work: Path) -> VectorFile:
+    """NAME.npy's unit vectors as the float32 file a build measures from (made once under --work)."""
+    path = work / f"{name}.unit.f32"
+    if not path.exists():
+        load_corpus(name).tofile(path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").rename(path)
+    return VectorFile(path, int(np.load(REAL / f"{name}.npy", mmap_mode="r").shape[1]), "float32")
 
 
 def main() -> None:

@@ -1,100 +1,121 @@
-"""Does the breadth `sembed index --recall R` chooses give recall@10 >= R on real queries? Proxy against real, for a
-graph (hnsw) and inverted lists (ivfpq), at R = 0.95 and 0.99 (issue 36, sembed_cli/indexes/recall.py).
+"""Does the breadth `sembed index --recall R` chooses give recall@10 >= R on real queries? Proxy against real, on
+sembed indexes built over real vectors, at R = 0.9, 0.95 and 0.99 (issue 36, sembed_cli/indexes/recall.py).
 
-The indexes are bench/ann_real.py's sembed builds over 953,433 MiniLM window vectors (--work, its sembed-NAME-hnsw
-and sembed-NAME-ivfpq); for each, recall.py's own measurement is run again as a build runs it (its seeded blended
-queries, exact truth over all rows, the ladder aimed at recall.aimed(R)), and the index is then searched at the
-breadth it chose with 1,000 STS-B/SICK sentences (queries from outside the corpus) against their exact top 10.
+The indexes are sembed directories: by default bench/ann_real.py's builds over 953,433 MiniLM window vectors
+(--work, its sembed-NAME-hnsw and sembed-NAME-ivfpq); --index names others (the 10M static windows' build,
+--name static10m). For each, recall.py's own measurement is run again as an update runs it (its seeded held-out
+queries, exact truth over every row from the index's own vectors, the kept vectors read row by row, the ladder
+aimed at recall.aimed(R), and on re-ranked inverted lists the re-rank depths of recall.cheapest_depth), and the
+index as loaded is then searched at the breadth and depth it chose with 1,000 STS-B/SICK sentences (queries from
+outside the corpus) against their exact top 10, timed (best of three batched searches: queries/s). Every breadth the
+ladder measured is searched with the real queries too (`real_curve`, at the depth chosen), so proxy and real can be
+compared breadth by breadth: the share of real's misses the proxy misses is what recall.MISS_SHARE is set from.
 
-    python bench/recall_calibration.py [--name minilm] [--work runs/ann_real] [--threads 2]
-Result: bench/results/recall_calibration.json.
+    python bench/recall_calibration.py [--name minilm] [--work runs/ann_real] [--threads 2] [--index DIR ...]
+Result: bench/results/recall_calibration[_NAME].json (minilm: no suffix).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
-from ann_real import REAL, Truth, arguments, load_corpus, load_queries
+from ann_real import Truth, arguments, load_corpus, load_queries
 from common import log, save
 
 from sembed_cli.indexes import recall
-from sembed_cli.indexes.vector_file import VectorFile
+from sembed_cli.indexes.directory import VectorIndex
 
-TARGETS = (0.95, 0.99)
-
-
-def raw_vectors(name: str, work: Path) -> VectorFile:
-    """NAME.npy's unit vectors as the float32 file a build measures from (made once under --work)."""
-    path = work / f"{name}.unit.f32"
-    if not path.exists():
-        corpus = load_corpus(name)
-        corpus.tofile(path.with_suffix(".tmp"))
-        path.with_suffix(".tmp").rename(path)
-    return VectorFile(path, int(np.load(REAL / f"{name}.npy", mmap_mode="r").shape[1]), "float32")
+TARGETS = (0.9, 0.95, 0.99)
 
 
-def calibrate(directory: Path, raw: VectorFile, count: int, sample: recall.Sample, real, truth: Truth) -> list:
-    import faiss
+def best_of_three(search) -> float:
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        search()
+        timings.append(time.perf_counter() - started)
+    return min(timings)
 
-    index = faiss.read_index(str(directory / "index.faiss"))
-    kept_file = directory / "vectors.f16"
-    kept = VectorFile(kept_file, raw.dim, "float16") if kept_file.exists() else None
-    view = recall.view_of(index, raw, kept, count)
+
+def calibrate(directory: Path, real: np.ndarray, truth: Truth, seed: int) -> list[dict]:
+    """recall.py's measurement of the index at `directory` for each of TARGETS, against the real queries."""
+    loaded = VectorIndex.load(directory)
+    view = dataclasses.replace(loaded, vectors=loaded.vectors.unmapped()) if loaded.vectors is not None else loaded
+    live = np.arange(loaded.count, dtype=np.int64)
 
     def vectors(rows: np.ndarray) -> np.ndarray:
-        return raw.read(np.asarray(rows, dtype=np.int64), count)
+        return view.vectors_of(np.asarray(rows, dtype=np.int64))
 
+    def chunks():
+        for start in range(0, len(live), recall.BLOCK):
+            rows = live[start : start + recall.BLOCK]
+            yield rows, loaded.vectors_of(rows)
+            if loaded.vectors is not None:
+                loaded.vectors.let_go()
+
+    log(f"{directory.name}: exact truth of {recall.SAMPLE} held-out queries over {loaded.count:,} rows ...")
+    sample = recall.draw(live, seed, vectors, chunks)
+    assert sample is not None
+    setting = recall.parameter(loaded.index)[0]
     rows = []
     for target in TARGETS:
-        measured = recall.measure_index(view, sample, vectors, target, None)["recall"]
-        found = view.search(real, recall.K)[1]
+        settings = recall.measure_index(view, sample, vectors, target, None)
+        measured = settings["recall"]
+        recall.rerank_at(loaded, view.rerank_factor)
+
+        def real_at(breadth: int) -> float:
+            recall.set_breadth(loaded.index, setting, breadth)
+            return round(truth.recall(loaded.search(real, recall.K)[1]), 4)
+
+        real_curve = [[b, real_at(b)] for b, _ in measured["curve"]]
+        recall.set_breadth(loaded.index, setting, measured["breadth"])
+        seconds = best_of_three(lambda: loaded.search(real, recall.K))
         rows.append(
             {
                 "target": target,
                 "aimed": measured["aimed"],
-                recall.NAMES[measured["parameter"]]: measured["breadth"],
+                recall.NAMES[setting]: measured["breadth"],
+                **({"rerank_depth": view.rerank_factor * recall.K} if "rerank_factor" in measured else {}),
                 "proxy_recall": measured["measured"],
-                "real_recall": round(truth.recall(found), 4),
+                "real_recall": dict(real_curve)[measured["breadth"]],
+                "real_queries_per_second": round(len(real) / seconds),
                 "met_on_proxy": measured["met"],
                 "proxy_curve": measured["curve"],
+                "real_curve": real_curve,
+                **({"depths_tried": measured["depths"]} if "depths" in measured else {}),
+                "measure_seconds": measured["seconds"],
             }
         )
-        log(f"  {directory.name}: { ({k: v for k, v in rows[-1].items() if k != 'proxy_curve'}) }")
+        log(f"  {directory.name}: { ({k: v for k, v in rows[-1].items() if not k.endswith('curve')}) }")
+    loaded.close()
     return rows
 
 
 def main() -> None:
-    args = arguments(__doc__.splitlines()[0]).parse_args()
+    parser = arguments(__doc__.splitlines()[0])
+    parser.add_argument("--index", type=Path, nargs="*", help="sembed index directories (default: ann_real's builds)")
+    args = parser.parse_args()
     import faiss
 
     faiss.omp_set_num_threads(args.threads)
-    raw = raw_vectors(args.name, args.work)
-    count = raw.rows_on_disk()
-    corpus = raw.matrix(count)
+    directories = args.index or [args.work / f"sembed-{args.name}-{kind}" for kind in ("hnsw", "ivfpq")]
     real, truth_rows = load_queries(args.name, args.queries, args.work)
-    truth = Truth(corpus, real, truth_rows)
-
-    def chunks():
-        for first, block in raw.chunks(count, size=recall.BLOCK):
-            yield np.arange(first, first + len(block), dtype=np.int64), block
-
-    log(f"exact truth of {recall.SAMPLE} blended queries over {count:,} rows ...")
-    sample = recall.draw(np.arange(count, dtype=np.int64), args.seed, lambda rows: raw.read(rows, count), chunks)
-    assert sample is not None
-    results = {}
-    for kind in ("hnsw", "ivfpq"):
-        results[kind] = calibrate(args.work / f"sembed-{args.name}-{kind}", raw, count, sample, real, truth)
+    truth = Truth(load_corpus(args.name), real, truth_rows)
+    results = {directory.name: calibrate(directory, real, truth, args.seed) for directory in directories}
     save(
-        "recall_calibration",
+        "recall_calibration" + ("" if args.name == "minilm" else f"_{args.name}"),
         {
             "how": __doc__.split("\n\n")[1],
-            "data": {"corpus": f"{REAL}/{args.name}.npy", "rows": count, "real_queries": len(real)},
+            "data": {"corpus": f"runs/real/{args.name}.npy", "real_queries": len(real)},
             "threads": args.threads,
-            "ivf_miss_share": recall.IVF_MISS_SHARE,
-            "method": f"proxy: {recall.SAMPLE} queries unit(x + {recall.BLEND} y) of drawn rows, seed {args.seed}",
+            "miss_share": recall.MISS_SHARE,
+            "method": f"proxy: {recall.SAMPLE} queries unit(x + {recall.NOISE} r), a drawn row and a random unit "
+            f"direction, seed {args.seed}",
             "indexes": results,
         },
     )

@@ -4,24 +4,25 @@ At build (`sembed index --recall R`, default 0.95) SAMPLE seeded queries made fr
 searched through the index's own search path (`VectorIndex.search`: the graph's removed rows skipped, lossy codes
 re-ranked from the kept vectors), and each answer is compared with the exact top-k over every live row (FAISS
 IndexFlatIP over the unit vectors, a block of rows at a time); ties count as hits (a returned row whose exact
-cosine reaches the k-th exact cosine). A query is not a row itself but unit(x + 0.6 y) of two drawn rows: rows
-as queries (own row left out) measured 0.950 at efSearch 26 on 953,433 MiniLM vectors of overlapping windows,
-where STS-B/SICK sentences found 0.760 (their near-copies make rows easy); blends of 0.5 / 0.6 / 0.7 bracket
-the real queries' curve at the breadths that give 0.95 on a graph, the 0.6 on the safe side there (at efSearch
-256 they miss 0.049, the real queries 0.026).
+cosine reaches the k-th exact cosine).
 
-Inverted lists are the other way round: there the blended queries miss only 0.55-0.72 of what the real queries
-miss (ivfpq, IVF4096_HNSW32,PQ96 re-ranked: 0.057 vs 0.079 at nprobe 256, 0.027 vs 0.044 at 512, 0.011 vs 0.020
-at 1,024), so --recall 0.95 chose nprobe 320, where real queries found 0.933. A query made of corpus rows sits
-where the cells were trained, near the centroids of its neighbours' cells; a sentence from outside the corpus
-falls between cells, and its neighbours' cells rank lower among its centroids. Queries further from the corpus
-do not close the gap: blends of four rows, unit(x + y + z + w), missed 0.064 / 0.024 at nprobe 256 / 512, and a
-row with a random direction of 1.6 times its length added, whose nearest row is as far as a real query's
-(cosine 0.53), 0.066 / 0.034 (500 queries each; real 0.076 / 0.042). At 10M (11.3M static
-window vectors, IVF16384_HNSW32,PQ128x4fs) the share was lower still: aimed at 0.975, the blended queries found
-0.9755 at nprobe 416 and real ones 0.947 (0.46). So on inverted lists the ladder aims at missing IVF_MISS_SHARE
-of what the target allows (`aimed`: 0.98 for 0.95), a margin measured on these two real sets and kept on the safe
-side of both (bench/recall_calibration.py records proxy against real for both types).
+A query is a drawn row x moved by a random unit direction r: unit(x + NOISE r), NOISE 1.6, so x is at cosine
+about 0.53 and its nearest rows are about as far as a sentence from outside the corpus finds its own (10th cosine
+0.35 on 953,433 MiniLM windows, 0.48 on 11.3M static windows). A row itself is far too easy (own row left out:
+0.950 at efSearch 26 where STS-B/SICK sentences found 0.760: overlapping windows and near-duplicate sentences are
+its near-copies). Until 2026-11-27 a query was a blend unit(x + 0.6 y) of two drawn rows; its neighbourhood is
+dense (10th cosine 0.78 at 10M), so it did not see what a deeper re-rank buys (+0.005 where real queries gain
++0.02) and erred both ways: a graph's breadth twice what real text needs (0.951 where real found 0.974 at
+efSearch 256), inverted lists' too narrow (0.46-0.72 of real's misses). The moved row errs less, and the same way
+on both structures where it matters, narrow breadths: at 1M it misses 0.81-0.85 of what real queries miss on a
+graph below efSearch 100 (more than real past 128) and 0.69-0.83 on 8-bit inverted lists; at 10M on 4-bit
+fast-scan lists 0.8-1.0 re-ranking 100 and 1.0-1.2 re-ranking 300 (bench/results/recall_calibration.json,
+recall_calibration_static10m.json). So the ladder aims at missing MISS_SHARE of what the target allows (`aimed`:
+a graph 0.8, 0.96 for 0.95; inverted lists 0.65, 0.9675 for 0.95), on the safe side of every breadth measured.
+Measured against real queries at the breadth chosen: a graph at 1M 0.907 / 0.967 / 0.993 for R 0.9 / 0.95 / 0.99
+(the blend chose efSearch 256 for 0.95, now 192: 1.3x the queries/s), 8-bit lists 0.921 / 0.963, and at 10M
+0.934 / 0.970 / 0.992 (depth 300 chosen for 0.95: 1,402 q/s, where the blend's choice gave 0.953 at 848-1,068).
+
 The breadth (efSearch of a graph, nprobe of inverted lists) climbs a ladder, doubling until the recall reaches
 CURVE_UP_TO (or stops growing), then bisects for the cheapest breadth that meets R. The whole
 curve (breadth -> recall) goes into sembed.json (`settings.recall`), with the chosen breadth where the search reads
@@ -35,11 +36,12 @@ candidates. Where the codes rank the true neighbours too low, no nprobe finds th
 windows (IVF16384_HNSW32,PQ128x4fs) real queries found 0.939 at nprobe 256 and 100 candidates, 0.959 with 300
 (bench/results/ann_real_static10m.json). So on inverted lists with kept vectors, a climb that ends under the target
 climbs again at the next depth; and one that meets it climbs again at the next depth too, where that can pay:
-the deeper depth is kept when it meets the target at half the nprobe or less and its search, timed on the sample's
-queries (best of three), takes at most DEEPER_GAIN of the shallower one's (`cheapest_depth`). The depth chosen
-goes into sembed.json (`settings.rerank_factor`), where search reads it, and `search -v` prints it. Like `--type
-auto`'s choice, the depth is the machine's when two are near: the recall of each is deterministic, the timing
-is not.
+the deeper depth is kept when it meets the target at DEEPER_LISTS of the nprobe or less and its search of the
+sample's queries, timed in turn with the shallower one's (best of three, the candidates' vectors read into RAM
+beforehand as a searched index's are in the page cache), is no slower: it finds more (`cheapest_depth`). The
+depth chosen goes into sembed.json (`settings.rerank_factor`), where search reads it, and `search -v` prints it;
+each depth tried, with the timings of each race, goes into `settings.recall.depths`. Like `--type auto`'s
+choice, the depth is the machine's when two are near: the recall of each is deterministic, the timing is not.
 
 The method is the one ANN benchmarks use (ann-benchmarks, big-ann-benchmarks: recall@k against exact search,
 ties counted), with queries made from the corpus itself, since a build has no others.
@@ -57,6 +59,7 @@ import numpy as np
 
 from . import kinds
 from .entries import unit_rows
+from .vector_file import as_float32
 
 if TYPE_CHECKING:
     from .directory import VectorIndex
@@ -67,9 +70,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TARGET = 0.95
 SAMPLE = 1_000  # queries drawn from the corpus: the recall's standard error is about 0.005 at 0.95
-BLEND = 0.6  # a query is unit(x + BLEND y) of two drawn rows: calibrated against real queries (held_out)
+NOISE = 1.6  # a query is unit(x + NOISE r), a drawn row and a random unit direction (held_out, module doc)
 K = 10
-IVF_MISS_SHARE = 0.4  # inverted lists aim to miss this share of what the target allows (aimed(), module doc)
+MISS_SHARE = {"nprobe": 0.65, "ef_search": 0.8}  # each structure aims to miss this share of what R allows (aimed)
 CURVE_UP_TO = 0.99  # the ladder climbs this far (or until recall stops growing), so search --recall can ask more
 PLATEAU = 0.0005  # a doubling that gains less than this ends the climb
 TIE = 1e-5  # cosines this close to the k-th exact one count as ties (hits)
@@ -78,7 +81,8 @@ REMEASURE_SHARE = 0.01  # an update measures again once this share of the rows c
 REMEASURE_ALWAYS_BELOW = 100_000  # rows under which every update measures again (a second or less)
 NAMES = {"ef_search": "efSearch", "nprobe": "nprobe"}
 RERANK_FACTORS = (kinds.RERANK_FACTOR, 3 * kinds.RERANK_FACTOR, 10 * kinds.RERANK_FACTOR)  # depths x k, in turn
-DEEPER_GAIN = 0.8  # a deeper re-rank that meets the target is kept when its search takes at most this share
+DEEPER_LISTS = 0.9  # a deeper re-rank is climbed up to this share of the shallower one's nprobe (cheapest_depth)
+RERANK_BYTES = 256 << 20  # the float32 candidate rows a measurement's search re-ranks at a time (answers)
 
 Chunks = Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]  # (row numbers, float32 unit vectors) per block
 
@@ -105,10 +109,10 @@ def set_breadth(index, setting: str | None, breadth: int) -> None:
 
 
 def aimed(setting: str | None, target: float) -> float:
-    """The recall on the blended queries that a target asks for: on inverted lists (nprobe) 1 - IVF_MISS_SHARE
-    (1 - target), since there the blended queries miss 0.55-0.72 of what real queries miss (module doc); on a
-    graph, where they miss more than real queries, the target itself."""
-    return 1 - (1 - target) * IVF_MISS_SHARE if setting == "nprobe" else target
+    """The recall on the held-out queries that a target asks for: 1 - MISS_SHARE (1 - target) of the structure
+    searched, since they miss less than real queries where real ones miss most (inverted lists; a graph at narrow
+    breadths; module doc); the target itself where search has no breadth (flat: exact)."""
+    return 1 - (1 - target) * MISS_SHARE[setting] if setting in MISS_SHARE else target
 
 
 # --- exact truth and recall --------------------------------------------------------------------------------------
@@ -164,13 +168,15 @@ class Sample:
 
 
 def held_out(live: np.ndarray, seed: int, vectors: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """SAMPLE seeded query vectors from the live rows: each unit(x + BLEND y), a drawn row x blended with another
-    drawn row y. A row itself is too easy a query: a corpus of overlapping windows or near-duplicate sentences
-    holds its near-copies, which text from outside the corpus has not (issue 36)."""
+    """SAMPLE seeded query vectors from the live rows: each unit(x + NOISE r), a drawn row x moved by a random unit
+    direction r, so that its nearest rows are as far as a sentence from outside the corpus finds its own (cosine
+    about 0.5). A row itself is too easy a query: a corpus of overlapping windows or near-duplicate sentences holds
+    its near-copies, which text from outside the corpus has not (issue 36)."""
     rng = np.random.default_rng(seed)
-    size = min(SAMPLE, len(live))
-    rows, others = rng.choice(live, size=size, replace=False), rng.choice(live, size=size, replace=True)
-    return np.ascontiguousarray(unit_rows(vectors(np.sort(rows)) + BLEND * vectors(others)), dtype=np.float32)
+    rows = np.sort(rng.choice(live, size=min(SAMPLE, len(live)), replace=False))
+    drawn = vectors(rows)
+    directions = unit_rows(rng.standard_normal(drawn.shape).astype(np.float32))
+    return np.ascontiguousarray(unit_rows(drawn + NOISE * directions), dtype=np.float32)
 
 
 def draw(live: np.ndarray, seed: int, vectors: Callable[[np.ndarray], np.ndarray], chunks: Chunks) -> Sample | None:
@@ -230,7 +236,7 @@ def measure_index(
 
     def measure(breadth: int) -> float:
         set_breadth(view.index, setting, breadth)
-        return sample.recall(view.search(sample.queries, sample.k + 1)[1], vectors)
+        return sample.recall(answers(view, sample), vectors)
 
     goal = aimed(setting, target)
     curve: dict[int, float] = {}
@@ -260,7 +266,7 @@ def measure_index(
     reached = curve[chosen]
     if reached < goal and warn:
         widest = f" at {NAMES[setting]} {chosen}, the widest measured" if setting else ""
-        margin = f"; aimed at {goal:.4g} on inverted lists" if goal != target else ""
+        margin = f"; aimed at {goal:.4g}" if goal != target else ""
         log.warning(
             f"recall@{sample.k} {reached:.3f}{widest} is under the target {target} (--recall{margin}) for this index "
             "type: a type that keeps more (--type hnsw, ivf or flat) or a lower --recall meets it"
@@ -276,7 +282,7 @@ def measure_index(
         "curve": [[b, round(r, 4)] for b, r in sorted(curve.items())] if setting else [],
         "met": reached >= goal,
         "seconds": round(time.perf_counter() - started, 1),  # the searches of the ladder (the truth not counted)
-        "method": f"queries unit(x + {BLEND} y) of drawn rows against exact search, ties hits",
+        "method": f"queries unit(x + {NOISE} r), a drawn row and a random direction, against exact search, ties hits",
     }
     depth = {"rerank_factor": view.rerank_factor} if deepens else {}
     tried = {"depths": depths} if depths else {}
@@ -288,14 +294,14 @@ def cheapest_depth(
 ) -> tuple[int, dict[int, float], list[dict]]:
     """(nprobe, its curve, each depth tried) of the re-rank depth that meets `goal` in the least time, left set on
     `view`: the nprobe climb at each depth of RERANK_FACTORS in turn, deeper while a depth is unmet, or met at
-    half the nprobe of the one before or less and, timed, faster by DEEPER_GAIN (re-ranking 3x the candidates can
-    cost less than probing twice the lists: at 10M real queries found more at depth 300 and nprobe 256 than at
-    100 and 640, faster; module doc)."""
-    met: tuple[float, int, int, dict[int, float]] | None = None  # the fastest met: (seconds, factor, nprobe, curve)
-    unmet: tuple[int, int, dict[int, float]] = (0, 0, {})  # the deepest that did not: (factor, nprobe, curve)
-    tried: list[dict] = []  # what sembed.json keeps of each: its depth, nprobe, recall and search seconds
+    DEEPER_LISTS of the nprobe of the one before or less and, timed against it, no slower (re-ranking 3x the
+    candidates can cost less than probing more lists: at 10M real queries found more at depth 300 and nprobe 256
+    than at 100 and 640, faster; module doc)."""
+    met: tuple[int, int, dict[int, float]] | None = None  # the depth kept: (factor, nprobe, curve)
+    unmet: tuple[int, int, dict[int, float]] = (0, 0, {})  # the deepest that did not meet it
+    tried: list[dict] = []  # what sembed.json keeps of each: its depth, nprobe, recall (and seconds, where raced)
     for factor in RERANK_FACTORS:
-        widest = last if met is None else met[2] // 2  # past half the lists a deeper depth cannot pay
+        widest = last if met is None else int(DEEPER_LISTS * met[1])  # deeper re-ranks cost more a list probed
         if widest < first:
             break
         rerank_at(view, factor)
@@ -307,24 +313,65 @@ def cheapest_depth(
                 break
             unmet = (factor, chosen, curve)
             continue
-        seconds = tried[-1]["seconds"] = search_seconds(view, sample, chosen)
-        if met is not None and seconds > DEEPER_GAIN * met[0]:
-            break
-        met = (seconds, factor, chosen, curve)
-    factor, chosen, curve = met[1:] if met is not None else unmet
+        if met is not None:
+            shallower, deeper = search_seconds(view, sample, [met[:2], (factor, chosen)])
+            tried[-1].update(seconds=round(deeper, 3), shallower_seconds=round(shallower, 3))
+            if deeper > shallower:
+                break
+        met = (factor, chosen, curve)
+    factor, chosen, curve = met if met is not None else unmet
     rerank_at(view, factor)
     return chosen, curve, tried
 
 
-def search_seconds(view: VectorIndex, sample: Sample, nprobe: int) -> float:
-    """The least of three timings of the sample's search at `nprobe` (the view's depth)."""
-    set_breadth(view.index, "nprobe", nprobe)
-    timings = []
+def answers(view: VectorIndex, sample: Sample) -> np.ndarray:
+    """The rows `view` answers for the sample's queries (k + 1 each: the own row may be one), a batch of queries at
+    a time whose re-ranked candidates fit RERANK_BYTES: all 1,000 at once re-ranking 1,000 deep held 1.1 GB of
+    float32 rows at 10M, and the build's peak rose from 1.8 to 3.4 GB."""
+    k, queries = sample.k + 1, sample.queries
+    step = len(queries)
+    if view.vectors is not None:
+        step = max(1, RERANK_BYTES // (k * view.rerank_factor * queries.shape[1] * 4))
+    return np.concatenate([view.search(queries[at : at + step], k)[1] for at in range(0, len(queries), step)])
+
+
+def search_seconds(view: VectorIndex, sample: Sample, settings: list[tuple[int, int]]) -> list[float]:
+    """The least of three timings of the sample's search at each (re-rank factor, nprobe) of `settings`, timed in
+    turn so that a shared machine's drift falls on each alike (timed apart, a depth climbed tens of seconds after
+    the other, the same two settings at 10M measured 0.75-0.97 of each other). Each search's candidates' kept
+    vectors are read beforehand into RAM (`_Gathered`), as a searched index finds them in the page cache: the
+    measurement's row-by-row reads (VectorFile.rows, about 1.5 us a row) would charge a deeper re-rank three times
+    what a mapped search pays (at 10M they made depth 300 at nprobe 480 time 1.6x depth 100 at 704)."""
+    assert view.vectors is not None
+    searches = []
+    for factor, nprobe in settings:
+        rerank_at(view, factor)
+        set_breadth(view.index, "nprobe", nprobe)
+        candidates = view.index.search(sample.queries, (sample.k + 1) * factor)[1]
+        searches.append(dataclasses.replace(view, vectors=cast(Any, _Gathered(view.vectors, candidates))))
+    timings: list[list[float]] = [[] for _ in settings]
     for _ in range(3):
-        started = time.perf_counter()
-        view.search(sample.queries, sample.k + 1)
-        timings.append(time.perf_counter() - started)
-    return min(timings)
+        for (factor, nprobe), timed, spent in zip(settings, searches, timings):
+            rerank_at(view, factor)  # the metadata `timed` shares with `view`
+            set_breadth(view.index, "nprobe", nprobe)
+            started = time.perf_counter()
+            answers(timed, sample)
+            spent.append(time.perf_counter() - started)
+    return [min(spent) for spent in timings]
+
+
+class _Gathered:
+    """The kept vectors of a search's candidate rows, read once and held in RAM as the file holds them (what
+    `search_seconds` times with; decoded as a mapped read decodes them)."""
+
+    def __init__(self, kept: VectorFile, candidates: np.ndarray):
+        self.row_numbers = np.unique(candidates[candidates >= 0])
+        parts = np.array_split(self.row_numbers, max(1, len(self.row_numbers) // BLOCK))  # float32 a block at a time
+        self.vectors = np.concatenate([kept.rows(part).astype(kept.dtype) for part in parts])
+
+    def read(self, rows: np.ndarray, committed: int) -> np.ndarray:
+        at = np.minimum(np.searchsorted(self.row_numbers, rows), len(self.row_numbers) - 1)  # others: masked after
+        return as_float32(np.take(self.vectors, at, axis=0))
 
 
 def rerank_at(view: VectorIndex, factor: int) -> None:
@@ -428,7 +475,7 @@ def describe(settings: dict) -> str:
     if "rerank_factor" in recall:
         breadth += f"re-rank depth {recall['rerank_factor'] * recall.get('k', K)}, "
     goal = recall.get("aimed", recall.get("target"))
-    margin = f", aimed at {goal} on inverted lists" if goal != recall.get("target") else ""
+    margin = f", aimed at {goal}" if goal != recall.get("target") else ""
     return (
         f"recall@{recall.get('k', K)} {recall.get('measured', 0):.3f} measured at {recall.get('when', 'build')} "
         f"({breadth}target {recall.get('target')}{margin})"
