@@ -17,7 +17,6 @@ Result: bench/results/recall_calibration[_NAME].json (minilm: no suffix).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import time
@@ -45,21 +44,8 @@ def best_of_three(search) -> float:
 def calibrate(directory: Path, real: np.ndarray, truth: Truth, seed: int) -> list[dict]:
     """recall.py's measurement of the index at `directory` for each of TARGETS, against the real queries."""
     loaded = VectorIndex.load(directory)
-    view = dataclasses.replace(loaded, vectors=loaded.vectors.unmapped()) if loaded.vectors is not None else loaded
-    live = np.arange(loaded.count, dtype=np.int64)
-
-    def vectors(rows: np.ndarray) -> np.ndarray:
-        return view.vectors_of(np.asarray(rows, dtype=np.int64))
-
-    def chunks():
-        for start in range(0, len(live), recall.BLOCK):
-            rows = live[start : start + recall.BLOCK]
-            yield rows, loaded.vectors_of(rows)
-            if loaded.vectors is not None:
-                loaded.vectors.let_go()
-
     log(f"{directory.name}: exact truth of {recall.SAMPLE} held-out queries over {loaded.count:,} rows ...")
-    sample = recall.draw(live, seed, vectors, chunks)
+    view, vectors, sample = recall.drawn_from(loaded, seed)  # as an update measures it
     assert sample is not None
     setting = recall.parameter(loaded.index)[0]
     rows = []

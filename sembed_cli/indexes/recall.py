@@ -425,6 +425,28 @@ def measure_build(
     return measured
 
 
+def drawn_from(loaded: VectorIndex, seed: int) -> tuple[VectorIndex, Callable[[np.ndarray], np.ndarray], Sample | None]:
+    """(view, vectors, sample) to measure the index `loaded` with: the view of its store's removed rows, reading the
+    kept vectors row by row as at build (VectorFile.unmapped); the held-out queries' exact truth over every live row,
+    read through the map in order and let go a block at a time."""
+    store = loaded.store
+    kept = loaded.vectors.unmapped() if loaded.vectors is not None else None
+    view = dataclasses.replace(loaded, removed=np.asarray(store.removed(), dtype=np.int64), vectors=kept)
+    live = np.fromiter(cast(Any, store).row_numbers(), dtype=np.int64)
+
+    def vectors(rows: np.ndarray) -> np.ndarray:
+        return view.vectors_of(np.asarray(rows, dtype=np.int64))
+
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for start in range(0, len(live), BLOCK):
+            rows = live[start : start + BLOCK]
+            yield rows, loaded.vectors_of(rows)
+            if loaded.vectors is not None:
+                loaded.vectors.let_go()
+
+    return view, vectors, draw(live, seed, vectors, chunks)
+
+
 def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int, afresh: bool = False) -> dict:
     """sembed.json settings for the index `loaded` after an update of `changed` rows (added, replaced or removed),
     inside its transaction: measured again at its breadth, and re-tuned where it fell under its target, once the
@@ -437,22 +459,7 @@ def measure_update(loaded: VectorIndex, settings: dict, seed: int, changed: int,
     pending = int(previous.get("changed_since", 0)) + changed
     if not afresh and loaded.count >= REMEASURE_ALWAYS_BELOW and pending < REMEASURE_SHARE * loaded.count:
         return {"recall": {**previous, "changed_since": pending}}
-    store = loaded.store
-    kept = loaded.vectors.unmapped() if loaded.vectors is not None else None  # as at build (VectorFile.unmapped)
-    view = dataclasses.replace(loaded, removed=np.asarray(store.removed(), dtype=np.int64), vectors=kept)
-    live = np.fromiter(cast(Any, store).row_numbers(), dtype=np.int64)
-
-    def vectors(rows: np.ndarray) -> np.ndarray:
-        return view.vectors_of(np.asarray(rows, dtype=np.int64))
-
-    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for start in range(0, len(live), BLOCK):
-            rows = live[start : start + BLOCK]
-            yield rows, loaded.vectors_of(rows)  # every live row, in order: through the map, let go a block at a time
-            if loaded.vectors is not None:
-                loaded.vectors.let_go()
-
-    sample = draw(live, seed, vectors, chunks)
+    view, vectors, sample = drawn_from(loaded, seed)
     if sample is None:
         return {}
     fixed = previous.get("breadth") if previous.get("fixed") else None
