@@ -48,7 +48,7 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python")
 SEMBED = str(ROOT / ".venv" / "bin" / "sembed")
 K = 10
 EF = (16, 32, 64, 128, 256, 512, 1024)
-NPROBE = (4, 8, 16, 32, 64, 128, 256)
+NPROBE = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 MAPPED_FROM = 4 << 30  # bytes of vectors from which the corpus is mapped, not read into RAM (the 10M sets)
 
 ENGINES = {
@@ -56,6 +56,7 @@ ENGINES = {
     "sembed-hnsw": ("sembed", "hnsw"),
     "faiss-HNSW32": ("faiss", "HNSW32"),
     "faiss-IVF4096-PQ96x4fs-rerank": ("faiss", "IVF4096,PQ96x4fs"),
+    "faiss-IVF4096-PQ192x4fs-rerank": ("faiss", "IVF4096,PQ192x4fs"),  # d/2 codes, as auto's ivfpq-fs has them
     "sembed-ivfpq": ("sembed", "ivfpq"),
     "faiss-HNSW32-SQ8": ("faiss", "HNSW32,SQ8"),
     "hnswlib-M16": ("hnswlib", ""),
@@ -63,6 +64,7 @@ ENGINES = {
     "sembed-IVF4096-PQ96x4fs": ("sembed", "IVF4096,PQ96x4fs"),
     "sembed-HNSW32-SQ8": ("sembed", "HNSW32,SQ8"),
     "faiss-IVF4096_HNSW32-PQ96-rerank": ("faiss", "IVF4096_HNSW32,PQ96"),
+    "sembed-IVF4096_HNSW32-PQ192x4fs": ("sembed", "IVF4096_HNSW32,PQ192x4fs"),  # auto's ivfpq-fs at 1M
     "sembed-auto": ("sembed", "auto"),  # the type auto measured cheapest on a 50,000-row sample (indexes/auto.py)
     # 10M (--name static10m): FAISS's 4 sqrt(N) cells, 4-bit fast-scan codes (32 bytes a vector), re-ranked
     "sembed-IVF16384_HNSW32-PQ64x4fs": ("sembed", "IVF16384_HNSW32,PQ64x4fs"),

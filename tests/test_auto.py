@@ -31,7 +31,7 @@ def test_candidates_are_the_issues_types():
     assert [auto.candidate(name, 1_000_000, 384).factory for name in auto.CANDIDATES] == [
         "HNSW32",
         "HNSW32,SQ8",
-        "IVF4096_HNSW32,PQ96x4fs",
+        "IVF4096_HNSW32,PQ192x4fs",
         "IVF4096_HNSW32,PQ96",
     ]
 

@@ -5,8 +5,8 @@ built over all rows (issue 36: "auto chooses between the candidates by measureme
 The candidates are the types that lead the big-ann results and FAISS's guidelines at 10^5-10^7 vectors:
     hnsw       HNSW32 over float32 vectors                                        4 d + 256 bytes in RAM
     hnsw-sq8   HNSW32 over 8-bit scalar-quantised vectors, re-ranked from disk     d + 256
-    ivfpq-fs   inverted lists of 4-bit fast-scan PQ codes (PQ{d/4}x4fs, André et al., "Quicker ADC", 2019),
-               re-ranked from disk                                                d/8 + 8
+    ivfpq-fs   inverted lists of 4-bit fast-scan PQ codes, one for each 2 dimensions (PQ{d/2}x4fs, André et
+               al., "Quicker ADC", 2019), re-ranked from disk                     d/4 + 8
     ivfpq      inverted lists with a graph quantiser, 8-bit PQ codes, re-ranked     d/4 + 8
 Each is built over SAMPLE_ROWS rows drawn with the build's seed, its breadth climbs recall.py's ladder on the
 sample's own proxy queries until it meets --recall, and its batched search at that breadth is timed in CPU seconds
@@ -45,8 +45,9 @@ def candidate(name: str, count: int, dim: int) -> kinds.Kind:
     if name == "hnsw-sq8":
         return kinds.Kind(name, f"HNSW{kinds.HNSW_M},SQ8")
     if name == "ivfpq-fs":
-        ivfpq = kinds.choose("ivfpq", count, dim)
-        return kinds.Kind(name, ivfpq.factory + "x4fs", ivfpq.nprobe)
+        lists = kinds.choose("ivf", count, dim)
+        quantizer = lists.factory.split(",")[0]
+        return kinds.Kind(name, f"{quantizer},PQ{kinds.fast_scan_quantizers(dim)}x4fs", lists.nprobe)
     return kinds.choose(name, count, dim)
 
 

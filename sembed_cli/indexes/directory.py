@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import SembedError
 from ..io import loads
 from ..io.checksums import bytes_checksum, mismatch, parse
-from . import fresh, kinds
+from . import coarse, fresh, kinds
 from .entries import unit_rows
 
 if TYPE_CHECKING:  # imported where an index is read or searched, not at start-up
@@ -511,11 +511,7 @@ class VectorIndex:
                 if ivf is not None
                 else faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
             )
-        scores, rows = (
-            self.index.search(queries, asked, params=params)
-            if params is not None
-            else self.index.search(queries, asked)
-        )
+        scores, rows = coarse.search(self.index, queries, asked, params)
         if self.vectors is not None:
             scores, rows = self.rerank(queries, rows, k)
         if self.fresh_start < self.row_count:  # rows FAISS does not hold yet, scored exactly (fresh.py)

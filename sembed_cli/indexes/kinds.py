@@ -91,6 +91,13 @@ def pq_bytes(dim: int) -> int:
     return next(m for m in range(max(1, dim // 4), 0, -1) if dim % m == 0)
 
 
+def fast_scan_quantizers(dim: int) -> int:
+    """4-bit fast-scan sub-quantizers: one for each 2 dimensions, the bytes of pq_bytes's 8-bit codes (d/4 of them
+    capped recall@10 at 0.81 on 10M real windows and at 0.91 on 1M, docs/indexes.md), or the largest divisor of dim
+    under that."""
+    return next(m for m in range(max(1, dim // 2), 0, -1) if dim % m == 0)
+
+
 def choose(requested: str, count: int, dim: int, nprobe_given: int | None = None) -> Kind:
     """The Kind of `requested` (a name or a factory string) for `count` vectors of `dim` dimensions."""
     name = requested

@@ -20,8 +20,8 @@ fast-scan lists 0.8-1.0 re-ranking 100 and 1.0-1.2 re-ranking 300 (bench/results
 recall_calibration_static10m.json). So the ladder aims at missing MISS_SHARE of what the target allows (`aimed`:
 a graph 0.8, 0.96 for 0.95; inverted lists 0.65, 0.9675 for 0.95), on the safe side of every breadth measured.
 Measured against real queries at the breadth chosen: a graph at 1M 0.907 / 0.967 / 0.993 for R 0.9 / 0.95 / 0.99
-(the blend chose efSearch 256 for 0.95, now 192: 1.3x the queries/s), 8-bit lists 0.921 / 0.963, and at 10M
-0.934 / 0.970 / 0.992 (depth 300 chosen for 0.95: 1,402 q/s, where the blend's choice gave 0.953 at 848-1,068).
+(the blend chose efSearch 256 for 0.95, now 192: 1.3x the queries/s), 8-bit lists 0.927 / 0.956, 4-bit fast-scan
+lists 0.927 / 0.966, and at 10M 0.937 / 0.954 / 0.992 (666 q/s for 0.99 with the cells scanned, coarse.py).
 
 The breadth (efSearch of a graph, nprobe of inverted lists) climbs a ladder, doubling until the recall reaches
 CURVE_UP_TO (or stops growing), then bisects for the cheapest breadth that meets R. The whole
@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from . import kinds
+from . import coarse, kinds
 from .entries import unit_rows
 from .vector_file import as_float32
 
@@ -347,7 +347,7 @@ def search_seconds(view: VectorIndex, sample: Sample, settings: list[tuple[int, 
     for factor, nprobe in settings:
         rerank_at(view, factor)
         set_breadth(view.index, "nprobe", nprobe)
-        candidates = view.index.search(sample.queries, (sample.k + 1) * factor)[1]
+        candidates = coarse.search(view.index, sample.queries, (sample.k + 1) * factor)[1]
         searches.append(dataclasses.replace(view, vectors=cast(Any, _Gathered(view.vectors, candidates))))
     timings: list[list[float]] = [[] for _ in settings]
     for _ in range(3):

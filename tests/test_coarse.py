@@ -1,0 +1,68 @@
+"""The cells an inverted-list search probes: found by a scan of every centroid where the index's graph quantiser
+would compare a query with as many (sembed_cli/indexes/coarse.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sembed_cli.indexes import coarse
+
+faiss = pytest.importorskip("faiss")
+
+DIM = 16
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def corpus() -> np.ndarray:
+    return unit(np.random.default_rng(7).standard_normal((12_000, DIM)))
+
+
+def built(factory: str, corpus: np.ndarray):
+    index = faiss.index_factory(DIM, factory, faiss.METRIC_INNER_PRODUCT)
+    index.train(corpus)
+    index.add(corpus)
+    return index
+
+
+def test_the_scan_is_taken_where_the_graph_would_compare_a_query_with_every_centroid(corpus):
+    graph = built("IVF256_HNSW32,Flat", corpus)
+    quantizer = faiss.downcast_index(graph.quantizer)
+    quantizer.hnsw.efSearch = 3  # 3 x 64 ground-layer links < 256 cells
+    assert coarse.scanned(graph) is None
+    quantizer.hnsw.efSearch = 4  # 4 x 64 = 256
+    scan = coarse.scanned(graph)
+    assert scan is not None and scan.ntotal == 256 and coarse.scanned(graph) is scan  # made once an index
+    np.testing.assert_array_equal(scan.reconstruct_n(0, 256), quantizer.reconstruct_n(0, 256))
+    assert coarse.scanned(built("IVF64,Flat", corpus)) is None  # a flat quantiser is already a scan
+    assert coarse.scanned(built("HNSW32", corpus)) is None
+
+
+def lists_of(index) -> np.ndarray:
+    """The inverted list each row is in."""
+    invlists = index.invlists
+    where = np.empty(index.ntotal, dtype=np.int64)
+    for cell in range(index.nlist):
+        size = invlists.list_size(cell)
+        where[faiss.rev_swig_ptr(invlists.get_ids(cell), size).copy()] = cell
+    return where
+
+
+def test_the_scanned_cells_are_the_exact_nearest_and_the_search_keeps_its_parameters(corpus):
+    graph = built("IVF256_HNSW32,PQ8x4fs", corpus)
+    faiss.downcast_index(graph.quantizer).hnsw.efSearch = 512  # wide: scanned
+    graph.nprobe = 16
+    queries = unit(corpus[:40] + 0.3 * np.random.default_rng(1).standard_normal((40, DIM)))
+    nearest_cells = np.argsort(-queries @ faiss.downcast_index(graph.quantizer).reconstruct_n(0, 256).T, axis=1)
+    where = lists_of(graph)
+    _, ids = coarse.search(graph, queries, 10)
+    assert all(set(where[found]) <= set(cells[:16]) for found, cells in zip(ids, nearest_cells))
+    np.testing.assert_array_equal(ids, graph.search(queries, 10)[1])  # the wide graph found the same cells
+    narrower = faiss.SearchParametersIVF(nprobe=4, sel=faiss.IDSelectorRange(0, 6000))
+    _, ids = coarse.search(graph, queries, 10, narrower)
+    assert all(set(where[found[found >= 0]]) <= set(cells[:4]) for found, cells in zip(ids, nearest_cells))
+    assert ids.max() < 6000 and (ids >= 0).sum() > 300  # the selector held, and rows were found
