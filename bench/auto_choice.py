@@ -13,9 +13,10 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import cast
 
 import numpy as np
-from ann_real import REAL, arguments, load_corpus
+from ann_real import MAPPED_FROM, REAL, arguments, load_corpus
 from common import log, save
 
 from sembed_cli.indexes import auto
@@ -23,8 +24,28 @@ from sembed_cli.indexes.staging import IndexSettings
 from sembed_cli.indexes.vector_file import VectorFile
 
 
-def raw_vectors(name: str, work: Path) -> VectorFile:
-    """NAME.npy's unit vectors as the float32 file a build measures from (made once under --work)."""
+class MappedRows:
+    """NAME.npy's unit vectors read where they are, as a build's float32 file is read (auto.choose reads `dim`,
+    `rows` and `path`): the 10M sets are mapped and already unit length (load_corpus checks), and a float32 copy
+    would take 11.6 GB of disk."""
+
+    def __init__(self, name: str, work: Path):
+        self.matrix = load_corpus(name)
+        self.dim = int(self.matrix.shape[1])
+        self.path = work / f"{name}.npy"  # auto.choose measures in a folder beside it
+
+    def rows_on_disk(self) -> int:
+        return len(self.matrix)
+
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.matrix[rows], dtype=np.float32)
+
+
+def raw_vectors(name: str, work: Path) -> VectorFile | MappedRows:
+    """NAME.npy's unit vectors as the float32 file a build measures from (made once under --work; read in place
+    where the corpus is mapped)."""
+    if np.load(REAL / f"{name}.npy", mmap_mode="r").nbytes > MAPPED_FROM:
+        return MappedRows(name, work)
     path = work / f"{name}.unit.f32"
     if not path.exists():
         load_corpus(name).tofile(path.with_suffix(".tmp"))
@@ -45,7 +66,7 @@ def main() -> None:
     choices = {}
     for target in (float(r) for r in args.recall.split(",")):
         log(f"--type auto --recall {target} over {count:,} rows ...")
-        kind = auto.choose(raw, count, IndexSettings(recall=target, seed=args.seed))
+        kind = auto.choose(cast(VectorFile, raw), count, IndexSettings(recall=target, seed=args.seed))
         choices[str(target)] = {"type": kind.name, "factory": kind.factory, **(kind.auto or {})}
         save(
             f"auto_choice_{args.name}",
