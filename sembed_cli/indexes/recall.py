@@ -20,8 +20,9 @@ fast-scan lists 0.8-1.0 re-ranking 100 and 1.0-1.2 re-ranking 300 (bench/results
 recall_calibration_static10m.json). So the ladder aims at missing MISS_SHARE of what the target allows (`aimed`:
 a graph 0.8, 0.96 for 0.95; inverted lists 0.65, 0.9675 for 0.95), on the safe side of every breadth measured.
 Measured against real queries at the breadth chosen: a graph at 1M 0.907 / 0.967 / 0.993 for R 0.9 / 0.95 / 0.99
-(the blend chose efSearch 256 for 0.95, now 192: 1.3x the queries/s), 8-bit lists 0.927 / 0.956, 4-bit fast-scan
-lists 0.927 / 0.966, and at 10M 0.937 / 0.954 / 0.992 (666 q/s for 0.99 with the cells scanned, coarse.py).
+(the blend chose efSearch 256 for 0.95, now 192: 1.3x the queries/s), 8-bit lists 0.927 / 0.963, 4-bit fast-scan
+lists 0.932 / 0.966, and at 10M 0.943 / 0.959 / 0.993 (2,811 and 472 q/s for 0.95 and 0.99: the cells scanned,
+coarse.py, and rows added to their nearest cell, kinds.QUANTIZER_ADD_EF_SEARCH).
 
 The breadth (efSearch of a graph, nprobe of inverted lists) climbs a ladder, doubling until the recall reaches
 CURVE_UP_TO (or stops growing), then bisects for the cheapest breadth that meets R. The whole
