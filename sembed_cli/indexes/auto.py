@@ -45,9 +45,8 @@ def candidate(name: str, count: int, dim: int) -> kinds.Kind:
     if name == "hnsw-sq8":
         return kinds.Kind(name, f"HNSW{kinds.HNSW_M},SQ8")
     if name == "ivfpq-fs":
-        lists = kinds.choose("ivf", count, dim)
-        quantizer = lists.factory.split(",")[0]
-        return kinds.Kind(name, f"{quantizer},PQ{kinds.fast_scan_quantizers(dim)}x4fs", lists.nprobe)
+        cells = kinds.cells(count)
+        return kinds.Kind(name, f"{kinds.lists(cells)},PQ{kinds.fast_scan_quantizers(dim)}x4fs", kinds.nprobe(cells))
     return kinds.choose(name, count, dim)
 
 

@@ -94,6 +94,11 @@ def pq_bytes(dim: int) -> int:
     return next(m for m in range(max(1, dim // 4), 0, -1) if dim % m == 0)
 
 
+def lists(cell_count: int) -> str:
+    """The inverted lists of a factory string: `cell_count` cells, over a graph of them from TWO_LEVEL_FROM."""
+    return f"IVF{cell_count}_HNSW{HNSW_M}" if cell_count >= TWO_LEVEL_FROM else f"IVF{cell_count}"
+
+
 def fast_scan_quantizers(dim: int) -> int:
     """4-bit fast-scan sub-quantizers: one for each 2 dimensions, the bytes of pq_bytes's 8-bit codes (d/4 of them
     capped recall@10 at 0.81 on 10M real windows and at 0.91 on 1M, docs/indexes.md), or the largest divisor of dim
@@ -112,9 +117,8 @@ def choose(requested: str, count: int, dim: int, nprobe_given: int | None = None
         return Kind("hnsw", f"HNSW{HNSW_M}")
     if name in ("ivf", "ivfpq"):
         k = cells(count)
-        quantizer = f"IVF{k}_HNSW{HNSW_M}" if k >= TWO_LEVEL_FROM else f"IVF{k}"
         codes = "Flat" if name == "ivf" else f"PQ{pq_bytes(dim)}"
-        return Kind(name, f"{quantizer},{codes}", nprobe_given or nprobe(k))
+        return Kind(name, f"{lists(k)},{codes}", nprobe_given or nprobe(k))
     check_factory(requested, dim)
     listed = re.search(r"IVF(\d+)", requested)
     return Kind("factory", requested, (nprobe_given or nprobe(int(listed.group(1)))) if listed else None)
