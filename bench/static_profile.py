@@ -17,7 +17,7 @@ of --repeats:
                     sum a text at a time (before)
   stamp             each record's embedding_model, its vector stored in it
   JSON line         the record as a JSON line, 256 float32 values (JSONL) or a row number (--npy, with the
-                    matrix's rows copied out); with 2+ threads the JSONL line splits in two: the rows' JSON
+                    matrix's rows copied out); with 4+ threads the JSONL line splits in two: the rows' JSON
                     text, which a worker process writes (io.vector_json.rows_json), and the line around it,
                     which the writer makes with the text as an orjson.Fragment
 
@@ -157,7 +157,7 @@ def main() -> None:
             "sum pieces (a text at a time, before)": lambda: [one_at_a_time(model, window) for window in ids],
             "stamp": stamp_all,
             "JSON line, 256 floats (JSONL)": lambda: [dumps(record) for record in stamped],
-            "rows' JSON text (a worker's part, 2+ threads)": lambda: [rows_json({"embedding": v}) for v in vectors],
+            "rows' JSON text (a worker's part, 4+ threads)": lambda: [rows_json({"embedding": v}) for v in vectors],
             "JSON line around a worker's text (the writer's part)": fragment_lines,
             "JSON line, row number (--npy)": npy_lines,
         }

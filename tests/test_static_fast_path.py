@@ -92,11 +92,11 @@ def records_of(texts: list[str]) -> str:
     return b"".join(map(dumps, records)).decode()  # sembed's own writer: integers past 64 bits digit for digit
 
 
-@pytest.mark.subprocess  # with two threads, the vectors' JSON is written by a worker process
+@pytest.mark.subprocess  # with four threads, the vectors' JSON is written by a worker process
 @pytest.mark.parametrize("npy", [False, True])
 def test_threads_write_the_same_bytes_as_one(static_dir, tmp_path, monkeypatch, npy):
     data = records_of(sample_texts())
-    threaded, by_workers = [], []
+    threaded, by_workers, workers = [], [], []
 
     def counted(items, *args):
         threaded.append(1)
@@ -109,10 +109,17 @@ def test_threads_write_the_same_bytes_as_one(static_dir, tmp_path, monkeypatch, 
         by_workers.extend(isinstance(values, list) for values in rows.values())
         return rows
 
+    real_init = VectorJson.__init__
+
+    def started(self, processes):
+        workers.append(processes)
+        real_init(self, processes)
+
     monkeypatch.setattr(embed_stream, "read_ahead", counted)
     monkeypatch.setattr(VectorJson, "written", written)
+    monkeypatch.setattr(VectorJson, "__init__", started)
     written = {}
-    for threads in ("1", "2"):
+    for threads in ("1", "2", "4"):
         extra = ["--npy", str(tmp_path / f"v{threads}.npy")] if npy else []
         run = sembed(
             "embed", "-q", "-m", str(static_dir), "--threads", threads, "--batch-size", "300", *extra, input=data
@@ -121,11 +128,12 @@ def test_threads_write_the_same_bytes_as_one(static_dir, tmp_path, monkeypatch, 
         written[threads] = run.stdout
         if npy:
             written[threads + ".npy"] = (tmp_path / f"v{threads}.npy").read_bytes()
-    assert written["1"] == written["2"]
-    assert threaded == [1]  # only with two threads
+    assert written["1"] == written["2"] == written["4"]
+    assert threaded == [1, 1]  # only with two threads or more
+    assert workers == ([] if npy else [1])  # a worker from four threads, for JSON text
     assert '"id":1' + "0" * 30 in written["1"] and '"big":-10000000000000000000000000' in written["1"]
     if npy:
-        assert written["1.npy"] == written["2.npy"]
+        assert written["1.npy"] == written["2.npy"] == written["4.npy"]
         assert written["1"].count("embedding_row") > 1000
         assert not by_workers  # rows in a matrix: no JSON text to write
     else:  # the first windows (1, 2, 4 ... records) are written in place, the larger ones by a worker
@@ -168,7 +176,7 @@ def test_one_thread_starts_no_worker(static_dir, monkeypatch):
     assert len(run.records) == 600
 
 
-@pytest.mark.subprocess  # with two threads, a worker process
+@pytest.mark.subprocess  # with four threads, a worker process
 @pytest.mark.parametrize("skip", [False, True])
 def test_a_bad_record_comes_out_after_the_records_before_it_whatever_the_threads(static_dir, skip):
     texts = sample_texts(900)
@@ -178,11 +186,11 @@ def test_a_bad_record_comes_out_after_the_records_before_it_whatever_the_threads
     runs = [
         sembed("embed", "-m", str(static_dir), "--threads", t, "--batch-size", "300", *(["--skip-errors"] * skip),
                input=data)
-        for t in ("1", "2")
+        for t in ("1", "2", "4")
     ]  # fmt: skip
-    assert [run.exit_code for run in runs] == ([0, 0] if skip else [1, 1])
-    assert runs[0].stdout == runs[1].stdout
-    assert runs[0].stderr == runs[1].stderr
+    assert [run.exit_code for run in runs] == ([0, 0, 0] if skip else [1, 1, 1])
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout
+    assert runs[0].stderr == runs[1].stderr == runs[2].stderr
     assert "line 701" in runs[0].stderr or ":701:" in runs[0].stderr
     assert len(runs[0].records) == (899 if skip else 700)
 

@@ -25,7 +25,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 PROCESS_ROWS = 128  # windows of fewer rows are written by the writer itself
-THREADS_A_PROCESS = 4  # a worker keeps up with about four threads: it formats a row in a fifth of its encoding
+# a worker keeps up with about four threads (it formats a row in a fifth of its encoding); below four there is
+# none: on two cores the rows' text crossing the pipe (2.6 MB a window of 1000) costs more CPU than the worker
+# takes off the writer (2 threads, 105,660 sentences: 46,000 sentences/s and 3.9 CPU-s without a worker, 42,600
+# and 4.2 with one; docs/static-mode.md)
+THREADS_A_PROCESS = 4
 T = TypeVar("T")
 
 
@@ -37,8 +41,8 @@ def rows_json(matrices: dict[str, np.ndarray]) -> dict[str, list[bytes]]:
 
 
 def processes_for(threads: int) -> int:
-    """Worker processes for a command of `threads` threads: one to every THREADS_A_PROCESS threads, at least one."""
-    return max(1, threads // THREADS_A_PROCESS)
+    """Worker processes for a command of `threads` threads: one to every THREADS_A_PROCESS threads (none below)."""
+    return threads // THREADS_A_PROCESS
 
 
 def _quiet_worker() -> None:

@@ -120,10 +120,11 @@ def embed_sentences(
     names = ("embedding", "embedding_basic", "embedding_cf") if settings.keep_parts else ("embedding",)
     stamp = stamp_for(embedder.identity, names, matrix_file)
     # a static model's windows are read and encoded ahead of the writing when there are threads for it: the
-    # tokenizer and the sums run without the GIL; the JSON of their vectors, which holds it, is written by
-    # worker processes (docs/static-mode.md, "Where the time goes")
+    # tokenizer and the sums run without the GIL; with four threads or more the JSON of their vectors, which
+    # holds it, is written by worker processes (docs/static-mode.md, "Where the time goes")
     ahead = embedder.backend.get("backend") == "static" and uses_threads()
-    json_workers = VectorJson(processes_for(threads_used())) if ahead and matrix_file is None else None
+    processes = processes_for(threads_used()) if ahead and matrix_file is None else 0
+    json_workers = VectorJson(processes) if processes else None
 
     def transform(records: Iterable[dict]) -> Iterable[dict]:
         embedded = stamp.label(
