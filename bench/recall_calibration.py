@@ -12,11 +12,13 @@ ladder measured is searched with the real queries too (`real_curve`, at the dept
 compared breadth by breadth: the share of real's misses the proxy misses is what recall.MISS_SHARE is set from.
 
     python bench/recall_calibration.py [--name minilm] [--work runs/ann_real] [--threads 2] [--index DIR ...]
-Result: bench/results/recall_calibration[_NAME].json (minilm: no suffix).
+Result: bench/results/recall_calibration[_NAME].json (minilm: no suffix); the entries of indexes not measured this
+time are kept from it ("kept"; "dates" says when each was measured).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from ann_real import Truth, arguments, load_corpus, load_queries
-from common import log, save
+from common import RESULTS, log, save
 
 from sembed_cli.indexes import recall
 from sembed_cli.indexes.directory import VectorIndex
@@ -93,8 +95,12 @@ def main() -> None:
     real, truth_rows = load_queries(args.name, args.queries, args.work)
     truth = Truth(load_corpus(args.name), real, truth_rows)
     results = {directory.name: calibrate(directory, real, truth, args.seed) for directory in directories}
+    name = "recall_calibration" + ("" if args.name == "minilm" else f"_{args.name}")
+    earlier = json.loads((RESULTS / f"{name}.json").read_text()) if (RESULTS / f"{name}.json").exists() else {}
+    kept = {key: rows for key, rows in earlier.get("indexes", {}).items() if key not in results}
+    dates = {key: earlier.get("dates", {}).get(key, earlier.get("date")) for key in kept}
     save(
-        "recall_calibration" + ("" if args.name == "minilm" else f"_{args.name}"),
+        name,
         {
             "how": __doc__.split("\n\n")[1],
             "data": {"corpus": f"runs/real/{args.name}.npy", "real_queries": len(real)},
@@ -102,7 +108,9 @@ def main() -> None:
             "miss_share": recall.MISS_SHARE,
             "method": f"proxy: {recall.SAMPLE} queries unit(x + {recall.NOISE} r), a drawn row and a random unit "
             f"direction, seed {args.seed}",
-            "indexes": results,
+            "indexes": {**kept, **results},
+            "dates": {**dates, **{key: time.strftime("%Y-%m-%d %H:%M") for key in results}},
+            "kept": sorted(kept),
         },
     )
 

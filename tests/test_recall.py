@@ -69,6 +69,18 @@ def test_the_ladder_finds_the_cheapest_breadth_and_keeps_the_curve():
     assert sorted(curve) == [1, 2]  # a doubling that finds no more ends the climb
 
 
+def test_the_ladder_probes_a_quarter_of_8_bit_lists_and_half_of_4_bit_fast_scan_ones():
+    import faiss
+
+    def ladder(factory: str) -> tuple:
+        return recall.parameter(faiss.index_factory(DIM, factory, faiss.METRIC_INNER_PRODUCT))
+
+    assert ladder("IVF4096_HNSW32,PQ16") == ("nprobe", 1, 1024)
+    assert ladder("IVF4096_HNSW32,PQ16x4fs") == ("nprobe", 1, 2048)  # 1M MiniLM: 0.99 needs ~1,500 (0.983 at 1,024)
+    assert ladder("IVF100,PQ16x4fs") == ("nprobe", 1, 64)  # at least 64 of the lists
+    assert ladder("HNSW32") == ("ef_search", 16, 4096)
+
+
 def test_ties_count_as_hits_and_the_own_row_is_left_out():
     sample = recall.Sample(np.array([0]), np.array([[1.0, 0.0]], dtype=np.float32), np.array([0.5], np.float32), 2)
     corpus = np.array([[1, 0], [0.5, 0.866], [0.5, -0.866], [0, 1]], dtype=np.float32)

@@ -187,6 +187,14 @@ def ivf_of(index):
         return None
 
 
+def fast_scan(ivf) -> bool:
+    """Whether inverted lists hold 4-bit fast-scan codes (PQ{M}x4fs), which scan several times faster than 8-bit
+    ones: the recall ladder may probe half of them (recall.parameter)."""
+    import faiss
+
+    return isinstance(faiss.downcast_index(ivf), faiss.IndexIVFFastScan)
+
+
 def hnsw_of(index):
     """The HNSW graph inside `index` (under an IDMap2 too: a graph compacted by an update, indexes/compaction.py)."""
     import faiss

@@ -21,7 +21,8 @@ recall_calibration_static10m.json). So the ladder aims at missing MISS_SHARE of 
 a graph 0.8, 0.96 for 0.95; inverted lists 0.65, 0.9675 for 0.95), on the safe side of every breadth measured.
 Measured against real queries at the breadth chosen: a graph at 1M 0.907 / 0.967 / 0.993 for R 0.9 / 0.95 / 0.99
 (the blend chose efSearch 256 for 0.95, now 192: 1.3x the queries/s), 8-bit lists 0.927 / 0.963, 4-bit fast-scan
-lists 0.932 / 0.966, and at 10M 0.943 / 0.959 / 0.993 (2,811 and 472 q/s for 0.95 and 0.99: the cells scanned,
+lists 0.932 / 0.966 / 0.989 (the last at nprobe 1,408 of 4,096, past the quarter of the lists 8-bit ones stop at:
+`parameter`), and at 10M 0.943 / 0.959 / 0.993 (2,811 and 472 q/s for 0.95 and 0.99: the cells scanned,
 coarse.py, and rows added to their nearest cell, kinds.QUANTIZER_ADD_EF_SEARCH).
 
 The breadth (efSearch of a graph, nprobe of inverted lists) climbs a ladder, doubling until the recall reaches
@@ -95,8 +96,9 @@ def parameter(index) -> tuple[str | None, int, int]:
     """(setting, first rung, last rung) of the breadth the ladder climbs: nprobe of inverted lists, efSearch of a
     graph, or (None, 0, 0) where search has no breadth (flat: exact)."""
     ivf = kinds.ivf_of(index)
-    if ivf is not None:  # a quarter of the lists at most: wider, a flat scan costs less
-        return "nprobe", 1, min(int(ivf.nlist), max(64, int(ivf.nlist) // 4))
+    if ivf is not None:  # a quarter of the lists at most, half of 4-bit fast-scan ones: wider, a flat scan costs less
+        lists = int(ivf.nlist)
+        return "nprobe", 1, min(lists, max(64, lists // (2 if kinds.fast_scan(ivf) else 4)))
     if kinds.hnsw_of(index) is not None:
         return "ef_search", 16, 4096
     return None, 0, 0
