@@ -16,8 +16,11 @@ all): `sembed index` of the names with the model (--build-threads, --device; wal
 wait4; 2.2M names are 15-30 CPU-minutes of embedding on the CPU), then in this process, as `sembed search
 --spelling` runs (search_records over the loaded index and model, --threads of torch and FAISS, pinned to as
 many cores): recall@10 by kind, and the queries searched --repeat times, timed (wall and CPU seconds: queries/s
-and queries per CPU-second, for a shared machine), with the load average; the index of the names' words that
---spelling builds at its first query is timed apart. Writes bench/results/NAME.json. Large files stay under
+and queries per CPU-second, for a shared machine), with the load average; the names read and their words indexed
+at --spelling's first query (a start-up a loaded index pays once, 15 s at 2.2M names) is timed apart
+(word_index_build_s): until 2026-11-28 every pass built them again, inside the timed one. --search-recall R also
+searches each index as `search --recall R` does (lookup_SIZE_recall_R). Writes bench/results/NAME.json. Large
+files stay under
 --work (names, indexes and their build figures: reused when there, --rebuild to redo); --build-only stops after
 the builds, so two sizes can be built at once and searched after, one after the other.
 
@@ -129,18 +132,29 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int) -> dict:
-    """recall@10 by kind of `sembed search --spelling` from text over the index, and its speed (module doc)."""
+def breadth(index) -> dict:
+    """The search breadth FAISS is set to: efSearch of a graph, nprobe of inverted lists."""
+    from sembed_cli.indexes import kinds
+
+    graph, lists = kinds.hnsw_of(index), kinds.ivf_of(index)
+    return {"ef_search": graph.hnsw.efSearch} if graph is not None else {"nprobe": lists.nprobe} if lists else {}
+
+
+def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int, recall: float | None = None) -> dict:
+    """recall@10 by kind of `sembed search --spelling` from text over the index, and its speed (module doc);
+    `recall`: searched as `search --recall R` searches (the breadth of the index's curve for R)."""
     from sembed_cli import threads as thread_pools
+    from sembed_cli.indexes import recall as measured_recall
     from sembed_cli.indexes.directory import VectorIndex
     from sembed_cli.indexes.query_encoder import QueryEmbedder
     from sembed_cli.indexes.search import search_records
-    from sembed_cli.models.poi_lookup import SpellingReranker
 
     allowed = sorted(os.sched_getaffinity(0))
     os.sched_setaffinity(0, allowed[:threads])  # on a larger machine, as many cores as threads
     thread_pools.apply(threads)
     index = VectorIndex.load(index_dir)
+    if recall is not None:
+        measured_recall.apply_target(index, recall)
     encoder = QueryEmbedder(index, device="cpu")
     encoder.open()
     thread_pools.apply(threads)  # torch is loaded now
@@ -149,8 +163,7 @@ def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int) -> d
         return list(search_records(iter(records), index, encoder, 10, "text", "embedding", 1000, spelling=True))
 
     started = time.perf_counter()
-    texts = index.texts("text")  # as search --spelling reads them, then the index of their words
-    SpellingReranker(texts.__getitem__, len(texts)).names()
+    search([{"text": queries[0]["text"]}])  # the first query reads the names and indexes their words (once)
     word_index_s = time.perf_counter() - started
     by_kind: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
     search([{"text": q["text"]} for q in queries])  # a first pass warms the caches
@@ -183,6 +196,8 @@ def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int) -> d
         "type": index.metadata.get("type"),
         "factory": index.metadata["settings"].get("factory"),
         "measured_at_build": index.metadata["settings"].get("recall"),  # the breadth --recall chose
+        "search_recall": recall,
+        "searched_at": breadth(index.index),
     }
 
 
@@ -243,6 +258,13 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="build the indexes again when they are there")
     parser.add_argument("--name", default="poi_scale", help="bench/results/NAME.json")
     parser.add_argument(
+        "--search-recall",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also search each index as search --recall R does, for each R (lookup_SIZE_recall_R)",
+    )
+    parser.add_argument(
         "--words-only", action="store_true", help="only the part of --spelling that needs no model, at each size"
     )
     args = parser.parse_args()
@@ -283,6 +305,9 @@ def main() -> None:
         log(f"searching {index}")
         result[f"lookup_{size}"] = lookup(index, queries, args.threads, args.repeat)
         log(json.dumps(result[f"lookup_{size}"]))
+        for target in args.search_recall:
+            result[f"lookup_{size}_recall_{target}"] = lookup(index, queries, args.threads, args.repeat, target)
+            log(json.dumps(result[f"lookup_{size}_recall_{target}"]))
         save(args.name, result)
     if args.build_only or f"lookup_{args.scale}x" not in result or "lookup_1x" not in result:
         return

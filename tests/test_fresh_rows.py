@@ -134,3 +134,38 @@ def test_the_exact_scan_merges_with_faiss_and_leaves_out_what_it_must():
     scores, found = fresh.merged(faiss_scores[:1], faiss_rows[:1], np.full((1, 1), -np.inf), np.array([[-1]]), 4)
     assert found.tolist() == [[7, 8, -1, -1]]
     assert fresh.keeps(20, 1000) and not fresh.keeps(21, 1000) and not fresh.keeps(fresh.MAX_ROWS + 1, 10**9)
+
+
+def test_a_loaded_index_keeps_what_its_searches_build_from_all_rows_while_they_stay(tiny_model, tmp_path, monkeypatch):
+    """search --spelling reads every name and indexes their words at its first query: a loaded index keeps them for
+    its later searches (a process searching many batches, the benchmark), made again once its rows change."""
+    from sembed_cli.indexes.query_encoder import QueryEmbedder
+    from sembed_cli.indexes.search import search_records
+    from sembed_cli.models import poi_lookup
+
+    index = tmp_path / "index"
+    build(tiny_model, index, rows(NAMES), "flat")
+    made = []
+    real_init = poi_lookup.NameWords.__init__
+
+    def counted(self, keys):
+        made.append(len(keys))
+        real_init(self, keys)
+
+    monkeypatch.setattr(poi_lookup.NameWords, "__init__", counted)
+    with VectorIndex.load(index) as loaded:
+        encoder = QueryEmbedder(loaded, device="cpu")
+        encoder.open()
+
+        def first(query: str) -> str:
+            (record,) = search_records(
+                iter([{"text": query}]), loaded, encoder, 3, "text", "embedding", 10, spelling=True
+            )
+            return record["neighbors"][0]["text"]
+
+        assert first(NAMES[3]) == NAMES[3]
+        assert first(NAMES[17]) == NAMES[17]
+        assert made == [len(NAMES)]  # one index of words for both searches
+        loaded.removed = np.array([0], dtype=np.int64)  # its rows changed (as a reload after an update finds them)
+        assert first(NAMES[3]) == NAMES[3]
+        assert made == [len(NAMES), len(NAMES)]

@@ -28,10 +28,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -48,6 +48,7 @@ from .store import RecordStore
 from .vector_file import DTYPES, VectorFile
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 INDEX_FILE = "index.faiss"
 METADATA_FILE = "sembed.json"
@@ -164,6 +165,7 @@ class VectorIndex:
     verifier: Verifier | None = None
     fresh_from: int | None = None  # the first row FAISS does not hold (indexes/fresh.py); None: it holds every row
     fresh: VectorFile | None = None  # the fresh rows' own vectors, beside an index that keeps none
+    _made: dict[str, tuple[tuple, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # --- what it holds ---------------------------------------------------------------------------------------
 
@@ -186,22 +188,29 @@ class VectorIndex:
         """The first fresh row (row_count when there is none): FAISS holds the rows below it."""
         return self.row_count if self.fresh_from is None else self.fresh_from
 
+    def made_once(self, name: str, make: Callable[[], T]) -> T:
+        """`make()`, made once for this loaded index while its rows stay the same (the same row count and removed
+        rows): what searches build from many rows (the fresh rows' vectors, --spelling's index of the names'
+        words) is kept between the searches of one process."""
+        rows = (self.fresh_start, self.row_count, len(self.removed))
+        kept = self._made.get(name)
+        if kept is None or kept[0] != rows:
+            kept = self._made[name] = (rows, make())
+        return kept[1]
+
     def fresh_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """The fresh rows an answer may hold (removed ones left out) and their unit vectors as float32, read once
         (they are few)."""
+        return self.made_once("fresh rows", self._read_fresh_rows)
+
+    def _read_fresh_rows(self) -> tuple[np.ndarray, np.ndarray]:
         start, stop = self.fresh_start, self.row_count
-        cached = getattr(self, "_fresh_cache", None)
-        if cached is not None and cached[0] == (start, stop, len(self.removed)):
-            return cached[1]
         source = self.vectors if self.vectors is not None else self.fresh
         rows = np.setdiff1d(np.arange(start, stop, dtype=np.int64), self.removed, assume_unique=True)
         if source is None or not len(rows):
-            live = (rows[:0], np.zeros((0, self.dimension), dtype=np.float32))
-        else:
-            block = source.matrix(stop)[start - source.base :]
-            live = (rows, np.ascontiguousarray(block[rows - start], dtype=np.float32))
-        self._fresh_cache = ((start, stop, len(self.removed)), live)
-        return live
+            return rows[:0], np.zeros((0, self.dimension), dtype=np.float32)
+        block = source.matrix(stop)[start - source.base :]
+        return rows, np.ascontiguousarray(block[rows - start], dtype=np.float32)
 
     @property
     def legacy(self) -> bool:

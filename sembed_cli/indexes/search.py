@@ -269,9 +269,12 @@ def search_records(
             record["neighbors"] = neighbours
         return batch
 
-    if spelling:  # the names by row, read once: the re-rank looks words up among all of them
+    def spelling_reranker() -> SpellingReranker:  # the names by row: the re-rank looks words up among all of them
         texts = index.texts(text_key)
-        reranker = SpellingReranker(texts.__getitem__, len(texts))
+        return SpellingReranker(texts.__getitem__, len(texts))
+
+    if spelling:  # made once a loaded index (its index of words too, at its first query: seconds at millions)
+        reranker = index.made_once(f"spelling {text_key}", spelling_reranker)
     asked = k * SPELLING_CANDIDATES if spelling else k
     if plan is not None:
         plan.depth = max(k, plan.reranker.depth if plan.reranker is not None else k)
