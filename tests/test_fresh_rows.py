@@ -169,3 +169,21 @@ def test_a_loaded_index_keeps_what_its_searches_build_from_all_rows_while_they_s
         loaded.removed = np.array([0], dtype=np.int64)  # its rows changed (as a reload after an update finds them)
         assert first(NAMES[3]) == NAMES[3]
         assert made == [len(NAMES), len(NAMES)]
+
+
+def test_the_re_rank_gives_the_same_bits_a_block_of_queries_at_a_time_over_threads(tiny_model, tmp_path, monkeypatch):
+    from sembed_cli.indexes import directory
+
+    index = tmp_path / "index"
+    build(tiny_model, index, rows(NAMES), "HNSW16,SQ8")
+    with VectorIndex.load(index) as loaded:
+        assert loaded.vectors is not None
+        queries = loaded.vectors_of(np.arange(0, len(NAMES), 3))
+        candidates = np.random.default_rng(0).integers(-1, len(NAMES), (len(queries), 12))
+        monkeypatch.setattr(directory, "RERANK_BLOCK", 10**9)
+        whole = loaded.rerank(queries, candidates, 5)
+        monkeypatch.setattr(directory, "RERANK_BLOCK", 4)
+        monkeypatch.setattr(directory, "configured_count", lambda: 2)
+        blocks = loaded.rerank(queries, candidates, 5)
+    assert np.array_equal(whole[0], blocks[0]) and np.array_equal(whole[1], blocks[1])
+    assert whole[1].shape == (len(queries), 5) and (whole[1][:, 0] >= 0).all()

@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import SembedError
 from ..io import loads
 from ..io.checksums import bytes_checksum, mismatch, parse
+from ..threads import configured_count
 from . import coarse, fresh, kinds
 from .entries import unit_rows
 
@@ -58,6 +59,11 @@ SUM = "sum:"  # state keys: "sum:FILE" -> the checksum of FILE at this commit (i
 PREVIOUS_SUM = "previous_sum:"  # sembed.json's of the commit before: the file is renamed in just after a commit
 STATE_METADATA = "metadata"  # the commit's sembed.json, in the state
 LOAD_TRIES = 6  # reads of the state when a commit moved the files in between
+# queries re-ranked at a time: their candidates' rows, decoded to float32 (64 x 100 x 384 x 4 bytes, 9.8 MB), are
+# still in the cache when their dot products read them; the blocks go to the command's threads. 1,000 real queries
+# at 1M, 100 candidates each: 42 ms re-ranked at once, 35 ms a block at a time, 28 ms over two threads (the same
+# bits: each row's dot product is the same whatever the block)
+RERANK_BLOCK = 64
 
 
 class Changed(Exception):
@@ -537,9 +543,23 @@ class VectorIndex:
         return fresh.nearest(queries, vectors, rows, k)
 
     def rerank(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The k best of each query's candidate rows by exact cosine against the kept vectors."""
+        """The k best of each query's candidate rows by exact cosine against the kept vectors, RERANK_BLOCK queries
+        at a time, the blocks over the command's threads (the reads, the float16 decoding and numpy's products run
+        without the GIL)."""
         if self.vectors is None:
             raise ValueError("re-ranking needs the index's kept vectors (a lossy type built with --rerank)")
+        blocks = [slice(start, start + RERANK_BLOCK) for start in range(0, len(queries), RERANK_BLOCK)]
+        threads = min(len(blocks), configured_count() or 1)
+        if threads <= 1:
+            return self._rerank_block(queries, candidates, k)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads, thread_name_prefix="sembed-rerank") as pool:
+            done = list(pool.map(lambda block: self._rerank_block(queries[block], candidates[block], k), blocks))
+        return np.concatenate([scores for scores, _ in done]), np.concatenate([rows for _, rows in done])
+
+    def _rerank_block(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        assert self.vectors is not None
         found = candidates >= 0
         vectors = self.vectors.read(np.where(found, candidates, 0).ravel(), self.row_count)
         exact = np.einsum("qkd,qd->qk", vectors.reshape(*candidates.shape, -1), queries)
