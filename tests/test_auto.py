@@ -32,7 +32,6 @@ def test_candidates_are_the_issues_types():
         "HNSW32",
         "HNSW32,SQ8",
         "IVF4096_HNSW32,PQ192x4fs",
-        "IVF4096_HNSW32,PQ96",
     ]
 
 

@@ -5,9 +5,13 @@ built over all rows (issue 36: "auto chooses between the candidates by measureme
 The candidates are the types that lead the big-ann results and FAISS's guidelines at 10^5-10^7 vectors:
     hnsw       HNSW32 over float32 vectors                                        4 d + 256 bytes in RAM
     hnsw-sq8   HNSW32 over 8-bit scalar-quantised vectors, re-ranked from disk     d + 256
-    ivfpq-fs   inverted lists of 4-bit fast-scan PQ codes, one for each 2 dimensions (PQ{d/2}x4fs, André et
-               al., "Quicker ADC", 2019), re-ranked from disk                     d/4 + 8
-    ivfpq      inverted lists with a graph quantiser, 8-bit PQ codes, re-ranked     d/4 + 8
+    ivfpq-fs   inverted lists with a graph quantiser, 4-bit fast-scan PQ codes, one for each 2 dimensions
+               (PQ{d/2}x4fs, André et al., "Quicker ADC", 2019), re-ranked from disk   d/4 + 8
+8-bit PQ codes in the same lists (`ivfpq`, as many bytes) were a fourth candidate until 2026-11-28: on every real
+set measured (1M MiniLM and 10M static windows at 0.95 and 0.99, 2.2M POI names, 105,660 sentences) they never
+won: 0.3-0.6x the fast-scan codes' queries per CPU-second where both met the recall (0.9x on the POI names, where
+a graph won), short of 0.99 where the fast-scan codes met it, and 40-54% of the trial's time
+(bench/results/auto_choice_*.json); `--type ivfpq` still builds them.
 Each is built over SAMPLE_ROWS rows drawn with the build's seed, its breadth climbs recall.py's ladder on the
 sample's own proxy queries until it meets --recall, and its batched search at that breadth is timed in CPU seconds
 (all threads' time: queries per CPU-second). The cheapest is the fastest that met the recall, unless one that holds
@@ -17,7 +21,7 @@ breadths are deterministic for a seed (single-threaded builds); the timings are 
 too where two candidates are near equals. What was measured goes into sembed.json (`settings.auto`), and
 `search -v` prints it.
 
-The sample's cost is the build's: four builds of SAMPLE_ROWS rows and their recall ladders, about a minute or two
+The sample's cost is the build's: three builds of SAMPLE_ROWS rows and their recall ladders, about a minute or two
 on 2 cores at 384-d (`settings.auto.seconds`), against tens of minutes for a build of a million rows.
 """
 
@@ -37,7 +41,7 @@ log = logging.getLogger(__name__)
 
 SAMPLE_ROWS = 50_000
 SPEED_SLACK = 0.8  # a candidate holding less in RAM wins at this share of the fastest's queries per CPU-second
-CANDIDATES = ("hnsw", "hnsw-sq8", "ivfpq-fs", "ivfpq")
+CANDIDATES = ("hnsw", "hnsw-sq8", "ivfpq-fs")
 
 
 def candidate(name: str, count: int, dim: int) -> kinds.Kind:
