@@ -510,9 +510,9 @@ def apply_target(index: VectorIndex, target: float) -> None:
     meeting = [b for b, r in curve if r >= aimed(setting, target)]
     breadth = min(meeting) if meeting else max(curve, key=lambda point: (point[1], -point[0]))[0]
     if not meeting:
-        reached = dict(curve)[breadth]
+        reached, goal = dict(curve)[breadth], aimed(setting, target)
         log.warning(
-            f"--recall {target}: the index measured at most {reached:.3f} (at {NAMES[setting]} {breadth}); "
-            "searching at that",
+            f"--recall {target}: the index measured at most {reached:.4g} (at {NAMES[setting]} {breadth}) where "
+            f"{goal:.4g} on its held-out queries stands for {target} on real ones; searching at that",
         )
     set_breadth(index.index, setting, breadth)
