@@ -548,14 +548,19 @@ class VectorIndex:
         without the GIL)."""
         if self.vectors is None:
             raise ValueError("re-ranking needs the index's kept vectors (a lossy type built with --rerank)")
-        blocks = [slice(start, start + RERANK_BLOCK) for start in range(0, len(queries), RERANK_BLOCK)]
+        blocks = [slice(start, start + RERANK_BLOCK) for start in range(0, max(1, len(queries)), RERANK_BLOCK)]
+
+        def ranked(block: slice) -> tuple[np.ndarray, np.ndarray]:
+            return self._rerank_block(queries[block], candidates[block], k)
+
         threads = min(len(blocks), configured_count() or 1)
         if threads <= 1:
-            return self._rerank_block(queries, candidates, k)
-        from concurrent.futures import ThreadPoolExecutor
+            done = [ranked(block) for block in blocks]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(threads, thread_name_prefix="sembed-rerank") as pool:
-            done = list(pool.map(lambda block: self._rerank_block(queries[block], candidates[block], k), blocks))
+            with ThreadPoolExecutor(threads, thread_name_prefix="sembed-rerank") as pool:
+                done = list(pool.map(ranked, blocks))
         return np.concatenate([scores for scores, _ in done]), np.concatenate([rows for _, rows in done])
 
     def _rerank_block(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

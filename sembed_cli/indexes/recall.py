@@ -507,10 +507,11 @@ def apply_target(index: VectorIndex, target: float) -> None:
         if float(recall.get("measured", 1)) < target:
             log.warning(f"--recall {target}: this index measured {recall.get('measured')} and has no breadth to widen")
         return
-    meeting = [b for b, r in curve if r >= aimed(setting, target)]
+    goal = aimed(setting, target)
+    meeting = [b for b, r in curve if r >= goal]
     breadth = min(meeting) if meeting else max(curve, key=lambda point: (point[1], -point[0]))[0]
     if not meeting:
-        reached, goal = dict(curve)[breadth], aimed(setting, target)
+        reached = dict(curve)[breadth]
         log.warning(
             f"--recall {target}: the index measured at most {reached:.4g} (at {NAMES[setting]} {breadth}) where "
             f"{goal:.4g} on its held-out queries stands for {target} on real ones; searching at that",
