@@ -403,6 +403,19 @@ def test_index_and_search_take_plain_text_and_keep_big_ids(tiny_model, one_torch
     )
 
 
+def test_loads_many_reads_each_text_as_loads_does():
+    from sembed_cli.io import loads, loads_many
+
+    texts = [b'{"text": "a", "n": 1.5}', '"doc:3"', b'{"id": 123456789012345678901234567890}', b"[1, 2]", b"null"]
+    assert loads_many(texts) == [loads(t) for t in texts]
+    assert loads_many(texts)[2]["id"] == 123456789012345678901234567890  # not the float orjson alone reads
+    assert loads_many([]) == []
+    for damaged, message in ((b'{"b": ', "unexpected end"), (b"1, 2", "unexpected content")):  # the array would read
+        with pytest.raises(orjson.JSONDecodeError) as raised:
+            loads_many([b'{"a": 1}', damaged])
+        assert message in str(raised.value).lower()
+
+
 def test_search_refuses_a_query_past_the_window_when_asked(tiny_model, one_torch_thread, tmp_path):
     assert (
         sembed(

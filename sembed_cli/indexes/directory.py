@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import numpy as np
 
 from ..errors import SembedError
-from ..io import loads
+from ..io import loads, loads_many
 from ..io.checksums import bytes_checksum, mismatch, parse
 from ..threads import configured_count
 from . import coarse, fresh, kinds
@@ -242,7 +242,10 @@ class VectorIndex:
 
     def records(self, rows) -> dict[int, tuple[object, dict]]:
         """row -> (id, payload) of `rows` (-1 and removed rows left out)."""
-        return {row: (loads(key), payload_record(payload)) for row, (key, payload) in self.store.records(rows).items()}
+        found = self.store.records(rows)
+        keys = loads_many([key for key, _ in found.values()])
+        payloads = loads_many([payload for _, payload in found.values()])
+        return dict(zip(found, zip(keys, payloads)))
 
     def rows(self) -> Iterator[tuple[int, object, dict]]:
         """Every (row, id, payload) in row order: for the few readers that need them all (taste's labels)."""

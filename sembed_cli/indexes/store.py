@@ -22,9 +22,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
+
+import numpy as np
 
 from ..errors import SembedError
 from . import keyword
@@ -235,9 +237,10 @@ class RecordStore:
                 found[key] = (row, digest, payload)
         return found
 
-    def records(self, rows: Iterable[int]) -> dict[int, tuple[str, bytes]]:
+    def records(self, rows: Sequence[int] | np.ndarray) -> dict[int, tuple[str, bytes]]:
         """row -> (id, payload) of the stored `rows`, each compared with its check (a mismatch is an error)."""
-        wanted = sorted({int(row) for row in rows if row >= 0})
+        numbers = np.asarray(rows, dtype=np.int64).ravel()
+        wanted = np.unique(numbers[numbers >= 0]).tolist()
         found: dict[int, tuple[str, bytes]] = {}
         check = "(SELECT crc FROM checks WHERE checks.row = rows.row)" if self.checked else "NULL"
         try:

@@ -5,7 +5,7 @@ One module a job; the names the rest of sembed uses are importable from here (`f
     lines          reading an input line by line: stdin or a file, gzip by its magic bytes, the encoding, a BOM
                    (STDIN, display_name, ReadPosition, LineDecoder, AUTO_ENCODING, text_lines)
     rejects        the bad-input policy of one input: stop at FILE:LINE, or count and go on (Rejects)
-    json_codec     JSON values exactly: integers past 64 bits digit for digit (loads, dumps, json_type)
+    json_codec     JSON values exactly: integers past 64 bits digit for digit (loads, loads_many, dumps, json_type)
     atomic_files   files written whole or not at all, durable on request (atomic_path, write_bytes_atomic,
                    write_json_atomic, commit, temporary_sibling, sync_file, sync_directory)
     stream         the two ends of a command and the options that make them (RecordSource, RecordSink, Shard,
@@ -38,7 +38,7 @@ from .atomic_files import (
 )
 from .batches import batched, map_texts, text_jobs
 from .fields import TextFields, check_number, check_text, counted_keys, derived_key, group, label
-from .json_codec import dumps, json_type, loads
+from .json_codec import dumps, json_type, loads, loads_many
 from .lines import AUTO_ENCODING, STDIN, LineDecoder, ReadPosition, display_name, text_lines
 from .lookalike_formats import embed_first_hint
 from .rejects import Rejects
@@ -75,6 +75,7 @@ __all__ = [
     "json_type",
     "label",
     "loads",
+    "loads_many",
     "map_texts",
     "nonzero",
     "run_stream",
