@@ -14,7 +14,8 @@ Each engine runs in its own process (so its peak RSS is its own), builds once an
   VectorIndex.search plus the neighbours' payloads from SQLite at each breadth of the curve it measured (which
   includes the breadths `search --recall R` picks); build CPU-seconds and peak RSS of the `sembed index` process;
 - FAISS directly: the factory built from the float32 matrix in RAM (IVF cells trained on 39 a cell by the same
-  two-level k-means sembed uses), re-ranked where named (exact cosine of the top 10 k, as FAISS's RFlat does);
+  two-level k-means sembed uses), re-ranked where named by FAISS's own RFlat (IndexRefineFlat over the float32
+  rows, exact cosine of the top 10 k; until 2026-11-28 by numpy, 0.86x RFlat's queries/s at nprobe 512);
 - hnswlib (M 16, ef_construction 100) and usearch (connectivity 16, expansion_add 128), inner product, float32.
 Build CPU-seconds are the process's user + system time around the build (the matrix's loading left out); peak RSS
 is the whole process's (the float32 matrix, 1.46 GB, is in it for the direct engines). Queries/s: one batch of all
@@ -179,42 +180,51 @@ def peak_rss_gb() -> float:
 
 def run_faiss(spec: str, corpus, queries, truth: Truth, threads: int, seed: int, built: Path | None) -> dict:
     """Build the factory `spec` from the corpus in RAM, or read the index `built` (by bench/build_cost.py's raw
-    child, which timed it), then sweep its breadth."""
+    child, which timed it), then sweep its breadth. Lossy codes are re-ranked by FAISS's own refine: built here,
+    `spec,RFlat` (IndexRefineFlat: the float32 rows in RAM, its multithreaded exact distances; numpy's re-rank of
+    the same candidates gave 0.86x its queries/s at nprobe 512, 1M); read from `built` (the 10M sets, whose float32
+    rows do not fit beside it), the mapped rows re-ranked by numpy (`rerank`)."""
     import faiss
 
     from sembed_cli.indexes import kinds
 
     faiss.omp_set_num_threads(threads)
+    lossy = kinds.Kind("factory", spec).lossy
     before, started = cpu_seconds(), time.perf_counter()
     if built is not None:
         index = faiss.read_index(str(built))
         build: dict = {"built_by": "bench/build_cost.py's raw FAISS child"}
+        base = index
     else:
-        index = faiss.index_factory(corpus.shape[1], spec, faiss.METRIC_INNER_PRODUCT)
-        if not index.is_trained:
-            size = kinds.training_size(index, len(corpus))  # the sample sembed's build and build_cost.py take
+        index = faiss.index_factory(corpus.shape[1], spec + (",RFlat" if lossy else ""), faiss.METRIC_INNER_PRODUCT)
+        base = faiss.downcast_index(index.base_index) if lossy else index
+        if not base.is_trained:
+            size = kinds.training_size(base, len(corpus))  # the sample sembed's build and build_cost.py take
             sample = corpus[np.sort(np.random.default_rng(seed).choice(len(corpus), size, replace=False))]
-            kinds.train(index, sample, seed)  # IVF cells: the two-level k-means sembed uses (FAISS contrib's)
-        if kinds.hnsw_of(index) is not None:
-            log(f"  efConstruction {kinds.hnsw_of(index).hnsw.efConstruction}")
+            kinds.train(base, sample, seed)  # IVF cells: the two-level k-means sembed uses (FAISS contrib's)
+            index.is_trained = True
+        if kinds.hnsw_of(base) is not None:
+            log(f"  efConstruction {kinds.hnsw_of(base).hnsw.efConstruction}")
         for start in range(0, len(corpus), 100_000):
             index.add(corpus[start : start + 100_000])
         build = build_figures(before, started)
     points = []
-    ivf, graph = kinds.ivf_of(index), kinds.hnsw_of(index)
-    lossy = kinds.Kind("factory", spec).lossy
+    ivf, graph = kinds.ivf_of(base), kinds.hnsw_of(base)
     depths = (K * 10,) if lossy and ivf is not None else (0, 2 * K) if lossy else (0,)
     for breadth in NPROBE if ivf is not None else EF:
         if ivf is not None:
-            kinds.set_search_breadth(index, breadth, None)
+            kinds.set_search_breadth(base, breadth, None)
         else:
             graph.hnsw.efSearch = breadth
         for depth in depths:
 
             def search(q, depth=depth):
                 if not depth:
-                    return index.search(q, K)[1]
-                return rerank(corpus, q, index.search(q, depth)[1])
+                    return base.search(q, K)[1]
+                if built is not None:
+                    return rerank(corpus, q, base.search(q, depth)[1])
+                params = faiss.IndexRefineSearchParameters(k_factor=depth // K)  # the breadth set on base above
+                return index.search(q, K, params=params)[1]
 
             found, qps = timed_search(search, queries)
             points.append(
@@ -225,7 +235,7 @@ def run_faiss(spec: str, corpus, queries, truth: Truth, threads: int, seed: int,
                 }
             )
             log(f"  {points[-1]}")
-    return {**build, "points": points}
+    return {**build, "points": points, "rerank": "numpy, mapped float32 rows" if built else "FAISS RFlat"}
 
 
 def run_hnswlib(corpus, queries, truth: Truth, threads: int, seed: int) -> dict:
