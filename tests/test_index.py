@@ -713,3 +713,19 @@ def test_a_graph_compacts_its_removed_rows_in_the_update_that_crosses_the_share(
         assert loaded.count == 70 and list(loaded.removed) == [12] and loaded.index.ntotal == 71
     assert [n[0] for n in neighbours(merged, ["Gotham Metropolis", "Springfield newer"], 1)[0]] == ["c500"]
     assert [n[0] for n in neighbours(merged, ["Springfield newer"], 1)[0]] == ["c81"]
+
+
+def test_texts_by_row_number_with_none_for_gaps_and_other_values(tiny_model, tmp_path, monkeypatch):
+    from sembed_cli.indexes import directory
+
+    monkeypatch.setattr(directory, "TEXTS_CHUNK", 2)  # the payloads read over several chunks
+    first = [{"id": 1, "text": "Lake Geneva", "name": "Geneva"}, {"id": 2, "text": "Mount Fuji", "name": 5}]
+    first += [{"id": 3, "text": "Springfield"}, {"id": 4, "text": "Fuji", "name": "Fuji"}]
+    built = sembed("index", "-m", tiny_model, "-o", str(tmp_path / "idx"), "-q", input=jsonl(*first))
+    assert built.exit_code == 0, built.stderr
+    later = [first[0], first[2], first[3], {"id": 5, "text": "Bern", "name": "Bern"}]  # id 2 gone: a gap
+    updated = sembed("index", "--update", str(tmp_path / "idx"), "--sync", "-q", input=jsonl(*later))
+    assert updated.exit_code == 0, updated.stderr
+    with VectorIndex.load(tmp_path / "idx") as index:
+        assert index.texts("name") == ["Geneva", None, None, "Fuji", "Bern"]
+        assert index.texts("text") == ["Lake Geneva", None, "Springfield", "Fuji", "Bern"]

@@ -23,6 +23,7 @@ Indexes written by sembed 0.1 (records.jsonl beside index.faiss) load as before,
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -64,6 +65,7 @@ LOAD_TRIES = 6  # reads of the state when a commit moved the files in between
 # at 1M, 100 candidates each: 42 ms re-ranked at once, 35 ms a block at a time, 28 ms over two threads (the same
 # bits: each row's dot product is the same whatever the block)
 RERANK_BLOCK = 64
+TEXTS_CHUNK = 10_000  # rows whose payloads `texts` reads in one JSON call
 
 
 class Changed(Exception):
@@ -255,9 +257,11 @@ class VectorIndex:
     def texts(self, key: str) -> list[str | None]:
         """Each row's text under `key` (None for gaps and records without it), by row number."""
         texts: list[str | None] = [None] * self.row_count
-        for row, _, payload in self.rows():
-            value = payload.get(key)
-            texts[row] = value if isinstance(value, str) else None
+        stored = self.store.rows()
+        while chunk := list(itertools.islice(stored, TEXTS_CHUNK)):  # their JSON read a chunk at a time
+            for (row, *_), payload in zip(chunk, loads_many([payload for *_, payload in chunk])):
+                value = payload.get(key)
+                texts[row] = value if isinstance(value, str) else None
         return texts
 
     def vectors_of(self, rows: np.ndarray, below: int | None = None) -> np.ndarray:
