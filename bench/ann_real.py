@@ -235,7 +235,8 @@ def run_faiss(spec: str, corpus, queries, truth: Truth, threads: int, seed: int,
                 }
             )
             log(f"  {points[-1]}")
-    return {**build, "points": points, "rerank": "numpy, mapped float32 rows" if built else "FAISS RFlat"}
+    reranked = {"rerank": "numpy, mapped float32 rows" if built else "FAISS RFlat"} if lossy else {}
+    return {**build, "points": points, **reranked}
 
 
 def run_hnswlib(corpus, queries, truth: Truth, threads: int, seed: int) -> dict:

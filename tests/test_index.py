@@ -718,7 +718,7 @@ def test_a_graph_compacts_its_removed_rows_in_the_update_that_crosses_the_share(
 def test_texts_by_row_number_with_none_for_gaps_and_other_values(tiny_model, tmp_path, monkeypatch):
     from sembed_cli.indexes import directory
 
-    monkeypatch.setattr(directory, "TEXTS_CHUNK", 2)  # the payloads read over several chunks
+    monkeypatch.setattr(directory, "ROWS_CHUNK", 2)  # the payloads read over several chunks
     first = [{"id": 1, "text": "Lake Geneva", "name": "Geneva"}, {"id": 2, "text": "Mount Fuji", "name": 5}]
     first += [{"id": 3, "text": "Springfield"}, {"id": 4, "text": "Fuji", "name": "Fuji"}]
     built = sembed("index", "-m", tiny_model, "-o", str(tmp_path / "idx"), "-q", input=jsonl(*first))
