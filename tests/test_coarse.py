@@ -68,6 +68,27 @@ def test_the_scanned_cells_are_the_exact_nearest_and_the_search_keeps_its_parame
     assert ids.max() < 6000 and (ids >= 0).sum() > 300  # the selector held, and rows were found
 
 
+def test_searches_in_threads_share_the_scan_and_leave_the_graph_quantiser_in_place(corpus):
+    """The scan is the lists' quantiser for the length of a call, one call at a time: searches from threads (a
+    Python caller's) answer as one after the other do, re-ranked or not, and the graph is the quantiser after."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    graph = built("IVF256_HNSW32,PQ8x4fs", corpus)
+    quantizer = faiss.downcast_index(graph.quantizer)
+    quantizer.hnsw.efSearch, graph.nprobe = 512, 16
+    exact = faiss.IndexFlatIP(DIM)
+    exact.add(corpus)
+    queries = unit(corpus[:64] + 0.3 * np.random.default_rng(2).standard_normal((64, DIM)))
+    alone = [coarse.search(graph, queries, 10), coarse.search(graph, queries, 10, exact=exact, factor=5)]
+    with ThreadPoolExecutor(4) as pool:
+        plain = list(pool.map(lambda _: coarse.search(graph, queries, 10), range(8)))
+        refined = list(pool.map(lambda _: coarse.search(graph, queries, 10, exact=exact, factor=5), range(8)))
+    assert all(np.array_equal(ids, alone[0][1]) for _, ids in plain)
+    assert all(np.array_equal(ids, alone[1][1]) for _, ids in refined)
+    assert isinstance(faiss.downcast_index(graph.quantizer), faiss.IndexHNSWFlat) and graph.parallel_mode == 0
+    np.testing.assert_allclose(alone[1][0], np.take_along_axis(queries @ corpus.T, alone[1][1], 1), atol=1e-6)
+
+
 def test_rows_are_added_to_their_nearest_cell():
     """The cell graph searches wider while rows are added (kinds.QUANTIZER_ADD_EF_SEARCH) than FAISS's 16, which put
     0.5% of these rows (8.6% of 11.3M real ones) outside their nearest cell."""

@@ -19,9 +19,20 @@ NAMES = [f"{a} {b}" for a in CITIES for b in CITIES[:5]]  # 80: enough for IVF's
 QUERIES = ["Salem Franklin", "Springfield changed", "Bristol Clinton", "Ashland", "Milton Fairview", "Gotham"]
 
 
-def build(model: str, directory: Path, records: list[dict], kind: str) -> None:
+def build(model: str, directory: Path, records: list[dict], kind: str, *options: str) -> None:
     run = sembed(
-        "index", "-q", "-m", model, "--device", "cpu", "--type", kind, "-o", str(directory), input=jsonl(*records)
+        "index",
+        "-q",
+        "-m",
+        model,
+        "--device",
+        "cpu",
+        "--type",
+        kind,
+        "-o",
+        str(directory),
+        *options,
+        input=jsonl(*records),
     )
     assert run.exit_code == 0, run.stderr
 
@@ -187,3 +198,34 @@ def test_the_re_rank_gives_the_same_bits_a_block_of_queries_at_a_time_over_threa
         blocks = loaded.rerank(queries, candidates, 5)
     assert np.array_equal(whole[0], blocks[0]) and np.array_equal(whole[1], blocks[1])
     assert whole[1].shape == (len(queries), 5) and (whole[1][:, 0] >= 0).all()
+
+
+@pytest.mark.parametrize(
+    "kind, kept", [("IVF4,SQ8", "float16"), ("IVF4,PQ8x4fs", "float32"), ("HNSW16,SQ8", "float16")]
+)
+def test_a_search_re_ranks_from_the_map_in_faiss_as_numpy_does_from_rows_read_one_by_one(
+    tiny_model, tmp_path, kind, kept, monkeypatch
+):
+    """A search re-ranks its candidates in FAISS (IndexRefine over a view of the mapped kept vectors,
+    VectorFile.exact_index), a recall measurement reading rows one by one in numpy (VectorIndex.rerank): the same
+    rows and cosines, with removed rows skipped and, on inverted lists an update shrank, rows numbered past FAISS's
+    count."""
+    import dataclasses
+
+    index = tmp_path / "index"
+    build(tiny_model, index, rows(NAMES), kind, "--rerank", kept)
+    monkeypatch.setattr(fresh, "SHARE", 0.0)  # folded into FAISS: no fresh rows
+    kept_rows = [r for r in rows(NAMES) if r["id"] not in ("c1", "c7", "c30")]
+    update(index, [*kept_rows, {"id": "c90", "text": "Gotham Metropolis", "n": 90}], "--sync")  # a row: a fold
+    with VectorIndex.load(index) as loaded:
+        assert loaded.vectors is not None and loaded.vectors.dtype == np.dtype(kept)
+        graph = kind.startswith("HNSW")  # a graph keeps its removed rows, skipped at search; inverted lists drop them
+        assert loaded.row_count == 81 and (loaded.index.ntotal, len(loaded.removed)) == ((81, 3) if graph else (78, 0))
+        assert loaded.vectors.exact_index(loaded.row_count) is not None
+        read_one_by_one = dataclasses.replace(loaded, vectors=loaded.vectors.unmapped())
+        assert read_one_by_one.vectors.exact_index(loaded.row_count) is None
+        queries = loaded.vectors_of(np.arange(0, len(NAMES), 4)) + 0.05
+        in_faiss, in_numpy = loaded.search(queries, 6), read_one_by_one.search(queries, 6)
+    assert np.array_equal(in_faiss[1], in_numpy[1])
+    assert in_faiss[0] == pytest.approx(in_numpy[0], abs=1e-6)
+    assert not np.isin(in_faiss[1], [1, 7, 30]).any() and (in_faiss[1] >= 0).all()

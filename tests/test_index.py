@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 from conftest import ROOT, TINY_DIM, jsonl, sembed, without_checksums
@@ -61,6 +63,27 @@ def test_index_directory_holds_index_records_and_metadata(index_dir, tiny_model)
             0: ("c0", {"id": "c0", "text": "Springfield", "country": "US"}),
             15: ("c15", {"id": "c15", "text": "Newport", "country": "US"}),
         }
+
+
+def test_lookups_of_more_rows_or_ids_than_one_statement_asks_for_find_them_all(index_dir):
+    """The store asks for up to LOOKUP rows (or ids) a statement, fewer where SQLite allows fewer host parameters:
+    a lookup over several statements finds each row once, in any order, duplicates and -1 left out."""
+    from sembed_cli.indexes import store
+
+    with VectorIndex.load(index_dir) as index:
+        records = cast(store.RecordStore, index.store)
+        assert records.chunk == min(store.LOOKUP, records.db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+        asked = [15, -1, 3, 3, 0, 7, 15, 11, 2, 9, 1]
+        whole = index.records(asked)
+        ids = [f'"c{n}"' for n in (4, 8, 99, 1, 12)]
+        found = records.find(ids)
+        records.chunk = 3
+        assert index.records(asked) == whole and records.find(ids) == found
+    assert sorted(whole) == [0, 1, 2, 3, 7, 9, 11, 15] and whole[9] == (
+        "c9",
+        {"id": "c9", "text": CITIES[9], "country": "US"},
+    )
+    assert sorted(row for row, _, _ in found.values()) == [1, 4, 8, 12]
 
 
 def test_search_finds_each_name_first_with_cosine_one(index_dir):

@@ -3,6 +3,7 @@ to R, re-measured by --update, and search --recall / -v (sembed_cli/indexes/reca
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import jsonl, sembed
 
-from sembed_cli.indexes import fresh, recall
+from sembed_cli.indexes import coarse, fresh, recall
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.indexes.entries import unit_rows
 
@@ -260,3 +261,21 @@ def test_the_measurement_re_ranks_a_batch_of_queries_at_a_time(tiny_model, tmp_p
     _, batched = build(tmp_path / "batched", tiny_model, "IVF16,PQ8", "--recall", "0.9", "--nprobe", "4")
     assert batches == [64] * 15 + [40]  # the 1,000 queries, 64 at a time
     assert batched["recall"]["curve"] == whole["recall"]["curve"] and batched["recall"]["measured"] > 0.5
+
+
+def test_the_depth_race_times_searches_of_the_candidates_read_beforehand(tiny_model, tmp_path):
+    """recall.search_seconds times each (depth, nprobe) with the candidates' kept vectors read into RAM first,
+    re-ranked in numpy (_Gathered gives FAISS's refine no index): the answers are the index's own."""
+    out, _ = build(tmp_path, tiny_model, "IVF16,PQ8", "--recall", "0.9", "--nprobe", "4")
+    with VectorIndex.load(out) as index:
+        assert index.vectors is not None
+        queries = index.vectors_of(np.arange(0, 400, 10)) + 0.01
+        sample = recall.Sample(np.arange(40), unit_rows(queries), np.zeros(40, dtype=np.float32), 10)
+        timings = recall.search_seconds(index, sample, [(10, 4), (30, 8)])
+        assert len(timings) == 2 and all(0 < seconds < 5 for seconds in timings)
+        candidates = coarse.search(index.index, sample.queries, 11 * 30)[1]
+        gathered = recall._Gathered(index.vectors, candidates)
+        assert gathered.exact_index(index.row_count) is None
+        raced = dataclasses.replace(index, vectors=gathered).search(sample.queries, 11)
+        searched = index.search(sample.queries, 11)
+    assert np.array_equal(raced[1], searched[1]) and raced[0] == pytest.approx(searched[0], abs=1e-6)

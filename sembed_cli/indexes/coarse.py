@@ -22,6 +22,7 @@ well or better (the graph's cells and the exact ones overlap 0.97-0.999 at these
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -29,35 +30,40 @@ import numpy as np
 SCAN_FROM = 1.0  # scan every centroid where efSearch x ground-layer links >= this x the cell count
 
 PARALLEL_OVER_QUERIES = 3  # FAISS IndexIVF.parallel_mode: search_preassigned splits the queries among threads
-_scans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # index -> a flat index of its centroids
+# index -> (a flat index of its centroids, the lock of the calls that search with it)
+_scans: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def search(index, queries: np.ndarray, k: int, params=None) -> tuple[np.ndarray, np.ndarray]:
+def search(index, queries: np.ndarray, k: int, params=None, exact=None, factor: int = 1):
     """(scores, ids) of FAISS's search of `index` for the k nearest of each query (params: FAISS SearchParameters,
-    or None), the cells probed found by a scan of the centroids where that is the cheaper way (`scanned`)."""
-    scan = scanned(index)
-    if scan is None:
-        return index.search(queries, k, params=params) if params is not None else index.search(queries, k)
+    or None), the cells probed found by a scan of the centroids where that is the cheaper way (`scanned`).
+    exact: a FAISS index of the rows' exact vectors (VectorFile.exact_index): `factor` x k candidates are found
+    and re-ranked by it (FAISS's IndexRefine), the k best kept."""
     import faiss
 
+    searched = index
+    if exact is not None:
+        # given its refine index after it is made: IndexRefine asks the two to hold as many rows when given both,
+        # and lists that number their rows by id (an update dropped some) hold fewer than their highest row
+        searched = faiss.IndexRefine(index, None)
+        searched.refine_index, searched.ntotal, searched.is_trained = exact, exact.ntotal, index.is_trained
+        params = faiss.IndexRefineSearchParameters(k_factor=factor, base_index_params=params)  # type: ignore[call-arg]
     queries = np.ascontiguousarray(queries, dtype=np.float32)
-    nprobe = min(params.nprobe if params is not None and hasattr(params, "nprobe") else index.nprobe, index.nlist)
-    cell_scores, cells = scan.search(queries, nprobe)
-    scores = np.empty((len(queries), k), dtype=np.float32)
-    ids = np.empty((len(queries), k), dtype=np.int64)
-    # FAISS's C++ call: its Python wrapper takes no SearchParameters (a selector of the rows allowed). In FAISS's
-    # default parallel mode (0) IndexIVF.search splits the queries among threads before its own quantiser search,
-    # and search_preassigned runs on one thread: mode 3 has it split them itself (an 8-bit PQ search took twice
-    # the time without). Fast-scan lists split them either way.
-    at = faiss.swig_ptr
-    n = len(queries)
-    mode = index.parallel_mode
-    index.parallel_mode = mode or PARALLEL_OVER_QUERIES
-    try:
-        index.search_preassigned_c(n, at(queries), k, at(cells), at(cell_scores), at(scores), at(ids), False, params)
-    finally:
-        index.parallel_mode = mode
-    return scores, ids
+    scan = scanned(index)
+    if scan is None:
+        return searched.search(queries, k, params=params) if params is not None else searched.search(queries, k)
+    # The cells found by the scan: the index searched with it as its quantiser for the call, one call at a time
+    # (a lock of the index's own). In FAISS's default parallel mode (0) IndexIVF.search splits the queries among
+    # threads before its own quantiser search, and the lists are searched on one thread each: mode 3 has them split
+    # the queries themselves (an 8-bit PQ search took twice the time without). Fast-scan lists split them either
+    # way.
+    with _scans[index][1]:
+        quantizer, mode = index.quantizer, index.parallel_mode
+        index.quantizer, index.parallel_mode = scan, mode or PARALLEL_OVER_QUERIES
+        try:
+            return searched.search(queries, k, params=params)
+        finally:
+            index.quantizer, index.parallel_mode = quantizer, mode
 
 
 def scanned(index):
@@ -74,9 +80,9 @@ def scanned(index):
     links = quantizer.hnsw.nb_neighbors(0)  # type: ignore[attr-defined]  # not in the stubs; 2 M on the ground layer
     if quantizer.hnsw.efSearch * links < SCAN_FROM * index.nlist:
         return None
-    scan = _scans.get(index)
-    if scan is None:
+    kept = _scans.get(index)
+    if kept is None:
         scan = faiss.IndexFlat(index.d, quantizer.metric_type)
         scan.add(quantizer.reconstruct_n(0, quantizer.ntotal))
-        _scans[index] = scan
-    return scan
+        kept = _scans[index] = (scan, threading.Lock())
+    return kept[0]

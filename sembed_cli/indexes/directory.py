@@ -535,9 +535,14 @@ class VectorIndex:
                 if ivf is not None
                 else faiss.SearchParameters(sel=selector)  # type: ignore[call-arg]
             )
-        scores, rows = coarse.search(self.index, queries, asked, params)
-        if self.vectors is not None:
-            scores, rows = self.rerank(queries, rows, k)
+        exact = self.vectors.exact_index(self.row_count) if self.vectors is not None else None
+        if exact is not None:  # FAISS re-ranks the candidates from the mapped vectors (VectorFile.exact_index)
+            scores, rows = coarse.search(self.index, queries, k, params, exact, self.rerank_factor)
+            scores[rows < 0] = -np.inf
+        else:
+            scores, rows = coarse.search(self.index, queries, asked, params)
+            if self.vectors is not None:
+                scores, rows = self.rerank(queries, rows, k)
         if self.fresh_start < self.row_count:  # rows FAISS does not hold yet, scored exactly (fresh.py)
             scores, rows = fresh.merged(scores, rows, *self.search_fresh(queries, k, allowed), k)
         return scores, rows
@@ -552,9 +557,10 @@ class VectorIndex:
         return fresh.nearest(queries, vectors, rows, k)
 
     def rerank(self, queries: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The k best of each query's candidate rows by exact cosine against the kept vectors, RERANK_BLOCK queries
-        at a time, the blocks over the command's threads (the reads, the float16 decoding and numpy's products run
-        without the GIL)."""
+        """The k best of each query's candidate rows by exact cosine against the kept vectors, where they are read
+        row by row (a recall measurement's, VectorFile.unmapped; a search re-ranks from the map in FAISS),
+        RERANK_BLOCK queries at a time, the blocks over the command's threads (the reads, the float16 decoding and
+        numpy's products run without the GIL)."""
         if self.vectors is None:
             raise ValueError("re-ranking needs the index's kept vectors (a lossy type built with --rerank)")
         blocks = [slice(start, start + RERANK_BLOCK) for start in range(0, max(1, len(queries)), RERANK_BLOCK)]

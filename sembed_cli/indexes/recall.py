@@ -372,6 +372,12 @@ class _Gathered:
         parts = np.array_split(self.row_numbers, max(1, len(self.row_numbers) // BLOCK))  # float32 a block at a time
         self.vectors = np.concatenate([kept.rows(part).astype(kept.dtype) for part in parts])
 
+    def exact_index(self, rows: int) -> None:
+        """None: re-ranked in numpy (VectorIndex.rerank), as the measurement's `answers` are. FAISS's refine, which
+        a search uses, reads rows by their row number: the candidates' rows placed there (an array the size of the
+        file, untouched pages never allocated) would hold a 4 KB page for each 512-768-byte row."""
+        return None
+
     def read(self, rows: np.ndarray, committed: int) -> np.ndarray:
         at = np.minimum(np.searchsorted(self.row_numbers, rows), len(self.row_numbers) - 1)  # others: masked after
         return as_float32(np.take(self.vectors, at, axis=0))

@@ -33,7 +33,9 @@ from . import keyword
 
 FILE = "records.sqlite"
 FORMAT = 2  # sembed 0.1 kept records.jsonl
-CHUNK = 500  # ids per lookup: under SQLite's limit of host parameters
+# rows or ids a lookup asks for in one statement, or SQLite's limit of host parameters where that is lower (999
+# before 3.32): 1,000 real queries' 7,155 neighbours (1M windows) read 15 statements of 500 in 34 ms, 1 in 30
+LOOKUP = 10_000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rows (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, hash TEXT NOT NULL,
@@ -107,6 +109,7 @@ class RecordStore:
                 self.db = connect(self.uri)
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
+            self.chunk = min(LOOKUP, self.db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
             if create:
                 self.db.executescript(SCHEMA)
                 self.set_state(format=FORMAT, next_row=0, count=0)
@@ -228,8 +231,8 @@ class RecordStore:
     def find(self, ids: list[str]) -> dict[str, tuple[int, str, bytes]]:
         """id -> (row, hash, payload) of those `ids` (compact JSON) that are stored."""
         found: dict[str, tuple[int, str, bytes]] = {}
-        for start in range(0, len(ids), CHUNK):
-            chunk = ids[start : start + CHUNK]
+        for start in range(0, len(ids), self.chunk):
+            chunk = ids[start : start + self.chunk]
             marks = ",".join("?" * len(chunk))
             for row, key, digest, payload in self.db.execute(
                 f"SELECT row, id, hash, payload FROM rows WHERE id IN ({marks})", chunk
@@ -244,8 +247,8 @@ class RecordStore:
         found: dict[int, tuple[str, bytes]] = {}
         check = "(SELECT crc FROM checks WHERE checks.row = rows.row)" if self.checked else "NULL"
         try:
-            for start in range(0, len(wanted), CHUNK):
-                chunk = wanted[start : start + CHUNK]
+            for start in range(0, len(wanted), self.chunk):
+                chunk = wanted[start : start + self.chunk]
                 marks = ",".join("?" * len(chunk))
                 for row, key, digest, payload, crc in self.db.execute(
                     f"SELECT row, id, hash, payload, {check} FROM rows WHERE row IN ({marks})", chunk
