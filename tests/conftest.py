@@ -90,6 +90,21 @@ def without_checksums(index: Path) -> None:
     db.close()
 
 
+def with_older_checks(index: Path, layout: str | None) -> None:
+    """Make the store of `index` as sembed wrote stores before 2026-11-28 (layout "table": each row's check in a
+    `checks` table of its own) or before checks (None: none at all)."""
+    import sqlite3
+
+    if sqlite3.sqlite_version_info < (3, 35):
+        pytest.skip("SQLite before 3.35 cannot drop a column")
+    with sqlite3.connect(index / "records.sqlite") as db:
+        if layout == "table":
+            db.execute("CREATE TABLE checks (row INTEGER PRIMARY KEY, crc INTEGER NOT NULL)")
+            db.execute("INSERT INTO checks (row, crc) SELECT row, crc FROM rows")
+        db.execute("ALTER TABLE rows DROP COLUMN crc")
+    db.close()
+
+
 def jsonl(*records: dict) -> str:
     return "".join(orjson.dumps(r).decode() + "\n" for r in records)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, TINY_DIM, jsonl, sembed
+from conftest import ROOT, TINY_DIM, jsonl, sembed, with_older_checks
 
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.models.model_identity import FIELD, of_sentence_model
@@ -396,8 +396,8 @@ def test_check_says_whole_and_an_index_without_checksums_still_loads(lossy, mode
     shutil.copytree(source, old)
     with sqlite3.connect(old / "records.sqlite") as db:
         db.execute("DELETE FROM state WHERE key LIKE 'sum:%' OR key = 'metadata'")
-        db.execute("DROP TABLE checks")
     db.close()
+    with_older_checks(old, None)
     assert answers(old, queries) == answers(source, queries)
     run = sembed("index", "--check", str(old))
     assert run.exit_code == 0 and "has no checksums" in run.stderr
@@ -500,3 +500,47 @@ def test_kill_9_at_random_moments_of_a_build_an_update_and_a_merge(model, tmp_pa
     assert answers(merged, queries) == after
     assert sembed("index", "--check", str(merged)).exit_code == 0
     assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name] == []
+
+
+def test_a_store_with_its_checks_in_a_table_of_their_own_is_read_updated_checked_and_merged(model, tmp_path):
+    """Stores written before 2026-11-28 keep each row's check in a `checks` table (store.layout): they answer as
+    before, an update keeps their layout (rows added, removed, a payload changed), damage is still found, and a
+    merge with a store of today's layout (the check in the row) writes today's."""
+    from sembed_cli.indexes import store
+
+    rng = np.random.default_rng(21)
+    one = {f"a{n}": v for n, v in enumerate(unit(rng, 300))}
+    two = {f"b{n}": v for n, v in enumerate(unit(rng, 300))}
+    queries = unit(rng, 4)
+    build(tmp_path / "one", one, model)
+    build(tmp_path / "two", two, model)
+    with VectorIndex.load(tmp_path / "two") as loaded:
+        assert loaded.store.checks == store.IN_ROWS
+    before = answers(tmp_path / "two", queries)
+    with_older_checks(tmp_path / "two", "table")
+    assert answers(tmp_path / "two", queries) == before == expected(two, queries)
+
+    two = {key: v for key, v in two.items() if key != "b3"} | {f"c{n}": v for n, v in enumerate(unit(rng, 20))}
+    lines = [{"id": key, "text": key, "embedding": v.tolist(), FIELD: model} for key, v in two.items()]
+    lines[0]["note"] = "changed"  # the same vector and text, another payload
+    run = sembed("index", "-q", "--update", str(tmp_path / "two"), "--sync", input=jsonl(*lines))
+    assert run.exit_code == 0, run.stderr
+    with VectorIndex.load(tmp_path / "two") as loaded:
+        assert loaded.store.checks == store.IN_TABLE and loaded.count == 319
+        row = next(row for row, key, _ in loaded.rows() if key == "b0")
+        assert loaded.records([row])[row][1]["note"] == "changed"
+    assert answers(tmp_path / "two", queries) == expected(two, queries)
+    assert sembed("index", "--check", str(tmp_path / "two")).exit_code == 0
+
+    run = sembed("index", "merge", "-q", str(tmp_path / "one"), str(tmp_path / "two"), "-o", str(tmp_path / "both"))
+    assert run.exit_code == 0, run.stderr
+    with VectorIndex.load(tmp_path / "both") as loaded:
+        assert loaded.store.checks == store.IN_ROWS and loaded.count == 619
+    assert answers(tmp_path / "both", queries) == expected({**one, **two}, queries)
+    assert sembed("index", "--check", str(tmp_path / "both")).exit_code == 0
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(tmp_path / "two", damaged)
+    flip(damaged / "records.sqlite", (damaged / "records.sqlite").read_bytes().index(b'"c7"') + 2)
+    checked = sembed("index", "--check", str(damaged))
+    assert checked.exit_code == 1 and "records.sqlite: row" in checked.stderr, checked.stderr

@@ -5,8 +5,8 @@ An index directory (`sembed index -o DIR`):
     index.faiss      the FAISS index, over unit vectors (inner product = cosine); an update writes
                      index.N.faiss and the store names the current one
     records.sqlite   the rows (SQLite, WAL): each row's number (the FAISS id), the record's id, a hash of its
-                     content and its payload (the record without its vectors); the store's state (which FAISS
-                     file, how many rows); for a graph index, the rows an update removed
+                     content, its payload (the record without its vectors) and a CRC-32 of them; the store's state
+                     (which FAISS file, how many rows); for a graph index, the rows an update removed
     vectors.f16      (lossy types only) the unit vectors, row by row, float16 (or vectors.f32), memory-mapped:
                      search re-ranks FAISS's candidates by exact cosine from them
     sembed.json      what made it: embedding_model, model, dimension, type, factory, count, settings, versions
