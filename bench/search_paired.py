@@ -11,10 +11,12 @@ nprobe, queries/s of one batch of all queries, median and best of --rounds:
 - sembed-numpy-rerank: VectorIndex.search re-ranking in numpy (gathered float16 rows decoded to float32, as every
   search did until 2026-11-28) and the store read 500 rows a statement, plus the neighbours' payloads;
 - sembed: VectorIndex.search (FAISS's refine over the mapped float16 rows) plus the neighbours' payloads;
-- sembed-search: VectorIndex.search alone.
+- sembed-search: VectorIndex.search alone;
+- sembed-compare: with --compare DIR, `sembed` on another index of the same data (a store of another layout:
+  each row's check in a table of its own, as stores written before 2026-11-28 keep it).
 
-    python bench/search_paired.py --index runs/ann_real/sembed-minilm-auto [--name minilm] [--rounds 7] \
-        [--nprobes 256,512,1024] [--threads 2] [--out search_paired_minilm]
+    python bench/search_paired.py --index runs/ann_real/sembed-minilm-auto [--compare DIR] [--name minilm] \
+        [--rounds 7] [--nprobes 256,512,1024] [--threads 2] [--out search_paired_minilm]
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from common import log, save
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", type=Path, required=True)
+    parser.add_argument("--compare", type=Path, default=None)
     parser.add_argument("--name", default="minilm")
     parser.add_argument("--peer", default="IVF4096,PQ192x4fs")
     parser.add_argument("--queries", type=int, default=1000)
@@ -91,10 +94,21 @@ def main() -> int:
         "sembed": with_payloads,
         "sembed-search": lambda batch: sembed.search(batch, K),
     }
+    other = VectorIndex.load(args.compare) if args.compare is not None else None
+    if other is not None:
+
+        def compared(batch):
+            rows = other.search(batch, K)[1]
+            other.records(rows.ravel())
+            return None, rows
+
+        engines["sembed-compare"] = compared
     points = []
     for nprobe in (int(n) for n in args.nprobes.split(",")):
         lists.nprobe = nprobe
-        measured.set_breadth(sembed.index, "nprobe", nprobe)
+        for searched in (sembed, other):
+            if searched is not None:
+                measured.set_breadth(searched.index, "nprobe", nprobe)
         recall = {name: truth.recall(engine(queries)[1]) for name, engine in engines.items()}
         seconds: dict[str, list[float]] = {name: [] for name in engines}
         for _ in range(args.rounds):
@@ -124,6 +138,7 @@ def main() -> int:
         {
             "how": __doc__,
             "index": str(args.index),
+            "store_layouts": {"index": store.checks, "compare": other.store.checks if other is not None else None},
             "factory": sembed.settings.get("factory"),
             "peer": f"{args.peer},RFlat",
             "rerank_depth": depth * K,
