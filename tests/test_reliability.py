@@ -76,6 +76,17 @@ def build(path: Path, vectors: dict[str, np.ndarray], model: str, *extra: str) -
     assert run.exit_code == 0, run.stderr
 
 
+def two_pieces(tmp_path: Path, model: str, rng: np.random.Generator, count: int, queries: int) -> tuple:
+    """Two flat indexes of `count` random vectors each, `one` (ids a0...) and `two` (b0...), built under tmp_path
+    for a merge, and the vectors of each and `queries` random queries."""
+    one = {f"a{n}": v for n, v in enumerate(unit(rng, count))}
+    two = {f"b{n}": v for n, v in enumerate(unit(rng, count))}
+    asked = unit(rng, queries)
+    build(tmp_path / "one", one, model)
+    build(tmp_path / "two", two, model)
+    return one, two, asked
+
+
 # --- readers never fail beside writers (37.2) ---------------------------------------------------------------------
 
 WRITER = """
@@ -296,12 +307,7 @@ def test_a_full_disk_during_an_update_or_a_build_changes_nothing_and_says_so(mod
 
 @pytest.mark.subprocess
 def test_a_full_disk_during_a_merge_leaves_no_half_index(model, tmp_path):
-    rng = np.random.default_rng(5)
-    one = {f"a{n}": v for n, v in enumerate(unit(rng, 2000))}
-    two = {f"b{n}": v for n, v in enumerate(unit(rng, 2000))}
-    queries = unit(rng, 3)
-    build(tmp_path / "one", one, model)
-    build(tmp_path / "two", two, model)
+    one, two, queries = two_pieces(tmp_path, model, np.random.default_rng(5), 2000, 3)
     used = sum(p.stat().st_size for d in ("one", "two") for p in (tmp_path / d).iterdir()) // 1024
     results = sweep(
         [used + extra for extra in (0, 256, 512, 1024, 2048, 4096)],
@@ -509,11 +515,7 @@ def test_a_store_with_its_checks_in_a_table_of_their_own_is_read_updated_checked
     from sembed_cli.indexes import store
 
     rng = np.random.default_rng(21)
-    one = {f"a{n}": v for n, v in enumerate(unit(rng, 300))}
-    two = {f"b{n}": v for n, v in enumerate(unit(rng, 300))}
-    queries = unit(rng, 4)
-    build(tmp_path / "one", one, model)
-    build(tmp_path / "two", two, model)
+    one, two, queries = two_pieces(tmp_path, model, rng, 300, 4)
     with VectorIndex.load(tmp_path / "two") as loaded:
         assert loaded.store.checks == store.IN_ROWS
     before = answers(tmp_path / "two", queries)
