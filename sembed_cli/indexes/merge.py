@@ -196,9 +196,9 @@ def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[
                 f"cannot merge: '{piece.path}' holds the id {shared[0]}, which '{earlier}' holds too",
                 "merge indexes of disjoint parts of the corpus",
             )
-        # the pieces' own checks, whatever their layout: damage in a piece stays found (a piece without: made now)
+        # the pieces' own checks, whatever their layout: damage in a piece stays found (a row without: made now)
         db.create_function("row_check", 3, row_check, deterministic=True)
-        check = source.check_of("piece.rows") if source.checked else "row_check(id, hash, payload)"
+        check = f"COALESCE({source.check_of('piece.rows')}, row_check(id, hash, payload))"
         columns = f"row + ?, id, hash, payload, {check}"
         db.execute(f"INSERT INTO rows (row, id, hash, payload, crc) SELECT {columns} FROM piece.rows", (offset,))
         db.execute("INSERT INTO removed (row) SELECT row + ? FROM piece.removed", (offset,))

@@ -254,17 +254,15 @@ class RecordStore:
         self.db.execute("DELETE FROM removed WHERE row >= ?", (from_row,))
 
     def set_payload(self, row: int, payload: bytes) -> None:
-        key, digest = self.db.execute("SELECT id, hash FROM rows WHERE row = ?", (row,)).fetchone()
-        if self.checks == IN_ROWS:
-            self.db.execute(
-                "UPDATE rows SET payload = ?, crc = ? WHERE row = ?", (payload, row_check(key, digest, payload), row)
-            )
-            return
         self.db.execute("UPDATE rows SET payload = ? WHERE row = ?", (payload, row))
-        if self.checks == IN_TABLE:
-            self.db.execute(
-                "INSERT OR REPLACE INTO checks (row, crc) VALUES (?, ?)", (row, row_check(key, digest, payload))
-            )
+        if self.checks is None:
+            return
+        key, digest = self.db.execute("SELECT id, hash FROM rows WHERE row = ?", (row,)).fetchone()
+        crc = row_check(key, digest, payload)
+        if self.checks == IN_ROWS:
+            self.db.execute("UPDATE rows SET crc = ? WHERE row = ?", (crc, row))
+        else:
+            self.db.execute("INSERT OR REPLACE INTO checks (row, crc) VALUES (?, ?)", (row, crc))
 
     def find(self, ids: list[str]) -> dict[str, tuple[int, str, bytes]]:
         """id -> (row, hash, payload) of those `ids` (compact JSON) that are stored."""
