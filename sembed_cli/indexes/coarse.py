@@ -51,7 +51,7 @@ def search(index, queries: np.ndarray, k: int, params=None, exact=None, factor: 
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     scan = scanned(index)
     if scan is None:
-        return searched.search(queries, k, params=params) if params is not None else searched.search(queries, k)
+        return searched.search(queries, k, params=params)
     # The cells found by the scan: the index searched with it as its quantiser for the call, one call at a time
     # (a lock of the index's own). In FAISS's default parallel mode (0) IndexIVF.search splits the queries among
     # threads before its own quantiser search, and the lists are searched on one thread each: mode 3 has them split

@@ -198,7 +198,7 @@ def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[
             )
         # the pieces' own checks, whatever their layout: damage in a piece stays found (a row without: made now)
         db.create_function("row_check", 3, row_check, deterministic=True)
-        check = f"COALESCE({source.check_of('piece.rows')}, row_check(id, hash, payload))"
+        check = f"COALESCE({source.check_of('piece.')}, row_check(id, hash, payload))"
         columns = f"row + ?, id, hash, payload, {check}"
         db.execute(f"INSERT INTO rows (row, id, hash, payload, crc) SELECT {columns} FROM piece.rows", (offset,))
         db.execute("INSERT INTO removed (row) SELECT row + ? FROM piece.removed", (offset,))

@@ -146,14 +146,13 @@ class RecordStore:
         """Whether the rows carry checks (stores written before them do not)."""
         return self.checks is not None
 
-    def check_of(self, rows: str = "rows") -> str:
-        """The SQL expression of a row's check in this store's layout, `rows` naming its rows table (piece.rows in
-        a merge); NULL where the rows carry none."""
+    def check_of(self, schema: str = "") -> str:
+        """The SQL expression of a row's check in this store's layout, its tables named with `schema` before them
+        ("piece." in a merge, which attaches the store); NULL where the rows carry none."""
         if self.checks == IN_ROWS:
-            return f"{rows}.crc"
+            return f"{schema}rows.crc"
         if self.checks == IN_TABLE:
-            checks = rows.rsplit(".", 1)[0] + ".checks" if "." in rows else "checks"
-            return f"(SELECT crc FROM {checks} WHERE {checks}.row = {rows}.row)"
+            return f"(SELECT crc FROM {schema}checks WHERE {schema}checks.row = {schema}rows.row)"
         return "NULL"
 
     # --- state -------------------------------------------------------------------------------------------
