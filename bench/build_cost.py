@@ -12,7 +12,8 @@ measurement is timed apart, as `measure_seconds`, by a third run at the smallest
     nice -n 10 python bench/build_cost.py [--name minilm] [--sizes 100000,953433] [--type hnsw] [--threads 2] \
         [--no-measure]
 --name static10m: the 11,308,664 static window vectors (256-d) and their records. Results:
-bench/results/build_cost.json (--name minilm) or build_cost_NAME.json.
+bench/results/build_cost.json (--name minilm) or build_cost_NAME.json; --machine M adds _M (another machine's
+figures beside the committed ones: build_cost_xeon.json).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("runs/build_cost"))
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-measure", action="store_true", help="skip the third build that times the recall measure")
+    parser.add_argument("--machine", default="", help="a suffix of the results file: build_cost[_NAME]_MACHINE.json")
     parser.add_argument("--raw", nargs=3, metavar=("SIZE", "FACTORY", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.raw:
@@ -121,7 +123,7 @@ def main() -> None:
         results.append(result)
         if not whole:
             records.unlink()
-    stem = "build_cost" if args.name == "minilm" else f"build_cost_{args.name}"
+    stem = "_".join(part for part in ("build_cost", "" if args.name == "minilm" else args.name, args.machine) if part)
     path = RESULTS / f"{stem}.json"  # merged by size and factory: runs apart keep each other's figures
     earlier = json.loads(path.read_text())["results"] if path.exists() else []
     done = {(r["size"], r["factory"]) for r in results}

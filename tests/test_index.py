@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, TINY_DIM, jsonl, sembed, without_checksums
 
 from sembed_cli.indexes.directory import VectorIndex
-from sembed_cli.indexes.entries import content_digest
+from sembed_cli.indexes.entries import content_digest, unit, units
 from sembed_cli.models.model_identity import of_sentence_model
 
 pytest.importorskip("faiss")
@@ -353,6 +353,17 @@ def test_update_adds_new_replaces_changed_skips_unchanged_and_equals_a_rebuild(t
     for updated, fresh in zip(neighbours(index, queries), neighbours(rebuilt, queries)):
         assert [n[:2] for n in updated] == [n[:2] for n in fresh]
         assert [n[2] for n in updated] == pytest.approx([n[2] for n in fresh], abs=1e-5)
+
+
+def test_a_batch_of_vectors_is_made_unit_bit_for_bit_as_one_at_a_time():
+    """An --npy build normalises a batch's rows together (entries.units); an entry's hash is of the unit vector's
+    float16 bytes, so any other bits would change the ids and hashes of records read the other way."""
+    import numpy as np
+
+    rng = np.random.default_rng(8)
+    for scale in (1e-20, 1e-3, 1.0, 1e15):
+        matrix = (rng.standard_normal((500, 37)) * scale).astype(np.float32)
+        assert units(matrix).tobytes() == np.stack([unit(row) for row in matrix]).tobytes()
 
 
 def test_update_with_vectors_and_nothing_new(tiny_model, tmp_path):

@@ -322,6 +322,20 @@ def test_a_full_disk_during_a_merge_leaves_no_half_index(model, tmp_path):
 
 
 @pytest.mark.subprocess
+def test_a_store_opened_on_a_full_disk_says_the_disk_is_full(model, tmp_path):
+    """SQLite opens a WAL store by making its shared-memory file, and words the failure to grow it on a full disk
+    'disk I/O error' (SQLITE_IOERR_SHMSIZE): it is the disk-full error naming the store, not a damaged index (a
+    build's store turns to WAL at its commit, so its reopening to seal it meets this on a disk filled by it)."""
+    build(tmp_path / "idx", dict(enumerate(unit(np.random.default_rng(6), 50))), model)
+    fill = "head -c 100000000 /dev/zero > filler 2>/dev/null; true"
+    query = f"{' '.join(SEMBED)} search -i idx {tmp_path}/q.jsonl -k 1"
+    (tmp_path / "q.jsonl").write_text(records({"q": unit(np.random.default_rng(7), 1)[0]}, model))
+    (result,) = on_small_disks(tmp_path, f"cp -a {tmp_path}/idx . && {fill}", query, [2048])
+    assert result["code"] == 1, result["stderr"]
+    assert result["stderr"].startswith("error: no space left on device writing idx/records.sqlite"), result["stderr"]
+
+
+@pytest.mark.subprocess
 @pytest.mark.slow
 def test_a_full_disk_during_a_part_leaves_no_part(tiny_model, tmp_path):
     source = tmp_path / "corpus.jsonl"

@@ -56,6 +56,14 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return vector / np.float32(np.sqrt(np.dot(vector, vector)))
 
 
+def units(matrix: np.ndarray) -> np.ndarray:
+    """`unit` of each row of the float32 `matrix`, a batch at once and bit for bit as `unit` makes each (the same
+    dot product a row, then one square root and one division over the batch): an entry's hash is of these
+    bytes, so a record read one way or the other keeps its hash."""
+    squares = np.fromiter((np.dot(row, row) for row in matrix), np.float32, len(matrix))
+    return matrix / np.sqrt(squares)[:, None]
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -63,11 +71,16 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def content_digest(text: str | None, vector: np.ndarray | None) -> str:
+    return halves_digest(text, None if vector is None else vector.astype(np.float16).tobytes())
+
+
+def halves_digest(text: str | None, halves: bytes | None) -> str:
+    """`content_digest` of a vector already made float16 bytes (a batch's rows are converted together)."""
     digest = hashlib.sha256()
     if text is not None:
         digest.update(text.encode("utf-8"))
-    if vector is not None:
-        digest.update(b"\0" + vector.astype(np.float16).tobytes())
+    if halves is not None:
+        digest.update(b"\0" + halves)
     return digest.hexdigest()[:DERIVED_ID_HEX]
 
 
@@ -183,8 +196,8 @@ class EntryReader:
 
     def fill(self, entries: list[Entry]) -> list[tuple[Entry, BadRecord]]:
         """Read the --npy rows of the `entries` still pending in one go, and make their unit vectors, hashes and
-        derived ids as `__call__` makes them one at a time (the same arithmetic, row by row: the same bytes);
-        returns the entries whose vector is bad, with the error `__call__` would have raised."""
+        derived ids as `__call__` makes them one at a time (`units`: the same bytes), the batch's arithmetic done
+        over the batch; returns the entries whose vector is bad, with the error `__call__` would have raised."""
         waiting = [entry for entry in entries if entry.pending is not None]
         if not waiting or self.rows is None:
             return []
@@ -194,16 +207,22 @@ class EntryReader:
             self.dimension = matrix.shape[1]
         sound = np.isfinite(matrix).all(axis=1) & matrix.any(axis=1) & (matrix.shape[1] == self.dimension)
         bad: list[tuple[Entry, BadRecord]] = []
-        for entry, vector, fine in zip(waiting, matrix, sound):
+        keep = np.ones(len(waiting), dtype=bool)
+        for n in np.flatnonzero(~sound).tolist():
+            try:
+                float32_vector({self.embedding_key: matrix[n]}, self.embedding_key, self.dimension)
+            except BadRecord as e:
+                bad.append((waiting[n], e))
+                keep[n] = False
+        if bad:
+            waiting, matrix = [entry for entry, kept in zip(waiting, keep) if kept], matrix[keep]
+        vectors = units(matrix)
+        halves = vectors.astype(np.float16).tobytes()
+        width = len(halves) // len(vectors) if len(vectors) else 0
+        for n, entry in enumerate(waiting):
             pending = cast(Pending, entry.pending)
-            if not fine:
-                try:
-                    float32_vector({self.embedding_key: vector}, self.embedding_key, self.dimension)
-                except BadRecord as e:
-                    bad.append((entry, e))
-                    continue
-            entry.vector = unit(vector)
-            entry.digest = content_digest(pending.shown, entry.vector)
+            entry.vector = vectors[n]
+            entry.digest = halves_digest(pending.shown, halves[n * width : (n + 1) * width])
             if pending.derived:
                 entry.key = id_key(self.derived_id(pending.document, entry.digest))
             entry.pending = None

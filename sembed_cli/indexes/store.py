@@ -3,7 +3,10 @@
 simonw/llm keeps embeddings with a content hash in SQLite for the same reason: a corpus of millions of records is
 never parsed whole at start-up, `search` fetches the payloads of the neighbours it returns, and an update finds
 an id's row and hash by the id's index. WAL mode lets searches read while a nightly update writes; an update is
-one transaction, and its commit (with the `state` that names the current FAISS file) is the moment it happens.
+one transaction, and its commit (with the `state` that names the current FAISS file) is the moment it happens. A
+new store (a build's or a merge's, in a directory no search reads until it is moved into place) is filled with
+its rollback journal in memory and turns to WAL at its commit: WAL would write each of its pages twice, into the
+log and again at the checkpoint (8.5 -> 5.7 CPU-s for 953,433 rows and their keyword index).
 
     rows(row INTEGER PRIMARY KEY, id TEXT UNIQUE, hash TEXT, payload BLOB, crc INTEGER)
         id: the record's id as compact JSON; crc: the CRC-32 of the row's id, hash and payload (`row_check`)
@@ -121,8 +124,9 @@ class RecordStore:
             else:
                 self.uri = uri_of(self.path)
                 self.db = connect(self.uri)
-                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute(f"PRAGMA journal_mode={'MEMORY' if create else 'WAL'}")  # WAL once committed
                 self.db.execute("PRAGMA synchronous=NORMAL")
+            self.new = create and not readonly
             self.chunk = min(LOOKUP, self.db.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
             if create:
                 self.db.executescript(SCHEMA)
@@ -194,6 +198,9 @@ class RecordStore:
 
         with disk_full_as_error(self.path):
             self.db.execute("COMMIT")
+            if self.new:  # filled: WAL from now on (module doc)
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.new = False
         self.writing = False
 
     def rollback(self) -> None:

@@ -92,14 +92,15 @@ FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
 def is_disk_full(error: BaseException) -> bool:
-    """Whether `error` says the disk (or the user's quota) is full: an OSError, SQLite's 'database or disk is full',
-    or a FAISS error carrying the system's text."""
+    """Whether `error` says the disk (or the user's quota) is full: an OSError, SQLite's 'database or disk is full'
+    or its failure to grow a WAL's shared-memory file (which it words 'disk I/O error': opening a store in WAL
+    mode on a full disk), or a FAISS error carrying the system's text."""
     if isinstance(error, OSError) and error.errno in FULL_ERRNOS:
         return True
     text = str(error)
-    return ("disk is full" in text and type(error).__name__ == "OperationalError") or (
-        isinstance(error, RuntimeError) and ("No space left on device" in text or "Disk quota exceeded" in text)
-    )
+    if type(error).__name__ == "OperationalError":  # SQLite's
+        return "disk is full" in text or getattr(error, "sqlite_errorname", "") == "SQLITE_IOERR_SHMSIZE"
+    return isinstance(error, RuntimeError) and ("No space left on device" in text or "Disk quota exceeded" in text)
 
 
 def megabytes(size: int) -> str:
