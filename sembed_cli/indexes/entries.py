@@ -172,13 +172,16 @@ class EntryReader:
                 f"'{self.id_key}' given, but the index's records have none (their id is a hash of their text)",
                 "index all records with ids or none; --id-key names the id field",
             )
-        record_id: object = record.get(self.id_key, digest)
         document = record.get(self.doc_key) if not self.given_ids else None
         if document is not None:
             if isinstance(document, (dict, list)):
                 raise BadRecord(f"'{self.doc_key}' must be a string or a number, got {type(document).__name__}")
             self.documents += 1
-        record_id = self.derived_id(document, digest) if self.id_key not in record else record_id
+        record_id: object
+        if self.id_key in record:
+            record_id = record[self.id_key]
+        else:  # derived from the content: an --npy row's by `fill`, once its vector is read
+            record_id = "" if row is not None else self.derived_id(document, digest)
         if isinstance(record_id, (dict, list)) or record_id is None:
             raise BadRecord(
                 f"'{self.id_key}' must be a string or a number, got "
