@@ -220,12 +220,11 @@ class EntryReader:
         if bad:
             waiting, matrix = [entry for entry, kept in zip(waiting, keep) if kept], matrix[keep]
         vectors = units(matrix)
-        halves = vectors.astype(np.float16).tobytes()
-        width = len(halves) // len(vectors) if len(vectors) else 0
-        for n, entry in enumerate(waiting):
+        halves = vectors.astype(np.float16)
+        for entry, vector, half in zip(waiting, vectors, halves):
             pending = cast(Pending, entry.pending)
-            entry.vector = vectors[n]
-            entry.digest = halves_digest(pending.shown, halves[n * width : (n + 1) * width])
+            entry.vector = vector
+            entry.digest = halves_digest(pending.shown, half.tobytes())
             if pending.derived:
                 entry.key = id_key(self.derived_id(pending.document, entry.digest))
             entry.pending = None
