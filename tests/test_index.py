@@ -14,6 +14,7 @@ from typing import cast
 import pytest
 from conftest import ROOT, TINY_DIM, jsonl, sembed, without_checksums
 
+from sembed_cli.errors import SembedError
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.indexes.entries import content_digest, unit, units
 from sembed_cli.models.model_identity import of_sentence_model
@@ -63,6 +64,26 @@ def test_index_directory_holds_index_records_and_metadata(index_dir, tiny_model)
             0: ("c0", {"id": "c0", "text": "Springfield", "country": "US"}),
             15: ("c15", {"id": "c15", "text": "Newport", "country": "US"}),
         }
+
+
+def test_rows_beyond_ascii_read_back_exactly_and_a_changed_byte_of_one_is_caught(tiny_model, tmp_path):
+    """A search reads each row's id and hash as SQLite's bytes, through a memory map, and compares them with the
+    check written from Python's strings: the same CRC for ids and texts beyond ASCII, and a changed byte in one is
+    still an error naming the row."""
+    named = ["Zürich", "東京", "São Paulo 🚉", "Kraków"]
+    out = tmp_path / "idx"
+    given = [{"id": name, "text": f"{name} · centre", "note": "ü"} for name in named]
+    run = sembed("index", "-q", "-m", tiny_model, "--device", "cpu", "-o", str(out), input=jsonl(*given))
+    assert run.exit_code == 0, run.stderr
+    assert sembed("index", "--check", str(out)).exit_code == 0
+    with VectorIndex.load(out) as index:
+        assert index.store.db.execute("PRAGMA mmap_size").fetchone()[0] > 0
+        assert index.records(range(len(named))) == {row: (record["id"], record) for row, record in enumerate(given)}
+    data = bytearray((out / "records.sqlite").read_bytes())
+    data[data.index("東京 · centre".encode()) + 1] ^= 0x01  # still valid UTF-8 and JSON: only the check can tell
+    (out / "records.sqlite").write_bytes(bytes(data))
+    with VectorIndex.load(out) as index, pytest.raises(SembedError, match="row 1 does not match its check"):
+        index.records([1])
 
 
 def test_lookups_of_more_rows_or_ids_than_one_statement_asks_for_find_them_all(index_dir):

@@ -138,11 +138,11 @@ class LegacyRecords:
         self.ids, self.payloads = ids, payloads
         self.next_row = self.count = len(ids)
 
-    def records(self, rows) -> dict[int, tuple[str, bytes]]:
+    def records(self, rows) -> dict[int, tuple[bytes, bytes]]:
         from ..io import dumps
 
         return {
-            int(row): (dumps(self.ids[row]).rstrip(b"\n").decode(), dumps(self.payloads[row]).rstrip(b"\n"))
+            int(row): (dumps(self.ids[row]).rstrip(b"\n"), dumps(self.payloads[row]).rstrip(b"\n"))
             for row in {int(r) for r in rows}
             if 0 <= row < len(self.ids)
         }
@@ -245,9 +245,8 @@ class VectorIndex:
     def records(self, rows) -> dict[int, tuple[object, dict]]:
         """row -> (id, payload) of `rows` (-1 and removed rows left out)."""
         found = self.store.records(rows)
-        keys = loads_many([key for key, _ in found.values()])
-        payloads = loads_many([payload for _, payload in found.values()])
-        return dict(zip(found, zip(keys, payloads)))
+        values = loads_many([key for key, _ in found.values()] + [payload for _, payload in found.values()])
+        return dict(zip(found, zip(values[: len(found)], values[len(found) :])))
 
     def rows(self) -> Iterator[tuple[int, object, dict]]:
         """Every (row, id, payload) in row order, their JSON read ROWS_CHUNK rows a call (`loads_many`): for the few
