@@ -44,6 +44,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import poi_report
@@ -201,13 +203,29 @@ def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int, reca
     }
 
 
+# Words that name a place's administrative standing rather than the place ("Ocean County", "Jefferson Parish"), as
+# gazetteers' designators go (not the perturbation's own list, which is a part of this one): what a user leaves
+# out before any other word. A lead for the dropped-suffix queries among distractors, measured model-free only
+# (`word_path`): search --spelling does not use it.
+DESIGNATORS = frozenset(
+    "county parish province region district governorate prefecture city municipality oblast department state borough "
+    "township shire canton commune krai okrug raion voivodeship territory emirate republic".split()
+)
+DESIGNATOR_PRIOR = 0.05  # added to the word bonus of a name that is the query's words and designators only
+
+
+def top_ten(bonus, holders, target: int) -> bool:
+    return bool((holders[np.argsort(-bonus, kind="stable")[:10]] == target).any())
+
+
 def word_path(names: list[str], queries: list[dict], targets: list[int], common: int | None = None) -> dict:
     """The part of `search --spelling` that needs no model, over `names`: the index of their words (its build),
     and for each query the names holding its words that join FAISS's candidates (the SPELLING_CANDIDATES x 10
     with the largest bonus, SpellingReranker.score): how often the name meant is among them, by kind, and the
-    time each query's look-up takes. `common`: COMMON_WORD_NAMES for this run (None: the module's)."""
-    import numpy as np
-
+    time each query's look-up takes. `common`: COMMON_WORD_NAMES for this run (None: the module's).
+    Also how often the name meant is among the ten with the largest word bonus alone (no cosine: what the words
+    decide), and the same with DESIGNATOR_PRIOR added to the names that hold all the query's words and otherwise
+    only designators (target_in_top_10_by_words, ..._with_designators)."""
     from sembed_cli.models import poi_lookup
     from sembed_cli.text.place_words import place_words
 
@@ -220,16 +238,31 @@ def word_path(names: list[str], queries: list[dict], targets: list[int], common:
         build_s = time.perf_counter() - started
         joining = poi_lookup.SPELLING_CANDIDATES * 10
         by_kind: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
+        by_words: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
+        designated: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
         brought: list[int] = []
-        started = time.perf_counter()
+        spent = 0.0
         for query, target in zip(queries, targets):
-            holders, share, left_out = words.matching(place_words(name_key(query["text"])))
+            started = time.perf_counter()
+            query_words = place_words(name_key(query["text"]))
+            holders, share, left_out = words.matching(query_words)
             bonus = share * np.maximum(poi_lookup.WORDS_BONUS - poi_lookup.LEFT_OUT_WEIGHT * left_out, 0)
             best = holders[np.argsort(-bonus, kind="stable")[:joining]]
+            spent += time.perf_counter() - started
             brought.append(len(holders))
-            by_kind[query["perturbation"]].append(bool((best == target).any()))
-            by_kind["all"].append(bool((best == target).any()))
-        per_query_ms = (time.perf_counter() - started) / len(queries) * 1000
+            designator = np.array(
+                [
+                    bool(extra) and extra <= DESIGNATORS
+                    for extra in (set(place_words(keys[row])) - set(query_words) for row in holders.tolist())
+                ],
+                dtype=bool,
+            )
+            prior = bonus + DESIGNATOR_PRIOR * (designator & (share >= 1 - 1e-9))
+            for kind in (query["perturbation"], "all"):
+                by_kind[kind].append(bool((best == target).any()))
+                by_words[kind].append(top_ten(bonus, holders, target))
+                designated[kind].append(top_ten(prior, holders, target))
+        per_query_ms = spent / len(queries) * 1000
     finally:
         poi_lookup.COMMON_WORD_NAMES = saved
     return {
@@ -239,6 +272,8 @@ def word_path(names: list[str], queries: list[dict], targets: list[int], common:
         "ms_per_query": round(per_query_ms, 3),
         "names_holding_query_words": {"mean": round(float(np.mean(brought)), 1), "max": int(np.max(brought))},
         "target_among_joining": {kind: round(sum(v) / len(v), 4) for kind, v in by_kind.items() if v},
+        "target_in_top_10_by_words": {kind: round(sum(v) / len(v), 4) for kind, v in by_words.items() if v},
+        "target_in_top_10_with_designators": {kind: round(sum(v) / len(v), 4) for kind, v in designated.items() if v},
     }
 
 
