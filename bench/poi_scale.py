@@ -203,17 +203,6 @@ def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int, reca
     }
 
 
-# Words that name a place's administrative standing rather than the place ("Ocean County", "Jefferson Parish"), as
-# gazetteers' designators go (not the perturbation's own list, which is a part of this one): what a user leaves
-# out before any other word. A lead for the dropped-suffix queries among distractors, measured model-free only
-# (`word_path`): search --spelling does not use it.
-DESIGNATORS = frozenset(
-    "county parish province region district governorate prefecture city municipality oblast department state borough "
-    "township shire canton commune krai okrug raion voivodeship territory emirate republic".split()
-)
-DESIGNATOR_PRIOR = 0.05  # added to the word bonus of a name that is the query's words and designators only
-
-
 def top_ten(bonus, holders, target: int) -> bool:
     return bool((holders[np.argsort(-bonus, kind="stable")[:10]] == target).any())
 
@@ -224,8 +213,7 @@ def word_path(names: list[str], queries: list[dict], targets: list[int], common:
     with the largest bonus, SpellingReranker.score): how often the name meant is among them, by kind, and the
     time each query's look-up takes. `common`: COMMON_WORD_NAMES for this run (None: the module's).
     Also how often the name meant is among the ten with the largest word bonus alone (no cosine: what the words
-    decide), and the same with DESIGNATOR_PRIOR added to the names that hold all the query's words and otherwise
-    only designators (target_in_top_10_by_words, ..._with_designators)."""
+    decide), without DESIGNATOR_BONUS and with it (target_in_top_10_by_words, ..._with_designators)."""
     from sembed_cli.models import poi_lookup
     from sembed_cli.text.place_words import place_words
 
@@ -245,23 +233,15 @@ def word_path(names: list[str], queries: list[dict], targets: list[int], common:
         for query, target in zip(queries, targets):
             started = time.perf_counter()
             query_words = place_words(name_key(query["text"]))
-            holders, share, left_out = words.matching(query_words)
-            bonus = share * np.maximum(poi_lookup.WORDS_BONUS - poi_lookup.LEFT_OUT_WEIGHT * left_out, 0)
+            holders, bonus = words.bonuses(query_words)
             best = holders[np.argsort(-bonus, kind="stable")[:joining]]
             spent += time.perf_counter() - started
             brought.append(len(holders))
-            designator = np.array(
-                [
-                    bool(extra) and extra <= DESIGNATORS
-                    for extra in (set(place_words(keys[row])) - set(query_words) for row in holders.tolist())
-                ],
-                dtype=bool,
-            )
-            prior = bonus + DESIGNATOR_PRIOR * (designator & (share >= 1 - 1e-9))
+            without = words.bonuses(query_words, designator=0.0)[1]
             for kind in (query["perturbation"], "all"):
                 by_kind[kind].append(bool((best == target).any()))
-                by_words[kind].append(top_ten(bonus, holders, target))
-                designated[kind].append(top_ten(prior, holders, target))
+                by_words[kind].append(top_ten(without, holders, target))
+                designated[kind].append(top_ten(bonus, holders, target))
         per_query_ms = spent / len(queries) * 1000
     finally:
         poi_lookup.COMMON_WORD_NAMES = saved

@@ -480,7 +480,13 @@ def test_spelling_reranker_moves_one_edit_and_all_words_up():
 def test_spelling_reranker_finds_a_name_by_its_words_and_prefers_the_common_word_left_out():
     import numpy as np
 
-    from sembed_cli.models.poi_lookup import LEFT_OUT_WEIGHT, WORDS_BONUS, NameWords, SpellingReranker
+    from sembed_cli.models.poi_lookup import (
+        DESIGNATOR_BONUS,
+        LEFT_OUT_WEIGHT,
+        WORDS_BONUS,
+        NameWords,
+        SpellingReranker,
+    )
 
     names = ["Jackson County", "Jacksonville", "Jackson Hole", "Polk County", "Lee County", "Jacksons"]
     words = NameWords([name.lower() for name in names])  # the names' keys
@@ -491,7 +497,7 @@ def test_spelling_reranker_finds_a_name_by_its_words_and_prefers_the_common_word
     # FAISS found neither name that holds "jackson": they join at its lowest cosine, 0.5, the common word first
     scores, rows = reranker.rerank(["Jackson"], np.array([[0.9, 0.6, 0.5]]), np.array([[1, 5, 3]]), 2)
     assert rows.tolist() == [[0, 2]]
-    assert scores[0, 0] == np.float32(0.5 + WORDS_BONUS - LEFT_OUT_WEIGHT * left_out[0])
+    assert scores[0, 0] == np.float32(0.5 + WORDS_BONUS - LEFT_OUT_WEIGHT * left_out[0] + DESIGNATOR_BONUS)  # county
 
 
 def test_a_word_the_name_lacks_costs_it_by_how_common_the_word_is_among_the_names():
@@ -596,6 +602,32 @@ def test_a_word_held_by_very_many_names_brings_in_only_those_holding_the_query_s
     assert words.matching(["san", "jose"])[0].tolist() == [0, 3]  # "san" in 4 names: those of "jose"
     rows, share, _ = words.matching(["san", "del"])  # both that common: those holding the rarer, "del"
     assert rows.tolist() == [4] and 0 < share[0] < 1
+
+
+def test_a_name_that_is_the_query_and_designators_only_comes_before_one_with_another_word():
+    """Issue 36, item 6: among many names "Ocean" is held by "Ocean Station" and "La Ocean" at the share "Ocean
+    County" has; the name that adds only designators is the one a user left them out of."""
+    import numpy as np
+
+    from sembed_cli.models.poi_lookup import DESIGNATOR_BONUS, LEFT_OUT_WEIGHT, WORDS_BONUS, NameWords, SpellingReranker
+
+    names = ["Ocean Station", "La Ocean", "Ocean County", "Ocean Park", "Oceanside", "Ocean", "Ocean City District"]
+    words = NameWords([name.lower() for name in names])
+    rows = np.arange(len(names))
+    assert words.designated(rows, ["ocean"]).tolist() == [False, False, True, False, False, False, True]
+    assert words.designated(np.array([6]), ["ocean", "city"]).tolist() == [True]  # "district" beyond the query
+    holders, bonus = words.bonuses(["ocean"])
+    assert holders.tolist() == [0, 1, 2, 3, 5, 6]
+    assert bonus[2] - bonus[3] == pytest.approx(DESIGNATOR_BONUS)  # "county" and "park": one name each, same IDF
+    assert words.bonuses(["ocean"], designator=0.0)[1][2] == pytest.approx(bonus[3])
+    reranker = SpellingReranker(names.__getitem__, len(names))
+    # "Ocean" itself first, then the names of designators, above the two FAISS put before them ("Ocean Park" and
+    # "Ocean City District" join at its lowest cosine, 0.79)
+    scores, found = reranker.rerank(["Ocean"], np.array([[0.95, 0.80, 0.80, 0.79]]), np.array([[5, 0, 1, 2]]), 4)
+    assert found.tolist() == [[5, 2, 6, 0]]
+    _, share, left_out = words.matching(["ocean"])
+    assert share[2] == 1
+    assert scores[0, 1] == np.float32(0.79 + WORDS_BONUS - LEFT_OUT_WEIGHT * left_out[2] + DESIGNATOR_BONUS)
 
 
 def test_place_words_read_punctuation_and_abbreviations_as_people_type_them():
