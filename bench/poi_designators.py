@@ -22,18 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from common import ROOT, log, save
-from poi_scale import read_jsonl
-
-from sembed_cli.readers.gazetteer import name_key
-
-
-def recall_by_kind(found: list[dict], queries: list[dict]) -> dict[str, list[bool]]:
-    hits: dict[str, list[bool]] = {"all": []}
-    for query, result in zip(queries, found):
-        hit = any(name_key(n["text"]) == name_key(query["target"]) for n in result["neighbors"][:10])
-        hits.setdefault(query["perturbation"], []).append(hit)
-        hits["all"].append(hit)
-    return hits
+from poi_scale import hits_by_kind, read_jsonl
 
 
 def paired(with_bonus: list[bool], without: list[bool], seed: int = 0) -> dict:
@@ -86,7 +75,7 @@ def main() -> None:
                 poi_lookup.DESIGNATOR_BONUS = bonus
                 records = iter([{"text": q["text"]} for q in queries])
                 found = list(search_records(records, index, encoder, 10, "text", "embedding", 1000, spelling=True))
-                hits[bonus] = recall_by_kind(found, queries)
+                hits[bonus] = {kind: v for kind, v in hits_by_kind(found, queries).items() if v}
                 log(f"{size} {name} bonus {bonus}: all {np.mean(hits[bonus]['all']):.4f}")
             figures[name] = {
                 str(bonus): {

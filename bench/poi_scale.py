@@ -134,6 +134,17 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def hits_by_kind(found: list[dict], queries: list[dict]) -> dict[str, list[bool]]:
+    """Whether each query's name meant is among its first 10 neighbours (by name_key), by kind: "all" first, then
+    poi_report.KINDS in their order (a kind no query has left empty)."""
+    hits: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
+    for query, result in zip(queries, found):
+        hit = any(name_key(n["text"]) == name_key(query["target"]) for n in result["neighbors"][:10])
+        hits[query["perturbation"]].append(hit)
+        hits["all"].append(hit)
+    return hits
+
+
 def breadth(index) -> dict:
     """The search breadth FAISS is set to: efSearch of a graph, nprobe of inverted lists."""
     from sembed_cli.indexes import kinds
@@ -167,13 +178,8 @@ def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int, reca
     started = time.perf_counter()
     search([{"text": queries[0]["text"]}])  # the first query reads the names and indexes their words (once)
     word_index_s = time.perf_counter() - started
-    by_kind: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
     search([{"text": q["text"]} for q in queries])  # a first pass warms the caches
-    found = search([{"text": q["text"]} for q in queries])
-    for query, result in zip(queries, found):
-        hit = any(name_key(n["text"]) == name_key(query["target"]) for n in result["neighbors"][:10])
-        by_kind[query["perturbation"]].append(hit)
-        by_kind["all"].append(hit)
+    by_kind = hits_by_kind(search([{"text": q["text"]} for q in queries]), queries)
     batch = [{"text": q["text"]} for q in queries] * repeat
     wall, cpu = time.perf_counter(), cpu_seconds()
     search(batch)
