@@ -2,7 +2,8 @@
 as many distractor names, recall@10 by kind of perturbed query and batched queries/s.
 
     python bench/poi_scale.py --model runs/poi/models/stage2 [--scale 10] [--queries 2000] [--threads 2]
-        [--build-threads N] [--device cpu|cuda] [--work runs/poi_scale] [--seed 42] [--repeat 5] [--name poi_scale]
+        [--build-threads N] [--device cpu|cuda] [--type auto|hnsw|...] [--work runs/poi_scale] [--seed 42] [--repeat 5]
+        [--name poi_scale]
     python bench/poi_scale.py --model ... --words-only      (the part of --spelling that needs no model)
 
 --model: the POI reproduction's stage-2 model (examples/poi_reproduction.sh with KEEP=1 leaves it in
@@ -19,8 +20,8 @@ many cores): recall@10 by kind, and the queries searched --repeat times, timed (
 and queries per CPU-second, for a shared machine), with the load average; the names read and their words indexed
 at --spelling's first query (a start-up a loaded index pays once, 15 s at 2.2M names) is timed apart
 (word_index_build_s): until 2026-11-28 every pass built them again, inside the timed one. --search-recall R also
-searches each index as `search --recall R` does (lookup_SIZE_recall_R). Writes bench/results/NAME.json. Large
-files stay under
+searches each index as `search --recall R` does (lookup_SIZE_recall_R). --type T builds with `sembed index --type
+T` (default auto; other types in --work/index-SIZE-T). Writes bench/results/NAME.json. Large files stay under
 --work (names, indexes and their build figures: reused when there, --rebuild to redo); --build-only stops after
 the builds, so two sizes can be built at once and searched after, one after the other.
 
@@ -108,9 +109,10 @@ def prepare(work: Path, scale: int, queries: int, seed: int) -> dict:
     return made_data
 
 
-def build(names: Path, index: Path, model: str, threads: int, device: str) -> dict:
-    """`sembed index` of `names` with `model`: wall and CPU seconds, peak RSS (wait4), the type chosen."""
-    command = [*SEMBED, "index", "-q", str(names), "-m", model, "--device", device, "-o", str(index), "--force"]
+def build(names: Path, index: Path, model: str, threads: int, device: str, kind: str = "auto") -> dict:
+    """`sembed index --type kind` of `names` with `model`: wall and CPU seconds, peak RSS (wait4), the type."""
+    command = [*SEMBED, "index", "-q", str(names), "-m", model, "--device", device, "--type", kind]
+    command += ["-o", str(index), "--force"]
     env = {**os.environ, "SEMBED_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env)
@@ -277,6 +279,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "poi_scale")
     parser.add_argument("--rebuild", action="store_true", help="build the indexes again when they are there")
+    parser.add_argument(
+        "--type", default="auto", help="sembed index --type of the builds; other than auto in --work/index-SIZE-TYPE"
+    )
     parser.add_argument("--name", default="poi_scale", help="bench/results/NAME.json")
     parser.add_argument(
         "--search-recall",
@@ -311,12 +316,17 @@ def main() -> None:
         return
     sizes = [f"{n}x" for n in args.sizes.replace("SCALE", str(args.scale)).split(",")]
     for size in sizes:
-        index = args.work / f"index-{size}"
-        built = args.work / f"index-{size}.build.json"  # its build's figures, kept with it
+        index = args.work / (f"index-{size}" if args.type == "auto" else f"index-{size}-{args.type}")
+        built = index.with_name(index.name + ".build.json")  # its build's figures, kept with it
         if args.rebuild or not built.is_file():
             log(f"building {index}")
             figures = build(
-                args.work / f"names-{size}.jsonl.gz", index, args.model, args.build_threads or args.threads, args.device
+                args.work / f"names-{size}.jsonl.gz",
+                index,
+                args.model,
+                args.build_threads or args.threads,
+                args.device,
+                args.type,
             )
             built.write_text(json.dumps(figures))
         result[f"build_{size}"] = json.loads(built.read_text())
