@@ -144,3 +144,20 @@ def save(name: str, result: dict) -> Path:
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def paired(a, b, resamples: int | None = None, seed: int = 0) -> dict:
+    """mean(a) - mean(b) over the same queries, with a paired bootstrap 95% percentile interval (Efron & Tibshirani
+    1993): the same `default_rng(seed).integers(0, n, (resamples, n))` draws for both sides (resamples: None,
+    sembed's BOOTSTRAP_RESAMPLES)."""
+    import numpy as np
+
+    from sembed_cli.evaluation.statistics import BOOTSTRAP_RESAMPLES
+
+    resamples = resamples or BOOTSTRAP_RESAMPLES
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    draws = np.random.default_rng(seed).integers(0, len(a), (resamples, len(a)))
+    spread = np.concatenate([(a[d] - b[d]).mean(axis=1) for d in np.array_split(draws, 10)])
+    low, high = np.percentile(spread, [2.5, 97.5])
+    return {"difference": round(float(a.mean() - b.mean()), 4), "ci95": [round(float(low), 4), round(float(high), 4)]}

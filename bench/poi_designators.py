@@ -21,17 +21,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-from common import ROOT, log, save
-from poi_scale import hits_by_kind, read_jsonl
+from common import ROOT, log, paired, save
+from poi_scale import hits_by_kind, read_jsonl, shares
 
 
-def paired(with_bonus: list[bool], without: list[bool], seed: int = 0) -> dict:
+def against(with_bonus: list[bool], without: list[bool]) -> dict:
+    """recall@10 with the bonus minus without it over the same queries (common.paired, 2,000 resamples), and how
+    many queries each side alone found."""
     difference = np.array(with_bonus, float) - np.array(without, float)
-    rng = np.random.default_rng(seed)
-    means = [difference[rng.integers(0, len(difference), len(difference))].mean() for _ in range(2000)]
+    interval = paired(with_bonus, without, resamples=2000)
     return {
-        "difference": round(float(difference.mean()), 4),
-        "interval_95": [round(float(np.percentile(means, 2.5)), 4), round(float(np.percentile(means, 97.5)), 4)],
+        "difference": interval["difference"],
+        "interval_95": interval["ci95"],
         "gained": int((difference > 0).sum()),
         "lost": int((difference < 0).sum()),
     }
@@ -79,8 +80,8 @@ def main() -> None:
                 log(f"{size} {name} bonus {bonus}: all {np.mean(hits[bonus]['all']):.4f}")
             figures[name] = {
                 str(bonus): {
-                    "recall_at_10": {kind: round(float(np.mean(v)), 4) for kind, v in hits[bonus].items()},
-                    "against_none": {kind: paired(v, hits[bonuses[0]][kind]) for kind, v in hits[bonus].items()},
+                    "recall_at_10": shares(hits[bonus]),
+                    "against_none": {kind: against(v, hits[bonuses[0]][kind]) for kind, v in hits[bonus].items()},
                 }
                 for bonus in bonuses
             }

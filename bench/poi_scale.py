@@ -136,10 +136,21 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def by_kind() -> dict[str, list[bool]]:
+    """An empty list for "all" and for each of poi_report.KINDS, in their order: a query's outcome goes into its
+    kind's and into "all"."""
+    return {"all": [], **{kind: [] for kind in poi_report.KINDS}}
+
+
+def shares(outcomes: dict[str, list[bool]]) -> dict[str, float]:
+    """The share of True in each kind's outcomes (a kind no query has left out)."""
+    return {kind: round(sum(v) / len(v), 4) for kind, v in outcomes.items() if v}
+
+
 def hits_by_kind(found: list[dict], queries: list[dict]) -> dict[str, list[bool]]:
-    """Whether each query's name meant is among its first 10 neighbours (by name_key), by kind: "all" first, then
-    poi_report.KINDS in their order (a kind no query has left empty)."""
-    hits: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
+    """Whether each query's name meant is among its first 10 neighbours (by name_key), by kind (`by_kind`; a kind
+    no query has left empty)."""
+    hits = by_kind()
     for query, result in zip(queries, found):
         hit = any(name_key(n["text"]) == name_key(query["target"]) for n in result["neighbors"][:10])
         hits[query["perturbation"]].append(hit)
@@ -181,14 +192,14 @@ def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int, reca
     search([{"text": queries[0]["text"]}])  # the first query reads the names and indexes their words (once)
     word_index_s = time.perf_counter() - started
     search([{"text": q["text"]} for q in queries])  # a first pass warms the caches
-    by_kind = hits_by_kind(search([{"text": q["text"]} for q in queries]), queries)
+    hits = hits_by_kind(search([{"text": q["text"]} for q in queries]), queries)
     batch = [{"text": q["text"]} for q in queries] * repeat
     wall, cpu = time.perf_counter(), cpu_seconds()
     search(batch)
     wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
     return {
-        "recall_at_10": {kind: round(sum(v) / len(v), 4) for kind, v in by_kind.items() if v},
-        "queries_by_kind": {kind: len(v) for kind, v in by_kind.items() if v},
+        "recall_at_10": shares(hits),
+        "queries_by_kind": {kind: len(v) for kind, v in hits.items() if v},
         "speed": {
             "queries": len(batch),
             "threads": threads,
@@ -233,9 +244,7 @@ def word_path(names: list[str], queries: list[dict], targets: list[int], common:
         words = poi_lookup.NameWords(keys)
         build_s = time.perf_counter() - started
         joining = poi_lookup.SPELLING_CANDIDATES * 10
-        by_kind: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
-        by_words: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
-        designated: dict[str, list[bool]] = {"all": [], **{kind: [] for kind in poi_report.KINDS}}
+        joined, by_words, designated = by_kind(), by_kind(), by_kind()
         brought: list[int] = []
         spent = 0.0
         for query, target in zip(queries, targets):
@@ -247,7 +256,7 @@ def word_path(names: list[str], queries: list[dict], targets: list[int], common:
             brought.append(len(holders))
             without = words.bonuses(query_words, designator=0.0)[1]
             for kind in (query["perturbation"], "all"):
-                by_kind[kind].append(bool((best == target).any()))
+                joined[kind].append(bool((best == target).any()))
                 by_words[kind].append(top_ten(without, holders, target))
                 designated[kind].append(top_ten(bonus, holders, target))
         per_query_ms = spent / len(queries) * 1000
@@ -259,9 +268,9 @@ def word_path(names: list[str], queries: list[dict], targets: list[int], common:
         "word_index_build_s": round(build_s, 2),
         "ms_per_query": round(per_query_ms, 3),
         "names_holding_query_words": {"mean": round(float(np.mean(brought)), 1), "max": int(np.max(brought))},
-        "target_among_joining": {kind: round(sum(v) / len(v), 4) for kind, v in by_kind.items() if v},
-        "target_in_top_10_by_words": {kind: round(sum(v) / len(v), 4) for kind, v in by_words.items() if v},
-        "target_in_top_10_with_designators": {kind: round(sum(v) / len(v), 4) for kind, v in designated.items() if v},
+        "target_among_joining": shares(joined),
+        "target_in_top_10_by_words": shares(by_words),
+        "target_in_top_10_with_designators": shares(designated),
     }
 
 

@@ -40,9 +40,8 @@ from pathlib import Path
 
 import numpy as np
 import orjson
-from common import DATA, ROOT, log, save
+from common import DATA, ROOT, log, paired, save
 
-from sembed_cli.evaluation.statistics import BOOTSTRAP_RESAMPLES
 from sembed_cli.indexes.directory import VectorIndex
 from sembed_cli.indexes.search import SearchSettings, plan_of, search_records
 
@@ -210,15 +209,6 @@ def scores(answers: list[list[str]], queries: list[dict]) -> dict[str, np.ndarra
         rank = next((i for i, f in enumerate(found[:K], 1) if f in relevant), None)
         reciprocal.append(1.0 / rank if rank else 0.0)
     return {"recall@10": np.asarray(recall), "mrr@10": np.asarray(reciprocal)}
-
-
-def paired(a: np.ndarray, b: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> dict:
-    """mean(a) - mean(b) over the same queries, with a paired bootstrap 95% percentile interval (Efron & Tibshirani
-    1993): the same `default_rng(seed).integers(0, n, (resamples, n))` draws for both sides."""
-    draws = np.random.default_rng(seed).integers(0, len(a), (resamples, len(a)))
-    spread = np.concatenate([(a[d] - b[d]).mean(axis=1) for d in np.array_split(draws, 10)])
-    low, high = np.percentile(spread, [2.5, 97.5])
-    return {"difference": round(float(a.mean() - b.mean()), 4), "ci95": [round(float(low), 4), round(float(high), 4)]}
 
 
 def where_speed(index: VectorIndex, queries: list[dict]) -> dict:
