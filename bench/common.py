@@ -73,14 +73,20 @@ def corpora_records(records: Path | None) -> Iterator[Path]:
         yield path
 
 
-def time_process(name: str, command: list[str], env: dict, sentences: int, window: int) -> dict:
-    """Run `command` (which prints a line per window of `window` sentences): seconds from its start to its first
-    output, sentences/s after it (steady state), wall and CPU seconds, peak RSS (wait4)."""
+def time_process(
+    name: str, command: list[str], env: dict, sentences: int, window: int, stdin: Path | None = None, out=None
+) -> dict:
+    """Run `command` (which prints a line per window of `window` sentences; `stdin`: a file it reads): seconds
+    from its start to its first output, sentences/s after it (steady state), wall and CPU seconds, peak RSS
+    (wait4); `out`, a list, is given the lines it printed."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT, env=env)
+    with open(stdin or os.devnull, "rb") as given:
+        process = subprocess.Popen(command, stdin=given, stdout=subprocess.PIPE, cwd=ROOT, env=env)
     first = None
-    for _ in process.stdout:
+    for line in process.stdout:
         first = first or time.perf_counter()
+        if out is not None:
+            out.append(line)
     _, status, usage = os.wait4(process.pid, 0)
     ended = time.perf_counter()
     process.returncode = os.waitstatus_to_exitcode(status)

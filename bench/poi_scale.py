@@ -3,7 +3,7 @@ as many distractor names, recall@10 by kind of perturbed query and batched queri
 
     python bench/poi_scale.py --model runs/poi/models/stage2 [--scale 10] [--queries 2000] [--threads 2]
         [--build-threads N] [--device cpu|cuda] [--type auto|hnsw|...] [--work runs/poi_scale] [--seed 42] [--repeat 5]
-        [--name poi_scale]
+        [--name poi_scale] [--search-recall R ...] [--torch-too]
     python bench/poi_scale.py --model ... --words-only      (the part of --spelling that needs no model)
 
 --model: the POI reproduction's stage-2 model (examples/poi_reproduction.sh with KEEP=1 leaves it in
@@ -12,18 +12,20 @@ runs/poi/models/stage2; MODELS= reuses it there), trained with its defaults. The
 meant a real one. The distractors are bench/poi_distractors.py's (real names' parts recombined, seeded), never a
 real name, so recall counts the real name alone as a hit.
 
-For each size (1x: the 202,179 POI names; Nx: those and N x as many distractors, (1 + N) x 202,179 names in
-all): `sembed index` of the names with the model (--build-threads, --device; wall and CPU seconds, peak RSS by
-wait4; 2.2M names are 15-30 CPU-minutes of embedding on the CPU), then in this process, as `sembed search
---spelling` runs (search_records over the loaded index and model, --threads of torch and FAISS, pinned to as
-many cores): recall@10 by kind, and the queries searched --repeat times, timed (wall and CPU seconds: queries/s
-and queries per CPU-second, for a shared machine), with the load average; the names read and their words indexed
-at --spelling's first query (a start-up a loaded index pays once, 15 s at 2.2M names) is timed apart
-(word_index_build_s): until 2026-11-28 every pass built them again, inside the timed one. --search-recall R also
-searches each index as `search --recall R` does (lookup_SIZE_recall_R). --type T builds with `sembed index --type
-T` (default auto; other types in --work/index-SIZE-T). Writes bench/results/NAME.json. Large files stay under
---work (names, indexes and their build figures: reused when there, --rebuild to redo); --build-only stops after
-the builds, so two sizes can be built at once and searched after, one after the other.
+For each size (1x: the 202,179 POI names; Nx: those and N x as many distractors, (1 + N) x 202,179 names in all):
+`sembed index` of the names with the model (--build-threads, --device; wall and CPU seconds, peak RSS by wait4; 2.2M
+names are 15-30 CPU-minutes of embedding on the CPU), then in this process, as `sembed search --spelling` runs
+(search_records over the loaded index and model, --threads of torch and FAISS, pinned to as many cores): recall@10 by
+kind, and the queries searched --repeat times, timed (wall and CPU seconds: queries/s and queries per CPU-second, for a
+shared machine), with the load average; the names read and their words indexed at --spelling's first query (a start-up a
+loaded index pays once, 15 s at 2.2M names) is timed apart (word_index_build_s): until 2026-11-28 every pass built them
+again, inside the timed one. --search-recall R also searches each index as `search --recall R` does
+(lookup_SIZE_recall_R). --type T builds with `sembed index --type T` (default auto; other types in --work/index-SIZE-T).
+The queries are embedded as search embeds them (ONNX Runtime where the index's vectors are torch's fp32; until
+2026-11-28 torch); --torch-too also on torch, the two timed in turn, a pass over the queries each, --repeat rounds
+(speed_torch). Writes bench/results/NAME.json. Large files stay under --work (names, indexes and their build figures:
+reused when there, --rebuild to redo); --build-only stops after the builds, so two sizes can be built at once and
+searched after, one after the other.
 
 --words-only, with no index and no model: for each size the word index of the names and, for each query, whether
 the name meant is among the names holding its words that join FAISS's candidates, by kind, the time a query's
@@ -166,13 +168,17 @@ def breadth(index) -> dict:
     return {"ef_search": graph.hnsw.efSearch} if graph is not None else {"nprobe": lists.nprobe} if lists else {}
 
 
-def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int, recall: float | None = None) -> dict:
+def lookup(
+    index_dir: Path, queries: list[dict], threads: int, repeat: int, recall: float | None = None, torch_too=False
+) -> dict:
     """recall@10 by kind of `sembed search --spelling` from text over the index, and its speed (module doc);
-    `recall`: searched as `search --recall R` searches (the breadth of the index's curve for R)."""
+    `recall`: searched as `search --recall R` searches (the breadth of the index's curve for R). The queries are
+    embedded as search embeds them (ONNX Runtime where torch made the index's vectors in fp32); `torch_too`: and
+    on torch (search --backend torch), the two timed in turn, a pass over the queries each, `repeat` rounds."""
     from sembed_cli import threads as thread_pools
     from sembed_cli.indexes import recall as measured_recall
     from sembed_cli.indexes.directory import VectorIndex
-    from sembed_cli.indexes.query_encoder import QueryEmbedder
+    from sembed_cli.indexes.query_encoder import QueryEmbedder, index_backend
     from sembed_cli.indexes.search import search_records
 
     allowed = sorted(os.sched_getaffinity(0))
@@ -181,37 +187,58 @@ def lookup(index_dir: Path, queries: list[dict], threads: int, repeat: int, reca
     index = VectorIndex.load(index_dir)
     if recall is not None:
         measured_recall.apply_target(index, recall)
-    encoder = QueryEmbedder(index, device="cpu")
-    encoder.open()
+    encoders = {"search's own": QueryEmbedder(index, device="cpu", backend=index_backend(index)[0])}
+    if torch_too:
+        encoders["torch"] = QueryEmbedder(index, device="cpu", backend="torch")
+    for encoder in encoders.values():
+        encoder.open()
     thread_pools.apply(threads)  # torch is loaded now
 
-    def search(records: list[dict]) -> list[dict]:
+    def search(records: list[dict], encoder) -> list[dict]:
         return list(search_records(iter(records), index, encoder, 10, "text", "embedding", 1000, spelling=True))
 
+    texts = [{"text": q["text"]} for q in queries]
     started = time.perf_counter()
-    search([{"text": queries[0]["text"]}])  # the first query reads the names and indexes their words (once)
+    search(texts[:1], encoders["search's own"])  # the first query reads the names and indexes their words (once)
     word_index_s = time.perf_counter() - started
-    search([{"text": q["text"]} for q in queries])  # a first pass warms the caches
-    hits = hits_by_kind(search([{"text": q["text"]} for q in queries]), queries)
-    batch = [{"text": q["text"]} for q in queries] * repeat
-    wall, cpu = time.perf_counter(), cpu_seconds()
-    search(batch)
-    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
-    return {
-        "recall_at_10": shares(hits),
-        "queries_by_kind": {kind: len(v) for kind, v in hits.items() if v},
-        "speed": {
-            "queries": len(batch),
+    hits = {}
+    for name, encoder in encoders.items():
+        search([dict(t) for t in texts], encoder)  # a first pass warms the caches
+        hits[name] = hits_by_kind(search([dict(t) for t in texts], encoder), queries)
+    timed = {name: [0.0, 0.0] for name in encoders}  # wall, CPU seconds
+    for _ in range(repeat):
+        for name, encoder in encoders.items():
+            wall, cpu = time.perf_counter(), cpu_seconds()
+            search([dict(t) for t in texts], encoder)
+            timed[name][0] += time.perf_counter() - wall
+            timed[name][1] += cpu_seconds() - cpu
+
+    def speed(name: str) -> dict:
+        wall, cpu = timed[name]
+        count = len(texts) * repeat
+        return {
+            "queries": count,
             "threads": threads,
             "batch_size": 1000,
             "wall_s": round(wall, 2),
             "cpu_s": round(cpu, 2),
-            "queries_per_s": round(len(batch) / wall),
-            "queries_per_cpu_s": round(len(batch) / cpu),
+            "queries_per_s": round(count / wall),
+            "queries_per_cpu_s": round(count / cpu),
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
             "cores": len(os.sched_getaffinity(0)),
             "word_index_build_s": round(word_index_s, 2),
-        },
+            "query_backend": encoders[name].open().backend,
+        }
+
+    return {
+        "recall_at_10": shares(hits["search's own"]),
+        "queries_by_kind": {kind: len(v) for kind, v in hits["search's own"].items() if v},
+        "speed": speed("search's own"),
+        **(
+            {"speed_torch": speed("torch"), "same_hits_on_torch": hits["torch"] == hits["search's own"]}
+            if torch_too
+            else {}
+        ),
         "names": index.count,
         "cores_pinned_from": len(allowed),
         "type": index.metadata.get("type"),
@@ -300,6 +327,11 @@ def main() -> None:
         help="also search each index as search --recall R does, for each R (lookup_SIZE_recall_R)",
     )
     parser.add_argument(
+        "--torch-too",
+        action="store_true",
+        help="also embed the queries on torch (search --backend torch), timed in turn with search's own choice",
+    )
+    parser.add_argument(
         "--words-only", action="store_true", help="only the part of --spelling that needs no model, at each size"
     )
     args = parser.parse_args()
@@ -343,10 +375,12 @@ def main() -> None:
         if args.build_only:
             continue
         log(f"searching {index}")
-        result[f"lookup_{size}"] = lookup(index, queries, args.threads, args.repeat)
+        result[f"lookup_{size}"] = lookup(index, queries, args.threads, args.repeat, torch_too=args.torch_too)
         log(json.dumps(result[f"lookup_{size}"]))
         for target in args.search_recall:
-            result[f"lookup_{size}_recall_{target}"] = lookup(index, queries, args.threads, args.repeat, target)
+            result[f"lookup_{size}_recall_{target}"] = lookup(
+                index, queries, args.threads, args.repeat, target, args.torch_too
+            )
             log(json.dumps(result[f"lookup_{size}_recall_{target}"]))
         save(args.name, result)
     if args.build_only or f"lookup_{args.scale}x" not in result or "lookup_1x" not in result:

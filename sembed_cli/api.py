@@ -188,13 +188,13 @@ def search(
     rerank_depth: int = 100,
 ) -> list[list[dict]]:
     """`sembed search --payload`: for each query text, its `k` nearest records [{id, text, score, payload}, ...],
-    best first, `payload` the whole record as it was indexed (its doc_id and other fields). The queries are embedded
-    as the index's texts were: its model, backend and quantization (`search` of an int8 index loads no torch), so
-    the scores are the command's. The keyword arguments are the command's options: `keyword` (BM25 alone, FTS5
-    query syntax; score -bm25), `hybrid` (reciprocal-rank fusion of BM25 and the vectors, the keyword side weighted
-    `hybrid_weight`), `any_word` (a keyword query read as plain words), `where` (a filter on the records' fields,
-    applied before the search), `rerank_model` (a second model re-ranking `rerank_depth` candidates by its
-    cosine)."""
+    best first, `payload` the whole record as it was indexed (its doc_id and other fields). The queries are embedded as
+    the command embeds them: with the index's model, on its backend and quantization (fp32 torch's on ONNX Runtime where
+    it runs the model; `search` of an int8 index loads no torch), so the scores are the command's. The keyword arguments
+    are the command's options: `keyword` (BM25 alone, FTS5 query syntax; score -bm25), `hybrid` (reciprocal-rank fusion
+    of BM25 and the vectors, the keyword side weighted `hybrid_weight`), `any_word` (a keyword query read as plain
+    words), `where` (a filter on the records' fields, applied before the search), `rerank_model` (a second model
+    re-ranking `rerank_depth` candidates by its cosine)."""
     from .indexes.directory import VectorIndex
     from .indexes.query_encoder import QueryEmbedder, index_backend
     from .indexes.search import SearchSettings, plan_of, search_records

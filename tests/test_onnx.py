@@ -45,8 +45,9 @@ def _own_cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def model(tiny_model, tmp_path) -> Path:
-    """A copy of the tiny model that a test may export into, change and break."""
-    return Path(shutil.copytree(tiny_model, tmp_path / "model"))
+    """A copy of the tiny model (without an export an earlier test's search left in it) that a test may export
+    into, change and break."""
+    return Path(shutil.copytree(tiny_model, tmp_path / "model", ignore=shutil.ignore_patterns("onnx")))
 
 
 def torch_vectors(model: Path, texts) -> np.ndarray:
@@ -347,6 +348,58 @@ def test_index_and_search_from_texts_with_onnx(model, tmp_path, one_torch_thread
     assert sentence_models.load_onnx.cache_info().hits == 1  # search took the index's backend
     assert found.records[0]["neighbors"][0]["id"] == 2
     assert found.records[0]["neighbors"][0]["score"] == pytest.approx(1.0, abs=1e-5)
+
+
+def torch_index(model: Path, path: Path) -> Path:
+    """An index of a few texts that torch embedded in fp32 (the default backend)."""
+    texts = ["Springfield zoo", "Shelbyville museum", "the old mill", "a mill by the river", "zoo"]
+    built = sembed(
+        "index", "-m", str(model), "-o", str(path), input=jsonl(*({"id": n, "text": t} for n, t in enumerate(texts)))
+    )
+    assert built.exit_code == 0, built.stderr
+    assert json.loads((path / "sembed.json").read_text())["settings"]["backend"] == "torch"
+    return path
+
+
+QUERIES = jsonl({"text": "the mill"}, {"text": "zoo in Springfield"}, {"text": "museum"})
+
+
+def test_text_queries_to_a_torch_index_run_on_onnx_with_its_neighbours(model, tmp_path, one_torch_thread):
+    """Texts torch embedded in fp32 are queried on ONNX Runtime by default: the same neighbours and scores as
+    --backend torch, which still asks for torch."""
+    index = torch_index(model, tmp_path / "idx")
+    found = sembed("search", "--index", str(index), "-k", "5", input=QUERIES)
+    assert found.exit_code == 0, found.stderr
+    assert sentence_models.load_onnx.cache_info().currsize == 1  # the queries' encoder
+    sentence_models.load_onnx.cache_clear()
+    asked = sembed("search", "--index", str(index), "-k", "5", "--backend", "torch", input=QUERIES)
+    assert asked.exit_code == 0, asked.stderr
+    assert sentence_models.load_onnx.cache_info().currsize == 0
+    for ours, theirs in zip(found.records, asked.records, strict=True):
+        assert [n["id"] for n in ours["neighbors"]] == [n["id"] for n in theirs["neighbors"]]
+        np.testing.assert_allclose(
+            [n["score"] for n in ours["neighbors"]], [n["score"] for n in theirs["neighbors"]], atol=2e-6
+        )
+
+
+def test_where_onnx_cannot_run_the_model_text_queries_go_to_torch(model, tmp_path, monkeypatch):
+    """No place to write the export, or no onnxruntime: the default search answers on torch, saying why under
+    -v; asked for, --backend onnx is still an error."""
+    index = torch_index(model, tmp_path / "idx")
+    expected = sembed("search", "--index", str(index), "-k", "3", "--backend", "torch", input=QUERIES).records
+    writable = onnx_encoder.writable
+    monkeypatch.setattr(onnx_encoder, "writable", lambda folder: False)
+    found = sembed("search", "-v", "--index", str(index), "-k", "3", input=QUERIES)
+    assert found.exit_code == 0, found.stderr
+    assert found.records == expected
+    assert f"the queries go to torch, not ONNX Runtime: cannot export the model at '{model}' to ONNX" in found.stderr
+    asked = sembed("search", "--index", str(index), "-k", "3", "--backend", "onnx", input=QUERIES)
+    assert asked.exit_code == 1 and "cannot export the model" in asked.stderr
+    monkeypatch.setattr(onnx_encoder, "writable", writable)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    without = sembed("search", "--index", str(index), "-k", "3", input=QUERIES)
+    assert without.exit_code == 0, without.stderr
+    assert without.records == expected
 
 
 def test_token_attention_is_refused_in_one_line(model):

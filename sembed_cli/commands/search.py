@@ -102,7 +102,9 @@ QueryBackend = Annotated[
         envvar="SEMBED_BACKEND",
         metavar="torch|onnx",
         show_default=False,
-        help=BACKEND_HELP + " Default: the one the index was built with.",
+        help=BACKEND_HELP + " Default: the one the index was built with; where that was torch in fp32, onnx when it "
+        "can run the model on the CPU (the same vectors to float rounding: --query starts in a sixth of the time), "
+        "else torch.",
     ),
 ]
 QueryQuantize = Annotated[

@@ -94,6 +94,7 @@ def plan_of(index: VectorIndex, settings: SearchSettings) -> SearchPlan | None:
     does not parse or names a field no record has) come here, before any query is read."""
     from .filters import Selection
     from .keyword import KeywordIndex
+    from .query_encoder import PREFER_ONNX
     from .rerank import Reranker
 
     if not (settings.keyword or settings.hybrid or settings.where is not None or settings.rerank_model):
@@ -108,7 +109,7 @@ def plan_of(index: VectorIndex, settings: SearchSettings) -> SearchPlan | None:
         plan.reranker = Reranker(
             settings.rerank_model,
             index.settings.get("text_key", "text"),
-            settings.backend,
+            "torch" if settings.backend == PREFER_ONNX else settings.backend,  # the second model: as asked
             settings.quantize,
             settings.device,
             settings.rerank_depth,
