@@ -64,7 +64,8 @@ class CharNgrams:
 
         vectors = counts(texts, self.dimension, self.ngram_range)
         held = vectors != 0  # n-grams of opposite signs that cancelled out in a bucket count for nothing
-        vectors[held] = np.sign(vectors[held]) * (1 + np.log(np.abs(vectors[held])))  # sublinear tf, sign kept
+        count = vectors[held]
+        vectors[held] = np.sign(count) * (1 + np.log(np.abs(count)))  # sublinear tf, sign kept
         vectors *= self.idf
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 

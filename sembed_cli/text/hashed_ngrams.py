@@ -3,8 +3,8 @@ lowercase=True, strip_accents="unicode", alternate_sign=True, norm=None)`, bucke
 
 The POI lookup's vectors (models/poi_lookup.py) hold these counts; importing scikit-learn for them took about 2 s
 of a one-query `search --spelling`'s 3.6 s. The same steps as scikit-learn 1.x (`_preprocess`, `_char_wb_ngrams`,
-`FeatureHasher`): lower case, accents stripped by NFKD where the text is not ASCII, runs of blanks made one, then
-for each word padded by a blank on each side its n-grams for n in the range (a word shorter than n once); each
+`FeatureHasher`): lower case, accents stripped by NFKD where the text is not ASCII, the words split at blanks,
+then for each word padded by a blank on each side its n-grams for n in the range (a word shorter than n once); each
 n-gram's UTF-8 bytes hashed by MurmurHash3 (x86, 32-bit, seed 0) read as a signed integer h: bucket |h| mod the
 bucket count, sign + where h >= 0. tests/test_poi.py checks every bucket against scikit-learn's over 30,000
 gazetteer names and odd strings.
@@ -12,15 +12,14 @@ gazetteer names and odd strings.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-BLANKS = re.compile(r"\s\s+")
 LONGEST = 12  # bytes of an n-gram padded for the hash: 3 characters of at most 4 UTF-8 bytes
 C1, C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+BLOCK = 10_000  # texts whose n-grams document_frequency holds at once
 
 
 def strip_accents(text: str) -> str:
@@ -34,7 +33,7 @@ def char_wb_ngrams(text: str, ngram_range: tuple[int, int]) -> list[str]:
     """The n-grams of each word of `text` padded by a blank on each side, in scikit-learn's order."""
     low, high = ngram_range
     grams: list[str] = []
-    for word in BLANKS.sub(" ", strip_accents(text.lower())).split():
+    for word in strip_accents(text.lower()).split():  # scikit-learn's run of blanks made one first: the same words
         word = f" {word} "
         for n in range(low, high + 1):
             grams.extend(word[i : i + n] for i in range(max(1, len(word) - n + 1)))
@@ -97,6 +96,9 @@ def counts(texts: Sequence[str], buckets: int, ngram_range: tuple[int, int]) -> 
 
 def document_frequency(texts: Sequence[str], buckets: int, ngram_range: tuple[int, int]) -> np.ndarray:
     """How many of the texts have an n-gram in each bucket (one whose signs cancelled to 0 too, as scikit-learn's
-    stored entries count)."""
-    rows, bucket, _ = hashed(texts, buckets, ngram_range)
-    return np.bincount(np.unique(rows * buckets + bucket) % buckets, minlength=buckets)
+    stored entries count); BLOCK texts at a time, so that a corpus's n-grams are never all held at once."""
+    held = np.zeros(buckets, dtype=np.int64)
+    for start in range(0, len(texts), BLOCK):
+        rows, bucket, _ = hashed(texts[start : start + BLOCK], buckets, ngram_range)
+        held += np.bincount(np.unique(rows * buckets + bucket) % buckets, minlength=buckets)
+    return held
