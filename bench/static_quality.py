@@ -18,6 +18,9 @@ as `sembed train --method static`: `training/static.py`'s `read_teacher` and
     words-sentences-e10  words-sentences fitted for 10 epochs
     words-sentences-dim384  words-sentences at the teacher's 384 dimensions (no PCA reduction)
     wsd384-lr3e-3, wsd384-lr3e-4, wsd384-b64, wsd384-b1024  the same at another --lr or --batch-size
+    wsd384-dropped  words-sentences-dim384 with one more text a sentence: the sentence with a fifth of its words
+                   dropped at random (at least one), read by the teacher too (word-dropout as more unlabelled text)
+    wsd384-e10     words-sentences-dim384 fitted 10 epochs: as many steps as wsd384-dropped takes
 
 Each is scored on STS-B dev (which picks the candidate that gets three seeds, so that the test sets choose
 nothing), STS-B test and SICK-R test: the cosine of each pair's static vectors (`StaticModel.encode`, as `sembed
@@ -82,6 +85,7 @@ class Variant:
     words: int = 0  # --words
     lr: float = method.RECIPE.lr
     batch_size: int = method.RECIPE.batch_size
+    dropped: float = 0.0  # > 0: each sentence again with this share of its words dropped (`with_dropped`)
 
 
 VARIANTS = {
@@ -101,6 +105,8 @@ VARIANTS = {
     "wsd384-lr3e-4": Variant("sentences", dim=384, words=ALL, lr=3e-4),
     "wsd384-b64": Variant("sentences", dim=384, words=ALL, batch_size=64),
     "wsd384-b1024": Variant("sentences", dim=384, words=ALL, batch_size=1024, lr=3e-3),
+    "wsd384-dropped": Variant("sentences", dim=384, words=ALL, dropped=0.2),
+    "wsd384-e10": Variant("sentences", dim=384, words=ALL, epochs=10),
 }
 FIRST = ("control", "infonce-100k", "cosine-all", "infonce-all")  # the run's default variants
 
@@ -174,6 +180,29 @@ def report(out: Path, pairs: dict[str, dict], today: dict[str, np.ndarray], resu
     results["summary"] = summary
     results_file.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(json.dumps({name: {k: v for k, v in row.items() if k in PAIRS} for name, row in summary.items()}))
+
+
+def dropped_words(texts: list[str], share: float, seed: int = 0) -> list[str]:
+    """Each text with `share` of its words dropped at random (at least one), the rest in order."""
+    generator = np.random.default_rng(seed)
+    out = []
+    for text in texts:
+        words = text.split()
+        keep = generator.random(len(words)) >= share
+        if keep.all():
+            keep[generator.integers(len(words))] = False
+        out.append(" ".join(word for word, kept in zip(words, keep) if kept))
+    return out
+
+
+def with_dropped(reading: static.Reading, teacher, share: float, device: str) -> static.Reading:
+    """`reading` with each of its texts again, `share` of its words dropped, and the teacher's pass over those."""
+    from sembed_cli.training import static_teacher
+
+    assert reading.passed is not None
+    more = dropped_words(reading.texts, share)
+    passed = reading.passed.then(static_teacher.corpus_pass(teacher, more, device))
+    return dataclasses.replace(reading, texts=reading.texts + more, passed=passed)
 
 
 def corpus_file(path: Path, scratch: Path) -> Path:
@@ -257,7 +286,9 @@ def main() -> None:
 
             results["machine"] += f" ({torch.cuda.get_device_name()})"
         readings = {}  # (texts, words): the teacher's reading, its pass over the texts kept for the other words
-        for texts, words in dict.fromkeys((VARIANTS[name].texts, VARIANTS[name].words) for name in args.variants):
+        for texts, words, dropped in dict.fromkeys(
+            (VARIANTS[name].texts, VARIANTS[name].words, VARIANTS[name].dropped) for name in args.variants
+        ):
             options = TEXTS[texts]
             if args.limit and texts == "100k":
                 options = {"teacher_sentences": args.limit // 10}
@@ -270,12 +301,15 @@ def main() -> None:
                 **options,
             )
             tick = time.perf_counter()
-            reading = readings[texts, words] = static.read_teacher(
+            reading = static.read_teacher(
                 teacher, "teacher", TrainingInput(RecordSource(str(corpus))), settings, "text", args.device
             )
+            if dropped:
+                reading = with_dropped(reading, teacher, dropped, args.device)
+            readings[texts, words, dropped] = reading
             read = time.perf_counter()
             reading.ids  # noqa: B018 (tokenised once, for every fit)
-            results["readings"][f"{texts}/{words}"] = {
+            results["readings"][f"{texts}/{words}" + (f"/dropped{dropped}" if dropped else "")] = {
                 "texts": len(reading.texts),
                 "words_added": len(reading.added.words) if reading.added else 0,
                 "teacher_seconds": round(read - tick, 1),
@@ -288,7 +322,7 @@ def main() -> None:
         def fit(name: str, seed: int) -> dict | None:
             variant = VARIANTS[name]
             texts = variant.texts
-            reading = readings[texts, variant.words]
+            reading = readings[texts, variant.words, variant.dropped]
             if time.perf_counter() - started + 1.2 * last.get(name, 0) > args.budget:
                 results.setdefault("skipped", []).append(f"{name}/{seed}")
                 return None
@@ -330,7 +364,8 @@ def main() -> None:
         results["chosen_by_stsb_dev"] = chosen
         if chosen:
             np.save(args.out / f"{chosen}.42.fp16.npy", candidates[chosen]["matrix"].astype(np.float16))
-            readings[VARIANTS[chosen].texts, VARIANTS[chosen].words].tokenizer.save(str(args.out / "tokenizer.json"))
+            best = VARIANTS[chosen]
+            readings[best.texts, best.words, best.dropped].tokenizer.save(str(args.out / "tokenizer.json"))
             for seed in SEEDS[1:]:
                 fit(chosen, seed)
         for seed in SEEDS[1:]:
