@@ -229,3 +229,30 @@ def test_a_search_re_ranks_from_the_map_in_faiss_as_numpy_does_from_rows_read_on
     assert np.array_equal(in_faiss[1], in_numpy[1])
     assert in_faiss[0] == pytest.approx(in_numpy[0], abs=1e-6)
     assert not np.isin(in_faiss[1], [1, 7, 30]).any() and (in_faiss[1] >= 0).all()
+
+
+@pytest.mark.parametrize("kind", ["flat", "HNSW16,SQ8"])
+def test_a_load_keeps_the_vectors_it_checked_when_a_commit_removes_their_name(tiny_model, tmp_path, kind, monkeypatch):
+    """A search reads the store's state, opens the vector file it names (the fresh rows' file, or a lossy index's
+    kept vectors) and maps it; an update that folds the fresh rows in removes that file's name in between (CI
+    caught it once: `internal error: FileNotFoundError: .../fresh.114.f32` beside 50 updates). The load maps the
+    file it opened, and answers as before."""
+    from sembed_cli.indexes.vector_file import VectorFile
+
+    index = tmp_path / "index"
+    build(tiny_model, index, rows(NAMES[:60]), kind)
+    monkeypatch.setattr(fresh, "SHARE", 1.0)
+    update(index, rows(["Springfield newest", "Riverdale Sunnydale"], 60))
+    before = neighbours(index, QUERIES)
+    name = "fresh.60.f32" if kind == "flat" else "vectors.f16"
+    assert (index / name).exists()
+    held = VectorFile.rows_held
+
+    def removed_after_open(self, descriptor: int) -> int:  # the commit lands between the open and the map
+        if self.path.name == name:
+            self.path.unlink(missing_ok=True)
+        return held(self, descriptor)
+
+    monkeypatch.setattr(VectorFile, "rows_held", removed_after_open)
+    assert neighbours(index, QUERIES) == before
+    assert not (index / name).exists()

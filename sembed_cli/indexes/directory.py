@@ -396,29 +396,21 @@ class VectorIndex:
                 descriptors.pop()
             if settings.get("rerank") in ("float16", "float32"):
                 vectors = VectorFile.named(path, index.d, settings["rerank"])
-                if vectors.rows_on_disk() < store.number("vector_rows"):
-                    raise changed(
-                        f"{vectors.path.name} holds {vectors.rows_on_disk()} rows, the store "
-                        f"{store.number('vector_rows')}"
-                    )
-                vectors.matrix(store.next_row)  # mapped now: the file of this commit, whatever comes later
+                descriptor = held_rows(vectors, store.number("vector_rows"), store.next_row, changed)
                 key = sum_key(vectors.path.name)
                 if key in state:
-                    checks.append((vectors.path.name, os.open(vectors.path, os.O_RDONLY), state[key], False))
+                    checks.append((vectors.path.name, descriptor, state[key], False))
+                else:
+                    os.close(descriptor)
             fresh_file = None
             if vectors is None and first_fresh < store.next_row:
                 fresh_file = VectorFile(path / fresh.file_name(first_fresh), index.d, "float32", base=first_fresh)
-                try:
-                    descriptors.append(os.open(fresh_file.path, os.O_RDONLY))
-                except FileNotFoundError:
-                    raise changed(f"{fresh_file.path.name} is missing") from None
-                if fresh_file.rows_on_disk() < store.next_row:
-                    ends = fresh_file.rows_on_disk()
-                    raise changed(f"{fresh_file.path.name} ends at row {ends}, not {store.next_row}")
-                fresh_file.matrix(store.next_row)  # mapped now, as the kept vectors are
+                descriptor = held_rows(fresh_file, store.next_row, store.next_row, changed)
                 key = sum_key(fresh_file.path.name)
                 if key in state:
-                    checks.append((fresh_file.path.name, descriptors.pop(), state[key], False))
+                    checks.append((fresh_file.path.name, descriptor, state[key], False))
+                else:
+                    os.close(descriptor)
             for name, descriptor, checksum, _ in checks:  # sizes now: a truncated file never loads
                 size = os.fstat(descriptor).st_size
                 if size < parse(checksum)[1]:
@@ -650,6 +642,26 @@ def seal(directory: Path, metadata: dict) -> None:
         store.commit()
     finally:
         store.close()
+
+
+def held_rows(file: VectorFile, committed: int, rows: int, changed) -> int:
+    """A load's hold on a vector file: opened, checked to hold the `committed` rows the store counts, and rows
+    .. `rows` - 1 mapped through the descriptor (returned, open), so that a commit that removes or replaces the name
+    after the store's state was read (a fold of the fresh rows, a rebuild) cannot take the file from under the
+    search; `changed` where the file is already gone or short (a commit in between: the state is read again)."""
+    try:
+        descriptor = os.open(file.path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise changed(f"{file.path.name} is missing") from None
+    try:
+        ends = file.rows_held(descriptor)
+        if ends < committed:
+            raise changed(f"{file.path.name} ends at row {ends}, the store counts {committed}")
+        file.matrix(rows, descriptor)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
 
 
 def _same_file(descriptor: int, path: Path) -> bool:

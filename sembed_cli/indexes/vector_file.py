@@ -45,6 +45,11 @@ class VectorFile:
         """One past the last row on disk."""
         return self.base + (self.path.stat().st_size // self.row_bytes if self.path.exists() else 0)
 
+    def rows_held(self, descriptor: int) -> int:
+        """One past the last row of the file open as `descriptor` (a search's load: the file of the commit it read,
+        even once a later commit has removed or replaced the name)."""
+        return self.base + os.fstat(descriptor).st_size // self.row_bytes
+
     def cut(self, rows: int) -> None:
         """Drop everything past `rows` rows (what a failed update appended)."""
         size = (rows - self.base) * self.row_bytes
@@ -67,14 +72,15 @@ class VectorFile:
             with disk_full_as_error(self.path):
                 sync_file(self.path)
 
-    def matrix(self, rows: int) -> np.ndarray:
-        """Rows base .. `rows` - 1, memory-mapped read-only (indexed from 0)."""
+    def matrix(self, rows: int, descriptor: int | None = None) -> np.ndarray:
+        """Rows base .. `rows` - 1, memory-mapped read-only (indexed from 0); of the file open as `descriptor` where
+        one is given (a search's load maps the file it checked: a commit may remove the name just after)."""
         if self._map is None or self._mapped_rows != rows:
-            self._map = (
-                np.memmap(self.path, dtype=self.dtype, mode="r", shape=(rows - self.base, self.dim))
-                if rows > self.base
-                else np.zeros((0, self.dim), dtype=self.dtype)
-            )
+            if rows > self.base:
+                with open(self.path if descriptor is None else descriptor, "rb", closefd=descriptor is None) as f:
+                    self._map = np.memmap(f, dtype=self.dtype, mode="r", shape=(rows - self.base, self.dim))
+            else:
+                self._map = np.zeros((0, self.dim), dtype=self.dtype)
             self._mapped_rows = rows
         return self._map
 
