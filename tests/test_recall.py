@@ -208,7 +208,9 @@ def test_the_build_measures_without_mapping_the_kept_vectors(tiny_model, tmp_pat
     mapped = []
     real_matrix = VectorFile.matrix
     monkeypatch.setattr(
-        VectorFile, "matrix", lambda self, rows: mapped.append(self.path.name) or real_matrix(self, rows)
+        VectorFile,
+        "matrix",
+        lambda self, rows, descriptor=None: mapped.append(self.path.name) or real_matrix(self, rows, descriptor),
     )
     out, settings = build(tmp_path, tiny_model, "IVF16,PQ8", "--recall", "0.9")
     assert mapped == [] and settings["recall"]["met"]
