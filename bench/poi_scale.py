@@ -19,7 +19,9 @@ names are 15-30 CPU-minutes of embedding on the CPU), then in this process, as `
 kind, and the queries searched --repeat times, timed (wall and CPU seconds: queries/s and queries per CPU-second, for a
 shared machine), with the load average; the names read and their words indexed at --spelling's first query (a start-up a
 loaded index pays once, 15 s at 2.2M names) is timed apart (word_index_build_s): until 2026-11-28 every pass built them
-again, inside the timed one. --search-recall R also searches each index as `search --recall R` does
+again, inside the timed one; from 2026-11-29 a process after the first maps them from sembed's cache
+(indexes/spelling_words.py: bench/spelling_startup.py times that), so word_index_build_s is a build only with an empty
+or unwritable SEMBED_CACHE. --search-recall R also searches each index as `search --recall R` does
 (lookup_SIZE_recall_R). --type T builds with `sembed index --type T` (default auto; other types in --work/index-SIZE-T).
 The queries are embedded as search embeds them (ONNX Runtime where the index's vectors are torch's fp32; until
 2026-11-28 torch); --torch-too also on torch, the two timed in turn, a pass over the queries each, --repeat rounds

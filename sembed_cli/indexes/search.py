@@ -271,8 +271,16 @@ def search_records(
         return batch
 
     def spelling_reranker() -> SpellingReranker:  # the names by row: the re-rank looks words up among all of them
-        texts = index.texts(text_key)
-        return SpellingReranker(texts.__getitem__, len(texts))
+        from .spelling_words import CachedNameWords
+
+        texts: list[str | None] = []  # read at the first call: not at all where the names were kept
+
+        def text_of(row: int) -> str | None:
+            if not texts:
+                texts.extend(index.texts(text_key))
+            return texts[row]
+
+        return SpellingReranker(text_of, index.row_count, CachedNameWords.of(index, text_key))
 
     if spelling:  # made once a loaded index (its index of words too, at its first query: seconds at millions)
         reranker = index.made_once(f"spelling {text_key}", spelling_reranker)

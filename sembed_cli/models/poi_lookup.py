@@ -28,6 +28,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -174,13 +175,33 @@ class NameWords:
         order = np.argsort(flat, kind="stable")  # each word's names in row order
         self.names = owners[order]
         self.starts = np.searchsorted(flat[order], np.arange(len(self.vocabulary) + 1))
-        self.idf = np.log((1 + len(words)) / (1 + np.diff(self.starts))) + 1
-        self.unknown_idf = math.log(1 + len(words)) + 1
-        self.information = np.bincount(owners, weights=self.idf[flat], minlength=len(words))
         self.sizes = counts  # each name's words
+        self._derive()
+        self.information = np.bincount(owners, weights=self.idf[flat], minlength=len(words))
         designator = np.fromiter((word in DESIGNATORS for word in self.vocabulary), bool, len(self.vocabulary))
         self.designators = np.bincount(owners, weights=designator[flat], minlength=len(words)).astype(np.int64)
+
+    def _derive(self) -> None:
+        """What follows from the names each word has and the number of names."""
+        self.idf = np.log((1 + len(self.sizes)) / (1 + np.diff(self.starts))) + 1
+        self.unknown_idf = math.log(1 + len(self.sizes)) + 1
         self._set_idf: dict[tuple[int, ...], float] = {}  # sets of several words met so far (queries repeat them)
+
+    SAVED = ("names", "starts", "sizes", "information", "designators")  # the arrays `saved` gives, by name
+
+    def saved(self) -> tuple[list[str], dict[str, np.ndarray]]:
+        """The vocabulary, in id order, and the arrays (SAVED) that `restored` makes the same NameWords of."""
+        return list(self.vocabulary), {name: getattr(self, name) for name in self.SAVED}
+
+    @classmethod
+    def restored(cls, vocabulary: Sequence[str], arrays: dict[str, np.ndarray]) -> NameWords:
+        """The NameWords `saved` gave `vocabulary` and `arrays` of (the arrays may be memory maps)."""
+        words = cls.__new__(cls)
+        words.vocabulary = dict(zip(vocabulary, range(len(vocabulary))))
+        for name in cls.SAVED:
+            setattr(words, name, arrays[name])
+        words._derive()
+        return words
 
     def holders(self, word: int) -> np.ndarray:
         return self.names[self.starts[word] : self.starts[word + 1]]
@@ -264,6 +285,17 @@ class NameWords:
         return rows, shares[which.reshape(-1)], self.information[rows] - held
 
 
+Names = tuple[Sequence[str], NameWords, np.ndarray]  # each row's name key, their words, each key's length
+
+
+class KeptNames(Protocol):
+    """Where SpellingReranker's names are kept between processes (indexes/spelling_words.py)."""
+
+    def load(self) -> Names | None: ...
+
+    def save(self, keys: Sequence[str], words: NameWords, lengths: np.ndarray) -> None: ...
+
+
 class SpellingReranker:
     """Re-ranks a query's candidates by spelling (`search --spelling`).
 
@@ -287,23 +319,30 @@ class SpellingReranker:
     (theirs is at most that). The index of words is built at the first query.
     """
 
-    def __init__(self, text_of, size: int):
+    def __init__(self, text_of, size: int, kept: KeptNames | None = None):
+        """`text_of`: row -> the indexed record's text, for rows 0 .. `size` - 1; `kept`: where the names' index
+        of words is kept between processes (indexes/spelling_words.py), None: made in memory only."""
         try:
             import rapidfuzz  # noqa: F401
         except ImportError:
             from ..errors import SembedError
 
             raise SembedError("search --spelling needs the 'rapidfuzz' package", "pip install rapidfuzz") from None
-        self.text_of, self.size = text_of, size  # row -> the indexed record's text; the number of rows
-        self._names: tuple[list[str], NameWords, np.ndarray] | None = None  # read at the first query
+        self.text_of, self.size, self.kept = text_of, size, kept
+        self._names: Names | None = None  # read at the first query
 
-    def names(self) -> tuple[list[str], NameWords, np.ndarray]:
-        """Every indexed name's key, the words they hold and each key's length."""
+    def names(self) -> Names:
+        """Every indexed name's key, the words they hold and each key's length: as `kept` has them, else made
+        from the texts (and given to `kept`)."""
+        if self._names is None:
+            self._names = self.kept.load() if self.kept is not None else None
         if self._names is None:
             from ..readers.gazetteer import name_key
 
             keys = [name_key(self.text_of(row) or "") for row in range(self.size)]
             self._names = keys, NameWords(keys), np.fromiter(map(len, keys), np.int64, self.size)
+            if self.kept is not None:
+                self.kept.save(*self._names)
         return self._names
 
     def score(self, query: str, similarities: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,110 @@
+"""search --spelling's index of the names' words kept between processes (indexes/spelling_words.py): the first
+search keeps it in sembed's cache under the index's commit, later ones map it instead of reading every name, an
+update's commit makes a new entry (the old one removed), a damaged entry is made again, and an unwritable cache
+changes nothing but the start-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import jsonl, sembed
+from test_fresh_rows import NAMES, build, update
+from test_index import rows
+
+from sembed_cli.indexes.directory import VectorIndex
+
+pytest.importorskip("rapidfuzz")
+
+QUERIES = ["Salem Franklin", "Springfeld", "Bristol", "Milton Fairvew", "Ashland Clinton"]
+
+
+def spelling(index: Path) -> list[list[tuple]]:
+    queries = jsonl(*map(text, QUERIES))
+    run = sembed("search", "-q", "--index", str(index), "--spelling", "--k", "5", "--device", "cpu", input=queries)
+    assert run.exit_code == 0, run.stderr
+    return [[(n["id"], n["score"]) for n in record["neighbors"]] for record in run.records]
+
+
+def text(query: str) -> dict:
+    return {"text": query}
+
+
+def entries(cache: Path) -> list[str]:
+    return sorted(p.name for p in (cache / "spelling").iterdir())
+
+
+@pytest.fixture
+def index(tiny_model, tmp_path) -> Path:
+    made = tmp_path / "index"
+    build(tiny_model, made, rows(NAMES), "flat")
+    return made
+
+
+def test_a_later_search_maps_the_words_the_first_kept_and_answers_the_same(index, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SEMBED_CACHE", str(cache))
+    first = spelling(index)
+    (entry,) = entries(cache)
+
+    def never(self, key):
+        raise AssertionError("the names were read again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(VectorIndex, "texts", never)
+        assert spelling(index) == first
+    assert entries(cache) == [entry]
+
+    monkeypatch.setenv("SEMBED_CACHE", str(tmp_path / "a-file" / "cache"))  # nothing can be written there
+    (tmp_path / "a-file").write_text("")
+    assert spelling(index) == first  # made in memory, as before the cache
+
+
+def test_an_update_keeps_a_new_entry_and_drops_the_old(index, tiny_model, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SEMBED_CACHE", str(cache))
+    spelling(index)
+    (before,) = entries(cache)
+    changed = rows(NAMES)[:-5] + [{"id": "c900", "text": "Springfeld Gotham", "n": 900}]
+    update(index, changed, "--sync")  # five removed, one added
+    after = spelling(index)
+    (entry,) = entries(cache)
+    assert entry != before
+    rebuilt = tmp_path / "rebuilt"
+    build(tiny_model, rebuilt, changed, "flat")
+    monkeypatch.setenv("SEMBED_CACHE", str(tmp_path / "other"))
+    assert [[n[0] for n in r] for r in spelling(rebuilt)] == [[n[0] for n in r] for r in after]
+    assert "c900" in {n[0] for n in after[1]}  # the word index holds the added name ("Springfeld" is one of its words)
+
+
+def test_a_damaged_entry_is_made_again_never_an_answer(index, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SEMBED_CACHE", str(cache))
+    first = spelling(index)
+    (entry,) = entries(cache)
+    names = cache / "spelling" / entry / "names.npy"
+    data = bytearray(names.read_bytes())
+    data[-3] ^= 0xFF
+    names.write_bytes(bytes(data))
+    run = sembed("search", "--index", str(index), "--spelling", "--k", "5", "--device", "cpu", input=jsonl(text("x")))
+    assert run.exit_code == 0 and "names.npy does not match its checksum" in run.stderr, run.stderr
+    assert spelling(index) == first
+    assert (cache / "spelling" / entry / "names.npy").read_bytes() != bytes(data)  # kept again, whole
+
+
+def test_restored_name_words_give_the_bonuses_they_gave():
+    from sembed_cli.indexes.spelling_words import KeyColumn
+    from sembed_cli.models.poi_lookup import NameWords
+
+    keys = [name.lower() for name in NAMES] + ["", "ocean county", "città di castello"]
+    words = NameWords(keys)
+    vocabulary, arrays = words.saved()
+    restored = NameWords.restored(vocabulary, {name: np.array(array) for name, array in arrays.items()})
+    for query in (["salem"], ["ocean"], ["springfield", "clinton"], ["castello", "di"], ["nowhere"]):
+        for made, kept in zip(words.bonuses(query), restored.bonuses(query)):
+            assert np.array_equal(made, kept)
+    encoded = [key.encode() for key in keys]
+    starts = np.concatenate([[0], np.cumsum([len(e) for e in encoded])])
+    column = KeyColumn(np.frombuffer(b"".join(encoded), dtype=np.uint8), starts)
+    assert len(column) == len(keys) and [column[i] for i in range(len(keys))] == keys
