@@ -106,5 +106,46 @@ def test_restored_name_words_give_the_bonuses_they_gave():
             assert np.array_equal(made, kept)
     encoded = [key.encode() for key in keys]
     starts = np.concatenate([[0], np.cumsum([len(e) for e in encoded])])
-    column = KeyColumn(np.frombuffer(b"".join(encoded), dtype=np.uint8), starts)
+    column = KeyColumn(b"".join(encoded), starts)
     assert len(column) == len(keys) and [column[i] for i in range(len(keys))] == keys
+
+
+def test_edit_neighbours_find_every_one_word_name_one_edit_away():
+    """EditNeighbours.near against a brute-force optimal string alignment over generated names: every one-word
+    name within one edit (insertion, deletion, substitution, swap of neighbours) of a query is among its rows,
+    whatever the script, and the numpy and the Python hashes agree."""
+    from rapidfuzz.distance import OSA
+
+    from sembed_cli.models.poi_lookup import EDIT_SHORTEST, EditNeighbours, deletion_hashes, word_hashes
+
+    rng = np.random.default_rng(5)
+    letters = list("abcdeéîøß") + ["ж", "ы", "日"]
+    names = ["".join(rng.choice(letters, size=int(rng.integers(3, 9)))) for _ in range(3000)]
+    names += ["svalo", "svaro", "sveio", "savio", "two words", "x" * 30]
+    edits = EditNeighbours(names)
+    queries = [names[i] for i in rng.integers(0, 3000, 200)] + ["svaio", "savio", "avio", "ssavio"]
+    for query in queries:
+        wanted = {row for row, name in enumerate(names[:-2]) if OSA.distance(query, name) <= 1}
+        if len(query) < EDIT_SHORTEST:
+            assert not len(edits.near(query))
+            continue
+        found = set(edits.near(query).tolist())
+        assert wanted <= found, query
+        assert set(deletion_hashes([query])[0].tolist()) == word_hashes(query)
+    assert {names[row] for row in edits.near("svaio").tolist()} >= {"svalo", "svaro", "sveio", "savio"}
+
+
+def test_a_one_word_name_faiss_did_not_return_joins_at_its_own_cosine():
+    """Among many names one edit from a one-word query, the one FAISS left out of its candidates still joins,
+    scored at its cosine plus the one-edit bonus; without the cosines (no query vector) the re-rank is as before."""
+    from sembed_cli.models.poi_lookup import ONE_EDIT_BONUS, SpellingReranker
+
+    names = ["Svalo", "Svaro", "Sveio", "Savio", "Paris", "Lyon"]
+    reranker = SpellingReranker(names.__getitem__, len(names))
+    cosine = {0: 0.5, 1: 0.4, 2: 0.3, 3: 0.45, 4: 0.1, 5: 0.05}
+    faiss_found = np.array([0, 1, 2, 4]), np.array([0.5, 0.4, 0.3, 0.1], dtype=np.float32)
+    scores, found = reranker.score("Svaio", faiss_found[1], faiss_found[0], lambda rows: [cosine[r] for r in rows])
+    assert found.tolist()[:4] == [0, 3, 1, 2]
+    assert scores[1] == pytest.approx(0.45 + ONE_EDIT_BONUS)
+    _, without = reranker.score("Svaio", faiss_found[1], faiss_found[0])
+    assert 3 not in without.tolist()

@@ -263,16 +263,19 @@ def search_command(
     default to those that embedded the index's texts. --spelling
     (place-name lookup) asks FAISS for 10 K candidates, adds the 10 K
     indexed names with the largest bonus for the query's words they hold
-    (at the lowest cosine FAISS found), and keeps the K best after adding
+    (at the lowest cosine FAISS found) and, for a one-word query, every
+    one-word name one edit from it (at its own cosine: found by the hashes
+    of their deletions, not by FAISS), and keeps the K best after adding
     0.3 to the score of a name one edit from the query text and, to one
     that holds some of the query's words, share x (1 - 0.02 x the IDF of
     its other words), share being the part of the query words' IDF it
     holds: a word the name lacks costs it little when common among the
     names ("City"), much when rare (see sembed_cli/models/poi_lookup.py).
-    Its index of the names' words is made by the first --spelling search
-    of each commit of the index and kept under SEMBED_CACHE (default
-    ~/.cache/sembed/spelling); later processes map it (200 queries over
-    2.2M names: 3.7 s instead of 19.4, bench/spelling_startup.py).
+    Its index of the names' words and deletions is made by the first
+    --spelling search of each commit of the index and kept under
+    SEMBED_CACHE (default ~/.cache/sembed/spelling); later processes map
+    it (200 queries over 2.2M names: 5.0 s instead of 28.3,
+    bench/spelling_startup.py).
 
     --keyword ranks by BM25 over the indexed texts alone (SQLite FTS5 in
     the index's records.sqlite; score: -bm25, higher is better);

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BadRecord, SembedError
 from ..io import ReadPosition, RecordReader, Rejects, StreamOptions, batched, check_text
@@ -193,6 +193,7 @@ def search_records(
     and reads batch n + 1: the reading, checking and writing cost little on top of FAISS itself.
     On an input error the batches before it still come out first.
     """
+    import functools
     from concurrent.futures import ThreadPoolExecutor
 
     import numpy as np
@@ -215,7 +216,7 @@ def search_records(
             vectors[texts] = encoder.encode([batch[i][text_key] for i in texts])
         return vectors
 
-    def first_stage(batch: list[dict]) -> tuple[list[dict], Callable[[], tuple[np.ndarray, np.ndarray]]]:
+    def first_stage(batch: list[dict]) -> tuple[list[dict], Callable[[], tuple[np.ndarray, np.ndarray]], None]:
         """Start the batch's search: FAISS in the worker thread, SQLite (keyword ranking) here; the callable
         returns the batch's (scores, rows) once both are done."""
         assert plan is not None
@@ -244,9 +245,14 @@ def search_records(
                 return dense.result()
             return fuse(dense.result(), keyword_ranked, depth, plan.weight)
 
-        return batch, result
+        return batch, result, None
 
-    def finish(batch: list[dict], searched) -> list[dict]:
+    def cosines(vectors: np.ndarray, query: int, rows: np.ndarray) -> np.ndarray:
+        """The cosines of `rows` to the batch's query `query` (--spelling's names one edit away)."""
+        return index.vectors_of(rows) @ vectors[query]
+
+    def finish(batch: list[dict], searched, vectors: np.ndarray | None) -> list[dict]:
+        """The batch with its neighbours; `vectors`: its query vectors (without a SearchPlan)."""
         scores, rows = searched.result() if plan is None else searched()
         if plan is not None:
             if plan.reranker is not None:
@@ -255,7 +261,9 @@ def search_records(
             else:
                 scores, rows = scores[:, :k], rows[:, :k]
         if spelling:
-            scores, rows = reranker.rerank([record.get(text_key) for record in batch], scores, rows, k)
+            texts = [record.get(text_key) for record in batch]
+            of_rows = functools.partial(cosines, vectors) if vectors is not None else None
+            scores, rows = reranker.rerank(texts, scores, rows, k, of_rows)
         found = index.records(rows.ravel())  # only the neighbours' rows are read from the store
         for record, row_scores, row_ids in zip(batch, np.round(scores.astype(np.float64), 6).tolist(), rows.tolist()):
             neighbours = []
@@ -295,11 +303,12 @@ def search_records(
         pending = None
         try:
             for batch in batched(records, batch_size):
-                searching = (
-                    first_stage(batch)
-                    if plan is not None
-                    else (batch, worker.submit(index.search, query_matrix(batch), asked))
-                )
+                searching: tuple[list[dict], Any, np.ndarray | None]
+                if plan is not None:
+                    searching = first_stage(batch)
+                else:
+                    vectors = query_matrix(batch)
+                    searching = (batch, worker.submit(index.search, vectors, asked), vectors)
                 if pending is not None:
                     yield from finish(*pending)
                 pending = searching

@@ -1,11 +1,12 @@
 """`search --spelling`'s index of the names' words, kept between processes in sembed's cache.
 
-The re-rank (models/poi_lookup.SpellingReranker) looks a query's words up among every indexed name: it reads all
-the names, makes their keys and indexes their words at its first query, 18 s at 2.2M POI names on the 2-core Xeon
-(texts 4.5 s, keys 3.5, words 9.8: issue 36's 10x lookup), which every `sembed search --spelling` process paid
-again. The first one now keeps what it made in the cache (SEMBED_CACHE, else ~/.cache/sembed: the ONNX exports'),
-under a name made of the index's path and its commit, and the later ones map it: 0.6 s at 2.2M (the vocabulary's
-dict is the most of it).
+The re-rank (models/poi_lookup.SpellingReranker) looks a query's words up among every indexed name, and its
+one-word names one edit away: it reads all the names, makes their keys, indexes their words and the hashes of
+their deletions at its first query, 18-26 s at 2.2M POI names on the 2-core Xeon (texts 4.5 s, keys 3.5, words
+9.8, deletions 3.5: issue 36's 10x lookup), which every `sembed search --spelling` process paid again. The first
+one now keeps what it made in the cache (SEMBED_CACHE, else ~/.cache/sembed: the ONNX exports'), under a name made
+of the index's path and its commit, and the later ones map it (the vocabulary's dict, 0.3-0.6 s at 2.2M, is the
+most of what is left: bench/spelling_startup.py).
 
 Kept by commit, never stale: the entry's name is a digest of the index's real path, the commit's data digest
 (which every added, replaced or removed row changes), its row counts and checksum of sembed.json, and the text
@@ -21,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import mmap
 import os
 import shutil
 import tempfile
@@ -34,12 +36,12 @@ import numpy as np
 from ..io.checksums import file_checksum
 
 if TYPE_CHECKING:
-    from ..models.poi_lookup import Names, NameWords
+    from ..models.poi_lookup import EditNeighbours, Names, NameWords
     from .directory import VectorIndex
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # what an entry holds and how: a change makes every entry's name new
+FORMAT = 2  # what an entry holds and how: a change makes every entry's name new
 FOLDER = "spelling"  # under the cache root
 VOCABULARY = "vocabulary.txt"  # the words, in id order, one a line (a word holds no blank)
 KEYS = "keys.bin"  # the names' keys, UTF-8, one after another (KEY_STARTS says where each begins)
@@ -84,7 +86,7 @@ class CachedNameWords:
 
     def load(self) -> Names | None:
         """The kept names, their arrays memory-mapped; None where there is no whole entry (it is made again)."""
-        from ..models.poi_lookup import NameWords
+        from ..models.poi_lookup import EditNeighbours, NameWords
 
         if not self.entry.is_dir():
             return None
@@ -95,10 +97,10 @@ class CachedNameWords:
                     raise ValueError(f"{name} does not match its checksum")
             text = (self.entry / VOCABULARY).read_text(encoding="utf-8")
             vocabulary = text.split("\n") if text else []
-            arrays = {name: np.load(self.entry / f"{name}.npy", mmap_mode="r") for name in NameWords.SAVED}
-            starts = np.load(self.entry / KEY_STARTS, mmap_mode="r")
-            keys = KeyColumn(np.memmap(self.entry / KEYS, dtype=np.uint8, mode="r"), starts)
-            lengths = np.load(self.entry / LENGTHS, mmap_mode="r")
+            arrays = {name: mapped(self.entry / f"{name}.npy") for name in NameWords.SAVED}
+            keys = KeyColumn.mapped(self.entry / KEYS, mapped(self.entry / KEY_STARTS))
+            lengths = mapped(self.entry / LENGTHS)
+            edits = {name: mapped(self.entry / f"edit_{name}.npy") for name in EditNeighbours.SAVED}
             if not len(lengths) == len(keys) == len(arrays["sizes"]) or len(arrays["starts"]) != len(vocabulary) + 1:
                 raise ValueError("its arrays disagree in length")
         except (OSError, ValueError, KeyError) as e:
@@ -106,9 +108,9 @@ class CachedNameWords:
             shutil.rmtree(self.entry, ignore_errors=True)
             return None
         log.debug(f"--spelling's index of words read from {self.entry}")
-        return keys, NameWords.restored(vocabulary, arrays), lengths
+        return keys, NameWords.restored(vocabulary, arrays), lengths, EditNeighbours.restored(edits)
 
-    def save(self, keys: Sequence[str], words: NameWords, lengths: np.ndarray) -> None:
+    def save(self, keys: Sequence[str], words: NameWords, lengths: np.ndarray, edits: EditNeighbours) -> None:
         """Keep the names made for this commit (nothing where the cache cannot be written: said with -v)."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -127,6 +129,8 @@ class CachedNameWords:
             np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=starts[1:])
             np.save(made / KEY_STARTS, starts)
             np.save(made / LENGTHS, np.ascontiguousarray(lengths, dtype=np.int64))
+            for name, array in edits.saved().items():
+                np.save(made / f"edit_{name}.npy", np.ascontiguousarray(array))
             sums = {file.name: file_checksum(file) for file in sorted(made.iterdir())}
             (made / SOURCE).write_text(json.dumps({"index": str(self.source), "checksums": sums}), encoding="utf-8")
             os.rename(made, self.entry)  # whole or not at all; another process's entry of this commit may be first
@@ -157,14 +161,27 @@ class CachedNameWords:
                 shutil.rmtree(entry, ignore_errors=True)
 
 
-class KeyColumn(Sequence[str]):
-    """The names' keys, read one at a time from the kept UTF-8 bytes."""
+def mapped(path: Path) -> np.ndarray:
+    """The array saved at `path`, memory-mapped, as a plain ndarray: numpy's memmap subclass costs microseconds
+    at every slice, and a query takes hundreds (a fifth of the re-rank's time at 2.2M names)."""
+    return np.load(path, mmap_mode="r").view(np.ndarray)
 
-    def __init__(self, data: np.ndarray, starts: np.ndarray):
+
+class KeyColumn(Sequence[str]):
+    """The names' keys, read one at a time from the kept UTF-8 bytes (`data`: bytes or a memory map of them)."""
+
+    def __init__(self, data, starts: np.ndarray):
         self.data, self.starts = data, starts
+
+    @classmethod
+    def mapped(cls, path: Path, starts: np.ndarray) -> KeyColumn:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            return cls(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b"", starts)
 
     def __len__(self) -> int:
         return len(self.starts) - 1
 
     def __getitem__(self, row):  # rows only, no slices
-        return bytes(self.data[self.starts[row] : self.starts[row + 1]]).decode("utf-8")
+        start, end = self.starts[row : row + 2].tolist()
+        return self.data[start:end].decode("utf-8")

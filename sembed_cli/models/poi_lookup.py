@@ -24,9 +24,10 @@ text (n-grams have no window).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -285,7 +286,98 @@ class NameWords:
         return rows, shares[which.reshape(-1)], self.information[rows] - held
 
 
-Names = tuple[Sequence[str], NameWords, np.ndarray]  # each row's name key, their words, each key's length
+EDIT_WIDTH = 24  # code points: longer one-word names (0.05% of issue 36's 2.2M) are left to FAISS's candidates
+EDIT_SHORTEST = 4  # a shorter query has too many names one edit away to bring them all in
+EDIT_MOST = 2000  # names one edit away brought in for a query, at most
+_HASH_BASE = 0x9E3779B97F4A7C15  # odd: invertible modulo 2^64
+_HASH_BASE_INVERSE = pow(_HASH_BASE, -1, 1 << 64)
+_HASH_MIX = 0xD6E8FEB86659FD93
+_HASH_POWERS = [pow(_HASH_BASE, j, 1 << 64) for j in range(EDIT_WIDTH)]
+_HASH_MASK = (1 << 64) - 1
+
+
+def deletion_hashes(words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """A 32-bit hash of each of `words` (at most EDIT_WIDTH code points) and of each string one deletion from it,
+    with the position of the word each came from. Two words within one edit of each other (an insertion, a
+    deletion, a substitution or a swap of neighbours) share a hash: one equals a deletion of the other, or a
+    deletion of each is the same string (Garbe's symmetric delete, SymSpell); words two edits apart may share one
+    too, and a hash may collide, so a match is a candidate to measure, not an answer.
+
+    The hash of code points c_0 .. c_(n-1) is the sum of c_j B^j modulo 2^64 (B odd), so that of the word without
+    c_p is the prefix sum below p plus the sum above p divided by B (B's inverse modulo 2^64): every deletion of
+    every word from two cumulative sums, in numpy."""
+    width = EDIT_WIDTH
+    positions = np.arange(width)
+    powers = np.array(_HASH_POWERS, dtype=np.uint64)
+    hashes, owners = [], []
+    for first in range(0, len(words), 100_000):
+        chunk = words[first : first + 100_000]
+        lengths = np.fromiter(map(len, chunk), np.int64, len(chunk))
+        text = "".join(word.ljust(width, "\0") for word in chunk).encode("utf-32-le")
+        points = np.frombuffer(text, dtype=np.uint32).reshape(len(chunk), width).astype(np.uint64)
+        prefix = np.zeros((len(chunk), width + 1), dtype=np.uint64)
+        np.cumsum(points * powers, axis=1, out=prefix[:, 1:])
+        whole = prefix[:, width]
+        deleted = prefix[:, :width] + (whole[:, None] - prefix[:, 1:]) * np.uint64(_HASH_BASE_INVERSE)
+        held = np.concatenate([np.ones((len(chunk), 1), bool), positions < lengths[:, None]], axis=1)
+        every = np.concatenate([whole[:, None], deleted], axis=1)
+        hashes.append(((every[held] * np.uint64(_HASH_MIX)) >> np.uint64(32)).astype(np.uint32))
+        owners.append(np.repeat(np.arange(first, first + len(chunk)), held.sum(axis=1)))
+    if not hashes:
+        return np.empty(0, np.uint32), np.empty(0, np.int64)
+    return np.concatenate(hashes), np.concatenate(owners)
+
+
+def word_hashes(word: str) -> set[int]:
+    """`deletion_hashes` of one word, in Python integers: a query's, where numpy's calls would cost more."""
+    prefix = [0]
+    for power, point in zip(_HASH_POWERS, map(ord, word)):
+        prefix.append((prefix[-1] + point * power) & _HASH_MASK)
+    whole = prefix[-1]
+    inverse = _HASH_BASE_INVERSE
+    every = [whole] + [(prefix[p] + (whole - prefix[p + 1]) * inverse) & _HASH_MASK for p in range(len(word))]
+    return {((value * _HASH_MIX) & _HASH_MASK) >> 32 for value in every}
+
+
+class EditNeighbours:
+    """The names whose key is one word (no blank) of EDIT_SHORTEST .. EDIT_WIDTH code points, found by the hashes
+    of their deletions (`deletion_hashes`): `near(word)` gives every such name within one edit of a query word,
+    whatever FAISS's candidates hold. Among many names (issue 36's 10x distractors) more than ten may be one edit
+    from a one-word query ("Svaio": "Svalo", "Svaro", "Sveio", "Savio"); they tie on ONE_EDIT_BONUS and their
+    cosine orders them, so the name meant must not be lost for not being among the graph's 100 nearest."""
+
+    SAVED = ("hashes", "rows")
+
+    def __init__(self, keys: Sequence[str]):
+        rows = [row for row, key in enumerate(keys) if EDIT_SHORTEST - 1 <= len(key) <= EDIT_WIDTH and " " not in key]
+        hashes, owners = deletion_hashes([keys[row] for row in rows])
+        order = np.argsort(hashes, kind="stable")
+        small = np.int32 if len(keys) < 2**31 else np.int64  # 9.5M of them at 2.2M names
+        self.hashes, self.rows = hashes[order], np.asarray(rows, dtype=small)[owners[order]]
+
+    @classmethod
+    def restored(cls, arrays: dict[str, np.ndarray]) -> EditNeighbours:
+        made = cls.__new__(cls)
+        made.hashes, made.rows = arrays["hashes"], arrays["rows"]
+        return made
+
+    def saved(self) -> dict[str, np.ndarray]:
+        return {"hashes": self.hashes, "rows": self.rows}
+
+    def near(self, word: str) -> np.ndarray:
+        """The rows of names that may be one edit from `word` (a candidate to measure; a row may come twice);
+        none for a word outside EDIT_SHORTEST .. EDIT_WIDTH code points."""
+        if not EDIT_SHORTEST <= len(word) <= EDIT_WIDTH or " " in word:
+            return np.empty(0, np.int64)
+        wanted = np.fromiter(word_hashes(word), np.uint32)
+        starts = np.searchsorted(self.hashes, wanted, side="left").tolist()
+        ends = np.searchsorted(self.hashes, wanted, side="right").tolist()
+        found = [self.rows[a:b] for a, b in zip(starts, ends) if b > a]
+        return np.concatenate(found) if found else np.empty(0, np.int64)
+
+
+Names = tuple[Sequence[str], NameWords, np.ndarray, EditNeighbours]  # each row's name key, their words, each key's
+# length, and the one-word names by the hashes of their deletions
 
 
 class KeptNames(Protocol):
@@ -293,7 +385,7 @@ class KeptNames(Protocol):
 
     def load(self) -> Names | None: ...
 
-    def save(self, keys: Sequence[str], words: NameWords, lengths: np.ndarray) -> None: ...
+    def save(self, keys: Sequence[str], words: NameWords, lengths: np.ndarray, edits: EditNeighbours) -> None: ...
 
 
 class SpellingReranker:
@@ -316,7 +408,9 @@ class SpellingReranker:
     10x distractors) "Ocean Station" and "La Ocean" hold the query's word at as large a share.
     Such names come from a word index of all the indexed names as well as from FAISS's candidates: the 10 K of
     them with the largest bonus join the candidates, scored as if at the lowest cosine FAISS found for the query
-    (theirs is at most that). The index of words is built at the first query.
+    (theirs is at most that). For a one-word query, every one-word name one edit from it joins too, at its own
+    cosine (`EditNeighbours`: among 2.2M names more than ten may be one edit away, and the graph's 100 nearest at
+    efSearch 64 lacked the one meant for 3 of 250 typo queries). The index of words is built at the first query.
     """
 
     def __init__(self, text_of, size: int, kept: KeptNames | None = None):
@@ -340,29 +434,44 @@ class SpellingReranker:
             from ..readers.gazetteer import name_key
 
             keys = [name_key(self.text_of(row) or "") for row in range(self.size)]
-            self._names = keys, NameWords(keys), np.fromiter(map(len, keys), np.int64, self.size)
+            lengths = np.fromiter(map(len, keys), np.int64, self.size)
+            self._names = keys, NameWords(keys), lengths, EditNeighbours(keys)
             if self.kept is not None:
                 self.kept.save(*self._names)
         return self._names
 
-    def score(self, query: str, similarities: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """New scores of the candidate `rows` (cosines `similarities`) and of the names holding the query's words,
-        best first (FAISS order on a tie)."""
+    def score(
+        self, query: str, similarities: np.ndarray, rows: np.ndarray, cosines: Callable | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """New scores of the candidate `rows` (cosines `similarities`), of the names holding the query's words and,
+        given `cosines` (rows -> their cosines to the query), of the one-word names one edit from a one-word query
+        (`EditNeighbours`, at their cosines), best first (FAISS order on a tie)."""
         from rapidfuzz import process
         from rapidfuzz.distance import OSA
 
         from ..readers.gazetteer import name_key
         from ..text.place_words import place_words
 
-        keys, words, lengths = self.names()
+        keys, words, lengths, edits = self.names()
         query_key = name_key(query)
+        lowest, asked = similarities.min(), len(rows)  # FAISS's
+        found = set(rows.tolist())
+        if cosines is not None:  # every one-word name one edit away joins, at its own cosine
+            edited = [row for row in dict.fromkeys(edits.near(query_key).tolist()) if row not in found]
+            if edited:
+                within = process.cdist(
+                    [query_key], [keys[row] for row in edited], scorer=OSA.distance, score_cutoff=1, workers=1
+                )[0]
+                joining = np.asarray(edited, dtype=rows.dtype)[within <= 1][:EDIT_MOST]
+                rows = np.concatenate([rows, joining])
+                similarities = np.concatenate([similarities, np.asarray(cosines(joining), dtype=np.float32)])
+                found.update(joining.tolist())
         holders, holder_bonus = words.bonuses(place_words(query_key))
-        if len(holders):  # those with the largest bonus join FAISS's candidates, at the lowest cosine it found
-            best = holders[np.argsort(-holder_bonus, kind="stable")[: len(rows)]]
-            found = set(rows.tolist())
+        if len(holders):  # those with the largest bonus join the candidates, at the lowest cosine FAISS found
+            best = holders[np.argsort(-holder_bonus, kind="stable")[:asked]]
             joining = np.array([row for row in best.tolist() if row not in found], dtype=rows.dtype)
             rows = np.concatenate([rows, joining])
-            similarities = np.concatenate([similarities, np.full(len(joining), similarities.min())])
+            similarities = np.concatenate([similarities, np.full(len(joining), lowest)])
         bonus = np.zeros(len(rows))
         if len(holders):
             held = np.minimum(np.searchsorted(holders, rows), len(holders) - 1)  # holders are in row order
@@ -383,17 +492,24 @@ class SpellingReranker:
         return scores[order], rows[order]
 
     def rerank(
-        self, queries: Sequence[str | None], scores: np.ndarray, rows: np.ndarray, k: int
+        self,
+        queries: Sequence[str | None],
+        scores: np.ndarray,
+        rows: np.ndarray,
+        k: int,
+        cosines: Callable[[int, np.ndarray], np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The k best of each query's FAISS candidates (`scores`, `rows`; row -1: none) and names holding its
-        words; a query without text (given as a vector) keeps the FAISS order."""
+        words, and given `cosines` ((query, rows) -> their cosines to it), the one-word names one edit from it; a
+        query without text (given as a vector) keeps the FAISS order."""
         out_scores = np.full((len(rows), k), -np.inf, dtype=np.float32)
         out_rows = np.full((len(rows), k), -1, dtype=np.int64)
         for i, query in enumerate(queries):
             found = rows[i] >= 0
             candidate_scores, candidate_rows = scores[i][found].astype(np.float32), rows[i][found]
             if isinstance(query, str) and len(candidate_rows):
-                candidate_scores, candidate_rows = self.score(query, candidate_scores, candidate_rows)
+                of_query = None if cosines is None else functools.partial(cosines, i)
+                candidate_scores, candidate_rows = self.score(query, candidate_scores, candidate_rows, of_query)
             n = min(k, len(candidate_rows))
             out_scores[i, :n], out_rows[i, :n] = candidate_scores[:n], candidate_rows[:n]
         return out_scores, out_rows
