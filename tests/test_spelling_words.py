@@ -149,3 +149,31 @@ def test_a_one_word_name_faiss_did_not_return_joins_at_its_own_cosine():
     assert scores[1] == pytest.approx(0.45 + ONE_EDIT_BONUS)
     _, without = reranker.score("Svaio", faiss_found[1], faiss_found[0])
     assert 3 not in without.tolist()
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivf", "hnsw", "HNSW16,SQ8"])
+def test_the_one_edit_names_join_on_every_index_type(tiny_model, tmp_path, kind, monkeypatch):
+    """The one-edit names' cosines come from the index's own vectors whatever its type (exact storage, inverted
+    lists through their map, a graph, kept float16 vectors beside a lossy graph), with fresh rows beside them."""
+    from test_index import CITIES
+
+    from sembed_cli.indexes import fresh
+
+    monkeypatch.setenv("SEMBED_CACHE", str(tmp_path / "cache"))
+    index = tmp_path / "index"
+    build(tiny_model, index, rows(NAMES) + rows(CITIES, 100), kind)
+    monkeypatch.setattr(fresh, "SHARE", 1.0)
+    update(index, rows(["Gothamville"], 200))  # a fresh row
+    from sembed_cli.models import poi_lookup
+
+    monkeypatch.setattr(poi_lookup, "SPELLING_CANDIDATES", 1)  # FAISS gives one candidate: the rest must join
+    read = []
+    vectors_of = VectorIndex.vectors_of
+    monkeypatch.setattr(VectorIndex, "vectors_of", lambda self, rows: read.extend(rows) or vectors_of(self, rows))
+    search = ["search", "-q", "--index", str(index), "--spelling", "-k", "1", "--device", "cpu"]
+    for query, meant in (("Sprngfield", "Springfield"), ("Gothamvile", "Gothamville")):
+        run = sembed(*search, "--query", query)
+        assert run.exit_code == 0, run.stderr
+        assert [n["text"] for n in run.records[0]["neighbors"]] == [meant]
+    assert len(NAMES) in read  # Springfield (CITIES[0]) joined at its cosine, read from the index (the fresh row
+    # is the fresh rows' exact scan's own candidate)

@@ -148,15 +148,17 @@ class CachedNameWords:
         for entry in self.root.iterdir():
             if entry == self.entry:
                 continue
-            if entry.name.startswith(".tmp-"):
-                stale = time.time() - entry.stat().st_mtime > STALE_TEMPORARY_S
-            elif entry.name.startswith(self.prefix):
-                stale = True
-            else:
-                try:
-                    stale = not Path(json.loads((entry / SOURCE).read_text(encoding="utf-8"))["index"]).exists()
-                except (OSError, ValueError, KeyError):
+            try:
+                if entry.name.startswith(".tmp-"):
+                    stale = time.time() - entry.stat().st_mtime > STALE_TEMPORARY_S
+                elif entry.name.startswith(self.prefix):
                     stale = True
+                else:
+                    stale = not Path(json.loads((entry / SOURCE).read_text(encoding="utf-8"))["index"]).exists()
+            except FileNotFoundError:  # another process removed or renamed it meanwhile
+                continue
+            except (OSError, ValueError, KeyError):
+                stale = True
             if stale:
                 shutil.rmtree(entry, ignore_errors=True)
 
