@@ -394,23 +394,23 @@ class VectorIndex:
             if sum_key(faiss_file) in state:
                 checks.append((faiss_file, descriptors[0], state[sum_key(faiss_file)], True))
                 descriptors.pop()
-            if settings.get("rerank") in ("float16", "float32"):
-                vectors = VectorFile.named(path, index.d, settings["rerank"])
-                descriptor = held_rows(vectors, store.number("vector_rows"), store.next_row, changed)
-                key = sum_key(vectors.path.name)
+
+            def hold(file: VectorFile, committed: int) -> None:
+                """The vector file mapped through its descriptor, kept open for its checksum where it has one."""
+                descriptor = held_rows(file, committed, store.next_row, changed)
+                key = sum_key(file.path.name)
                 if key in state:
-                    checks.append((vectors.path.name, descriptor, state[key], False))
+                    checks.append((file.path.name, descriptor, state[key], False))
                 else:
                     os.close(descriptor)
+
+            if settings.get("rerank") in ("float16", "float32"):
+                vectors = VectorFile.named(path, index.d, settings["rerank"])
+                hold(vectors, store.number("vector_rows"))
             fresh_file = None
             if vectors is None and first_fresh < store.next_row:
                 fresh_file = VectorFile(path / fresh.file_name(first_fresh), index.d, "float32", base=first_fresh)
-                descriptor = held_rows(fresh_file, store.next_row, store.next_row, changed)
-                key = sum_key(fresh_file.path.name)
-                if key in state:
-                    checks.append((fresh_file.path.name, descriptor, state[key], False))
-                else:
-                    os.close(descriptor)
+                hold(fresh_file, store.next_row)
             for name, descriptor, checksum, _ in checks:  # sizes now: a truncated file never loads
                 size = os.fstat(descriptor).st_size
                 if size < parse(checksum)[1]:
