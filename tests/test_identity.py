@@ -256,6 +256,31 @@ def test_eval_and_index_read_npy_vectors(tiny_model, tmp_path):
     assert bad.stderr == f"error: <stdin>:1: 'embedding_row_b' is 99, but {npy} has rows 0 to 15\n"
 
 
+def test_an_npy_matrix_made_elsewhere_is_indexed_as_the_given_models_vectors(tiny_model, tmp_path):
+    """Rows of a .npy without a sidecar, named by records without embedding_model: taken to be --model's vectors,
+    their width checked against it before the first batch is read (until 2026-11-29 'has None dimensions')."""
+    import numpy as np
+    from conftest import TINY_DIM
+
+    vectors = np.random.default_rng(3).standard_normal((3, TINY_DIM)).astype(np.float32)
+    np.save(tmp_path / "v.npy", vectors)
+    records = jsonl(*({"id": n, "text": f"t{n}", "embedding_row": n} for n in range(3)))
+    built = sembed(
+        "index", "--npy", str(tmp_path / "v.npy"), "-m", tiny_model, "-o", str(tmp_path / "i"), input=records
+    )
+    assert built.exit_code == 0, built.stderr
+    assert "carry no embedding_model: taken to be of --model" in built.stderr
+    np.save(tmp_path / "w.npy", vectors[:, :5])
+    narrow = sembed(
+        "index", "--npy", str(tmp_path / "w.npy"), "-m", tiny_model, "-o", str(tmp_path / "j"), input=records
+    )
+    assert narrow.exit_code == 1
+    assert narrow.stderr.endswith(
+        f"error: 'embedding' has 5 dimensions, but the model '{tiny_model}' makes {TINY_DIM}: it was embedded with "
+        "another model\n"
+    )
+
+
 def test_npy_sidecar_of_another_model_is_refused(tiny_model, other_model, tmp_path):
     npy = tmp_path / "v.npy"
     rows = embed(tiny_model, jsonl(*PAIRS), "--npy", str(npy))

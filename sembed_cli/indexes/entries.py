@@ -130,6 +130,14 @@ class EntryReader:
         return "embeddings" if self.uses_vectors else "texts"
 
     @property
+    def known_dimension(self) -> int | None:
+        """The records' vector length as far as it is known before their batch is filled: the first vector read
+        (or the index's), else the width of the --npy rows they name."""
+        if self.dimension is None and self.rows is not None:
+            return int(self.rows.matrix.shape[1])
+        return self.dimension
+
+    @property
     def ids(self) -> str:
         """How the entries' ids are made (sembed.json's settings.ids)."""
         return GIVEN_IDS if self.given_ids else CONTENT_IDS if self.content_ids else DOCUMENT_IDS

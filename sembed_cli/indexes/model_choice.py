@@ -121,9 +121,9 @@ class ModelCheck:
         if self.reader.uses_vectors:
             log.warning(f"the records' vectors carry no embedding_model: taken to be of --model '{identity}'")
             dimension = old.dimension if old is not None else model_dimension(choice)
-            if self.reader.dimension != dimension:
+            if self.reader.known_dimension != dimension:
                 raise SembedError(
-                    f"'{self.reader.embedding_key}' has {self.reader.dimension} dimensions, but the "
+                    f"'{self.reader.embedding_key}' has {self.reader.known_dimension} dimensions, but the "
                     f"model '{choice.name}' makes {dimension}: it was embedded with another model"
                 )
         self.identity = identity
