@@ -281,3 +281,34 @@ def test_the_depth_race_times_searches_of_the_candidates_read_beforehand(tiny_mo
         raced = dataclasses.replace(index, vectors=gathered).search(sample.queries, 11)
         searched = index.search(sample.queries, 11)
     assert np.array_equal(raced[1], searched[1]) and raced[0] == pytest.approx(searched[0], abs=1e-6)
+
+
+def test_the_measurement_reads_a_kept_row_once_while_the_rows_read_fit_its_budget(tmp_path):
+    """recall._Remembered: a climb re-ranks mostly the same candidates at each breadth, so the kept rows read are
+    held (as stored) up to a budget and read once; past it the rest are read each time; either way every read
+    gives the file's rows, in the order asked."""
+    from sembed_cli.indexes.vector_file import VectorFile
+
+    rng = np.random.default_rng(4)
+    file = VectorFile(tmp_path / "v.f16", 8, "float16")
+    file.append(unit_rows(rng.standard_normal((100, 8)).astype(np.float32)), 0)
+    kept = file.unmapped()
+    reads: list[int] = []
+    stored = kept.stored
+    kept.stored = lambda rows: reads.append(len(rows)) or stored(rows)  # type: ignore[method-assign]
+    remembered = recall._Remembered(kept, 100, budget=40 * 8 * 2)  # room for 40 rows
+    asked = [rng.integers(0, 100, 60) for _ in range(5)] + [np.arange(30), np.arange(30)]
+    for rows in asked:
+        assert np.array_equal(remembered.read(rows, 100), file.unmapped().rows(rows))
+    assert remembered.count == 40 and reads[0] == len(np.unique(asked[0]))
+    held = np.flatnonzero(remembered.at >= 0)
+    before = len(reads)
+    assert np.array_equal(remembered.rows(held[::-1]), file.unmapped().rows(held[::-1])) and len(reads) == before
+
+
+def test_a_measurement_within_its_budget_or_past_it_finds_the_same_curve(tiny_model, tmp_path, monkeypatch):
+    """The rows held (recall._Remembered) change what is read from disk, never what is measured."""
+    _, held = build(tmp_path / "held", tiny_model, "IVF16,PQ8", "--recall", "0.9")
+    monkeypatch.setattr(recall, "REMEMBERED_BYTES", 2 * DIM * 10)  # ten rows held: nearly all read each time
+    _, read = build(tmp_path / "read", tiny_model, "IVF16,PQ8", "--recall", "0.9")
+    assert read["recall"]["curve"] == held["recall"]["curve"] and read["recall"]["breadth"] == held["recall"]["breadth"]

@@ -137,6 +137,10 @@ class VectorFile:
         """float32 vectors of `rows`, in their order, read row by row (in the disk's order): rows scattered over a
         file larger than memory (a training sample, a measurement's candidates) map none of it, where mapped
         pages would count in the process's memory while it runs."""
+        return as_float32(self.stored(rows))
+
+    def stored(self, rows: np.ndarray) -> np.ndarray:
+        """`rows` as the file holds them (float16 or float32), read as `rows` reads them."""
         order = np.argsort(rows, kind="stable")
         out = np.empty((len(rows), self.dim), dtype=self.dtype)
         with open(self.path, "rb", buffering=0) as f:
@@ -145,7 +149,7 @@ class VectorFile:
                 out[n] = np.frombuffer(
                     os.pread(descriptor, self.row_bytes, (row - self.base) * self.row_bytes), dtype=self.dtype
                 )
-        return as_float32(out)
+        return out
 
     def chunks(self, rows: int, start: int | None = None, size: int = 100_000):
         """(first row, float32 block) over rows `start` (default: base) .. `rows` - 1, read a block at a time."""
