@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
@@ -398,11 +399,15 @@ class _Remembered:
         room = (budget if budget is not None else REMEMBERED_BYTES) // (kept.dim * kept.dtype.itemsize)
         self.held = np.empty((max(1, room), kept.dim), dtype=kept.dtype)
         self.count = 0
+        self.lock = threading.Lock()  # VectorIndex.rerank reads from its blocks' threads at once
 
     def stored(self, rows: np.ndarray) -> np.ndarray:
         """`rows` as the file holds them, in their order: the held ones from RAM, the others read (and held while
         there is room)."""
-        rows = np.asarray(rows, dtype=np.int64)
+        with self.lock:
+            return self._stored(np.asarray(rows, dtype=np.int64))
+
+    def _stored(self, rows: np.ndarray) -> np.ndarray:
         at = self.at[rows]
         missing = np.unique(rows[at < 0])
         if not len(missing):
