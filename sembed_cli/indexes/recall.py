@@ -371,8 +371,8 @@ class _Gathered:
 
     def __init__(self, kept: VectorFile, candidates: np.ndarray):
         self.row_numbers = np.unique(candidates[candidates >= 0])
-        parts = np.array_split(self.row_numbers, max(1, len(self.row_numbers) // BLOCK))  # float32 a block at a time
-        self.vectors = np.concatenate([kept.rows(part).astype(kept.dtype) for part in parts])
+        parts = np.array_split(self.row_numbers, max(1, len(self.row_numbers) // BLOCK))  # a block at a time
+        self.vectors = np.concatenate([kept.stored(part) for part in parts])
 
     def exact_index(self, rows: int) -> None:
         """None: re-ranked in numpy (VectorIndex.rerank), as the measurement's `answers` are. FAISS's refine, which
