@@ -21,7 +21,9 @@ shared machine), with the load average; the names read and their words indexed a
 loaded index pays once, 15 s at 2.2M names) is timed apart (word_index_build_s): until 2026-11-28 every pass built them
 again, inside the timed one; from 2026-11-29 a process after the first maps them from sembed's cache
 (indexes/spelling_words.py: bench/spelling_startup.py times that), so word_index_build_s is a build only with an empty
-or unwritable SEMBED_CACHE. --search-recall R also searches each index as `search --recall R` does
+or unwritable SEMBED_CACHE. Each index is searched at the breadth `search --spelling` sets (from 2026-11-29 the
+cheapest whose held-out queries found their nearest row for the index's target, recorded at build: indexes/recall.py;
+before, the index's own breadth); --search-recall R also searches each as `search --spelling --recall R` does
 (lookup_SIZE_recall_R). --type T builds with `sembed index --type T` (default auto; other types in --work/index-SIZE-T).
 The queries are embedded as search embeds them (ONNX Runtime where the index's vectors are torch's fp32; until
 2026-11-28 torch); --torch-too also on torch, the two timed in turn, a pass over the queries each, --repeat rounds
@@ -174,7 +176,8 @@ def lookup(
     index_dir: Path, queries: list[dict], threads: int, repeat: int, recall: float | None = None, torch_too=False
 ) -> dict:
     """recall@10 by kind of `sembed search --spelling` from text over the index, and its speed (module doc);
-    `recall`: searched as `search --recall R` searches (the breadth of the index's curve for R). The queries are
+    `recall`: searched as `search --spelling --recall R` searches (the breadth of the index's `nearest` curve for
+    R; without, for the index's target; an index built before that curve: its own breadth). The queries are
     embedded as search embeds them (ONNX Runtime where torch made the index's vectors in fp32); `torch_too`: and
     on torch (search --backend torch), the two timed in turn, a pass over the queries each, `repeat` rounds."""
     from sembed_cli import threads as thread_pools
@@ -187,8 +190,7 @@ def lookup(
     os.sched_setaffinity(0, allowed[:threads])  # on a larger machine, as many cores as threads
     thread_pools.apply(threads)
     index = VectorIndex.load(index_dir)
-    if recall is not None:
-        measured_recall.apply_target(index, recall)
+    spelling_breadth = measured_recall.apply_target(index, recall, spelling=True)  # as search --spelling sets it
     encoders = {"search's own": QueryEmbedder(index, device="cpu", backend=index_backend(index)[0])}
     if torch_too:
         encoders["torch"] = QueryEmbedder(index, device="cpu", backend="torch")
@@ -248,6 +250,7 @@ def lookup(
         "measured_at_build": index.metadata["settings"].get("recall"),  # the breadth --recall chose
         "search_recall": recall,
         "searched_at": breadth(index.index),
+        "spelling_breadth": spelling_breadth,  # search -v's line: the breadth of the build's `nearest` curve
     }
 
 

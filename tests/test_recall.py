@@ -40,18 +40,19 @@ def build(tmp_path: Path, tiny_model: str, kind: str, *extra: str, count: int = 
     return out, json.loads((out / "sembed.json").read_text())["settings"]
 
 
-def exact_recall(index_dir: Path, matrix: np.ndarray, rerank_factor: int | None = None) -> float:
+def exact_recall(index_dir: Path, matrix: np.ndarray, rerank_factor: int | None = None, nearest: bool = False) -> float:
     """recall@10 of the index as loaded (re-ranking `rerank_factor` x 10 candidates where given) on the queries
-    recall.held_out makes from `matrix` (seed 42), by brute force."""
+    recall.held_out makes from `matrix` (seed 42), by brute force; `nearest`: the share whose nearest row was found."""
     queries = recall.held_out(np.arange(len(matrix)), 42, lambda rows: matrix[rows])
-    kth = np.sort(queries @ matrix.T, axis=1)[:, -10]
+    kth = np.sort(queries @ matrix.T, axis=1)[:, -1 if nearest else -10]
     with VectorIndex.load(index_dir) as index:
         if rerank_factor is not None:
             recall.rerank_at(index, rerank_factor)
             assert index.rerank_factor == rerank_factor
         found = index.search(queries, 10)[1]
     exact = np.take_along_axis(queries @ matrix.T, np.maximum(found, 0), 1)
-    return float(((exact >= kth[:, None] - 1e-5) & (found >= 0)).mean())
+    hits = (exact >= kth[:, None] - 1e-5) & (found >= 0)
+    return float(hits.any(axis=1).mean() if nearest else hits.mean())
 
 
 def test_the_ladder_finds_the_cheapest_breadth_and_keeps_the_curve():
@@ -83,12 +84,24 @@ def test_the_ladder_probes_a_quarter_of_8_bit_lists_and_half_of_4_bit_fast_scan_
 
 
 def test_ties_count_as_hits_and_the_own_row_is_left_out():
-    sample = recall.Sample(np.array([0]), np.array([[1.0, 0.0]], dtype=np.float32), np.array([0.5], np.float32), 2)
+    query, k = np.array([[1.0, 0.0]], dtype=np.float32), 2
+    sample = recall.Sample(np.array([0]), query, np.array([0.5], np.float32), k, np.array([0.5], np.float32))
     corpus = np.array([[1, 0], [0.5, 0.866], [0.5, -0.866], [0, 1]], dtype=np.float32)
-    # rows 1 and 2 tie at cosine 0.5 with the 2nd exact one: either is a hit; row 0 is the query's own
-    assert sample.recall(np.array([[0, 2, 1]]), lambda rows: corpus[rows]) == 1.0
-    assert sample.recall(np.array([[0, 2, 3]]), lambda rows: corpus[rows]) == 0.5
-    assert sample.recall(np.array([[2, 3, 0]]), lambda rows: corpus[rows]) == 0.5  # own row anywhere is left out
+    # rows 1 and 2 tie at cosine 0.5 with the 1st and 2nd exact ones: either is a hit; row 0 is the query's own
+    assert sample.recall(np.array([[0, 2, 1]]), lambda rows: corpus[rows]) == (1.0, 1.0)
+    assert sample.recall(np.array([[0, 2, 3]]), lambda rows: corpus[rows]) == (0.5, 1.0)
+    assert sample.recall(np.array([[2, 3, 0]]), lambda rows: corpus[rows]) == (0.5, 1.0)  # own row anywhere left out
+    assert sample.recall(np.array([[0, 3, 0]]), lambda rows: corpus[rows]) == (0.0, 0.0)  # the nearest not found
+
+
+def test_nearest_counts_queries_whose_nearest_row_was_found():
+    """`nearest`: a query scores when its exact nearest row is anywhere in its k, not the share of the k."""
+    corpus = np.array([[1, 0], [0.8, 0.6], [0.6, 0.8], [0, 1]], dtype=np.float32)
+    queries = np.array([[1, 0], [0, 1]], dtype=np.float32)
+    own, kth, first = np.array([-1, -1]), np.array([0.8, 0.8], np.float32), np.array([1.0, 1.0], np.float32)
+    sample = recall.Sample(own, queries, kth, 2, first)
+    # query 0 finds its nearest (row 0) second and misses row 1; query 1 finds row 2 but not its nearest (row 3)
+    assert sample.recall(np.array([[2, 0, 3], [2, 1, 0]]), lambda rows: corpus[rows]) == (0.5, 0.5)
 
 
 @pytest.mark.parametrize("kind", ["hnsw", "ivf", "ivfpq"])
@@ -105,6 +118,44 @@ def test_build_measures_recall_and_sets_the_cheapest_breadth_that_meets_it(tiny_
     assert all(r < goal for b, r in curve.items() if b < measured["breadth"])  # nothing cheaper met it
     # the figure is what the index as loaded answers: checked here by brute force on the same seeded sample
     assert exact_recall(out, vectors(4000)) == pytest.approx(measured["measured"], abs=0.002)
+    nearest = dict(measured["nearest"])  # --spelling's curve: measured at every breadth of the same searches
+    assert sorted(nearest) == sorted(curve) and all(0 < r <= 1 for r in nearest.values())
+    assert exact_recall(out, vectors(4000), nearest=True) == pytest.approx(nearest[measured["breadth"]], abs=0.002)
+
+
+def test_spelling_searches_as_wide_as_finds_the_nearest_row(tiny_model, tmp_path):
+    """search --spelling: the cheapest breadth whose held-out queries found their nearest row for the target's
+    share, narrower than recall@10's; an index measured before that curve is searched at its own breadth."""
+    matrix = vectors(4000)
+    given = [{"id": f"r{n}", "text": f"name {n}", "embedding": [round(float(x), 6) for x in row]} for n, row in
+             enumerate(matrix)]  # fmt: skip
+    out = tmp_path / "names"
+    run = sembed("index", "-q", "-m", tiny_model, "--type", "hnsw", "--recall", "0.95", "-o", str(out),
+                 input=jsonl(*given))  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    measured = json.loads((out / "sembed.json").read_text())["settings"]["recall"]
+    goal = recall.aimed("ef_search", 0.95)
+    narrower = min(b for b, r in measured["nearest"] if r >= goal)
+    assert narrower < measured["breadth"]  # clustered rows: the nearest is found long before the whole top 10
+    with VectorIndex.load(out) as index:
+        line = recall.apply_target(index, None, spelling=True)
+        assert recall.kinds.hnsw_of(index.index).hnsw.efSearch == narrower
+        assert line == (
+            f"--spelling searches at efSearch {narrower}: the nearest row among the first 10 for "
+            f"{dict(measured['nearest'])[narrower]:.3f} of the held-out queries (aimed at {goal:.4g} for 0.95)"
+        )
+        wider = min(b for b, r in measured["nearest"] if r >= recall.aimed("ef_search", 0.99))
+        recall.apply_target(index, 0.99, spelling=True)  # --recall R: R of the same curve
+        assert recall.kinds.hnsw_of(index.index).hnsw.efSearch == wider >= narrower
+        assert recall.apply_target(index, None) is None  # without --spelling: the build's breadth stays
+        del index.settings["recall"]["nearest"]  # measured before 2026-11-29
+        index.index.hnsw.efSearch = measured["breadth"]
+        assert recall.apply_target(index, None, spelling=True) is None
+        assert recall.kinds.hnsw_of(index.index).hnsw.efSearch == measured["breadth"]
+    run = sembed("search", "-v", "--spelling", "--index", str(out), "--query", "name 12")
+    assert run.exit_code == 0, run.stderr
+    assert f"--spelling searches at efSearch {narrower}:" in run.stderr
+    assert json.loads(run.stdout)["neighbors"][0]["text"] == "name 12"
 
 
 def test_search_verbose_prints_the_measured_recall_and_recall_asks_for_more(tiny_model, tmp_path):
@@ -272,7 +323,8 @@ def test_the_depth_race_times_searches_of_the_candidates_read_beforehand(tiny_mo
     with VectorIndex.load(out) as index:
         assert index.vectors is not None
         queries = index.vectors_of(np.arange(0, 400, 10)) + 0.01
-        sample = recall.Sample(np.arange(40), unit_rows(queries), np.zeros(40, dtype=np.float32), 10)
+        zeros = np.zeros(40, dtype=np.float32)
+        sample = recall.Sample(np.arange(40), unit_rows(queries), zeros, 10, zeros)
         timings = recall.search_seconds(index, sample, [(10, 4), (30, 8)])
         assert len(timings) == 2 and all(0 < seconds < 5 for seconds in timings)
         candidates = coarse.search(index.index, sample.queries, 11 * 30)[1]

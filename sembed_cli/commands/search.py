@@ -126,7 +126,8 @@ Spelling = Annotated[
         "punctuated or abbreviated, moves up, by the share of the query's words it holds, each word "
         "weighted by its IDF over the indexed names ('Jackson' finds 'Jackson County', 'Springfield "
         "City' and 'st louis' find 'Springfield' and 'St. Louis'; place-name lookup, "
-        "sembed_cli/models/poi_lookup.py).",
+        "sembed_cli/models/poi_lookup.py). Searched as wide as finds the nearest name for --recall R (default: the "
+        "index's target) of the queries the index measured at build, narrower than recall@10 R needs.",
     ),
 ]
 KeywordSearch = Annotated[
@@ -200,7 +201,8 @@ SearchRecall = Annotated[
         metavar="R",
         show_default=False,
         help="Search as wide as the index measured for recall@10 R at build (the cheapest breadth of its curve that "
-        "reached R; a warning when none did). Default: the breadth it was built for (-v prints its measured recall).",
+        "reached R; a warning when none did). Default: the breadth it was built for (-v prints its measured recall; "
+        "--spelling's own).",
     ),
 ]
 Payload = Annotated[
@@ -319,10 +321,11 @@ def search_command(
     from ..indexes import auto
     from ..indexes import recall as measured_recall
 
-    if recall is not None:
-        measured_recall.apply_target(loaded, recall)
+    spelling_breadth = measured_recall.apply_target(loaded, recall, spelling)
     if verbose:
         console.say(measured_recall.describe(loaded.settings))
+        if spelling_breadth:
+            console.say(spelling_breadth)
         if chosen := auto.describe(loaded.settings):  # which type --type auto chose by measurement, where it did
             console.say(chosen)
     query_backend, query_quantize = index_backend(loaded, backend, quantize)
