@@ -209,6 +209,9 @@ def test_update_measures_again_after_the_rows_it_changed(tiny_model, tmp_path):
     assert after["recall"]["measured"] >= 0.95 and after["ef_search"] == after["recall"]["breadth"]
     everything = np.concatenate([vectors(3000), more])
     assert exact_recall(out, everything) == pytest.approx(after["recall"]["measured"], abs=0.002)
+    nearest = dict(after["recall"]["nearest"])  # --spelling's share, measured again with it
+    assert sorted(nearest) == [b for b, _ in after["recall"]["curve"]]
+    assert exact_recall(out, everything, nearest=True) == pytest.approx(nearest[after["ef_search"]], abs=0.002)
 
 
 def test_a_large_index_measures_again_once_a_share_of_its_rows_changed(tiny_model, tmp_path, monkeypatch):
