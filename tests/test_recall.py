@@ -123,7 +123,7 @@ def test_build_measures_recall_and_sets_the_cheapest_breadth_that_meets_it(tiny_
     assert exact_recall(out, vectors(4000), nearest=True) == pytest.approx(nearest[measured["breadth"]], abs=0.002)
 
 
-def test_spelling_searches_as_wide_as_finds_the_nearest_row(tiny_model, tmp_path):
+def test_spelling_searches_as_wide_as_finds_the_nearest_row(tiny_model, tmp_path, caplog):
     """search --spelling: the cheapest breadth whose held-out queries found their nearest row for the target's
     share, narrower than recall@10's; an index measured before that curve is searched at its own breadth."""
     matrix = vectors(4000)
@@ -148,6 +148,11 @@ def test_spelling_searches_as_wide_as_finds_the_nearest_row(tiny_model, tmp_path
         recall.apply_target(index, 0.99, spelling=True)  # --recall R: R of the same curve
         assert recall.kinds.hnsw_of(index.index).hnsw.efSearch == wider >= narrower
         assert recall.apply_target(index, None) is None  # without --spelling: the build's breadth stays
+        index.settings["recall"]["target"] = 2.0  # beyond every share: the widest, with a warning naming --spelling
+        with caplog.at_level("WARNING"):
+            recall.apply_target(index, None, spelling=True)
+        assert "--spelling (the index's target 2.0): its held-out queries' nearest row found for at most" in caplog.text
+        index.settings["recall"]["target"] = 0.95
         del index.settings["recall"]["nearest"]  # measured before 2026-11-29
         index.index.hnsw.efSearch = measured["breadth"]
         assert recall.apply_target(index, None, spelling=True) is None

@@ -598,6 +598,7 @@ def apply_target(index: VectorIndex, target: float | None, spelling: bool = Fals
     of_nearest = spelling and bool(recall.get("nearest"))
     if target is None and not of_nearest:
         return None  # the breadth the build chose
+    asked = f"--recall {target}" if target is not None else f"--spelling (the index's target {recall.get('target')})"
     target = float(recall.get("target", DEFAULT_TARGET)) if target is None else target
     setting = recall.get("parameter")
     curve = [(int(b), float(r)) for b, r in recall.get("nearest" if of_nearest else "curve", [])]
@@ -610,8 +611,9 @@ def apply_target(index: VectorIndex, target: float | None, spelling: bool = Fals
     breadth = min(meeting) if meeting else max(curve, key=lambda point: (point[1], -point[0]))[0]
     reached = dict(curve)[breadth]
     if not meeting:
+        measured = "its held-out queries' nearest row found for" if of_nearest else "the index measured"
         log.warning(
-            f"--recall {target}: the index measured at most {reached:.4g} (at {NAMES[setting]} {breadth}) where "
+            f"{asked}: {measured} at most {reached:.4g} (at {NAMES[setting]} {breadth}) where "
             f"{goal:.4g} on its held-out queries stands for {target} on real ones; searching at that",
         )
     set_breadth(index.index, setting, breadth)
