@@ -7,7 +7,9 @@ T`, the records of bench/ann_real.py: id, doc_id, text, embedding_row), so sembe
 the same factory built from the memory-mapped matrix (normalised a block at a time, added, written to disk).
 Each in its own process under /usr/bin/time, interleaved: CPU-seconds (user + system, what other jobs on a shared
 machine change least), wall seconds and peak RSS. sembed runs with --recall 0 (the build alone; the recall
-measurement is timed apart, as `measure_seconds`, by a third run at the smallest size).
+measurement is timed apart, as `measure_seconds`, by a third run at the smallest size). A third process, the
+store's floor (`floor`), does the same per-record work as straight-line batched Python with nothing else: its
+`floor_ratio` ((raw FAISS + floor) / raw FAISS) is the least any build keeping these rows in SQLite can cost.
 
     nice -n 10 python bench/build_cost.py [--name minilm] [--sizes 100000,953433] [--type hnsw] [--threads 2] \
         [--no-measure]
@@ -71,6 +73,55 @@ def raw(name: str, size: int, factory: str, seed: int, output: Path) -> None:
     faiss.write_index(index, str(output))
 
 
+def floor(name: str, size: int, work: Path) -> None:
+    """The child: the per-record work a build does besides FAISS, as straight-line batched Python with nothing
+    else (no checks, no progress, no objects a record): each record parsed (orjson), its id and payload as JSON,
+    its row read and made a unit vector, its hash (SHA-256 of text and float16 vector), its CRC-32, the SQLite rows
+    with their unique id index, then the FTS5 keyword index filled from them. What sembed's store costs at the
+    least, written the fastest way Python allows: the bar the build's record path is held to (issue 36, item 4)."""
+    import hashlib
+    import sqlite3
+    import zlib
+
+    import numpy as np
+    import orjson
+
+    from sembed_cli.indexes import keyword, store
+
+    matrix = np.load(REAL / f"{name}.npy", mmap_mode="r")
+    path = work / "floor.sqlite"
+    path.unlink(missing_ok=True)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=MEMORY")
+    db.executescript(store.SCHEMA)
+    db.execute("BEGIN")
+    done = 0
+    with open(records_file(name, RECORDS), "rb") as lines:
+        while done < size:
+            records = [orjson.loads(line) for _, line in zip(range(min(2_000, size - done)), lines)]
+            keys = [orjson.dumps(record["id"]).decode() for record in records]
+            payloads = [orjson.dumps({k: v for k, v in r.items() if not k.startswith("embedding")}) for r in records]
+            block = np.asarray(matrix[[record["embedding_row"] for record in records]], dtype=np.float32)
+            halves = (block / np.linalg.norm(block, axis=1, keepdims=True)).astype(np.float16)
+            digests = [
+                hashlib.sha256(record["text"].encode() + b"\0" + half.tobytes()).hexdigest()[:20]
+                for record, half in zip(records, halves)
+            ]
+            checks = [
+                zlib.crc32(payload, zlib.crc32(f"{key}\0{digest}\0".encode()))
+                for key, digest, payload in zip(keys, digests, payloads)
+            ]
+            db.executemany(
+                "INSERT INTO rows (row, id, hash, payload, crc) VALUES (?, ?, ?, ?, ?)",
+                zip(range(done, done + len(records)), keys, digests, payloads, checks),
+            )
+            done += len(records)
+    keyword.install(db, announce=False)
+    db.execute("COMMIT")
+    db.close()
+    path.unlink()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", default="minilm", help="the vectors: runs/real/NAME.npy and its records")
@@ -82,9 +133,12 @@ def main() -> None:
     parser.add_argument("--no-measure", action="store_true", help="skip the third build that times the recall measure")
     parser.add_argument("--machine", default="", help="a suffix of the results file: build_cost[_NAME]_MACHINE.json")
     parser.add_argument("--raw", nargs=3, metavar=("SIZE", "FACTORY", "OUTPUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--floor", type=int, metavar="SIZE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.raw:
         return raw(args.name, int(args.raw[0]), args.raw[1], args.seed, Path(args.raw[2]))
+    if args.floor:
+        return floor(args.name, args.floor, args.work)
     args.work.mkdir(parents=True, exist_ok=True)
     lines = records_file(args.name, RECORDS).open("rb")
     sembed = [sys.executable, "-m", "sembed_cli", "index", "-q", "--npy", str(REAL / f"{args.name}.npy")]
@@ -107,6 +161,8 @@ def main() -> None:
              str(args.work / "raw.faiss")],
             args.threads,
         )  # fmt: skip
+        floor_run = [sys.executable, __file__, "--name", args.name, "--work", str(args.work), "--floor", str(size)]
+        least = timed(floor_run, args.threads)
         result = {
             "size": size,
             "factory": factory,
@@ -115,6 +171,9 @@ def main() -> None:
             "raw_faiss": theirs,
             "cpu_ratio": round(ours["cpu_seconds"] / theirs["cpu_seconds"], 3),
             "record_path_us": round(1e6 * (ours["cpu_seconds"] - theirs["cpu_seconds"]) / size, 1),
+            "store_floor": least,  # `floor`: the record path in straight-line Python, without FAISS
+            "store_floor_us": round(1e6 * least["cpu_seconds"] / size, 1),
+            "floor_ratio": round((theirs["cpu_seconds"] + least["cpu_seconds"]) / theirs["cpu_seconds"], 3),
         }
         if size == min(map(int, args.sizes.split(","))) and not args.no_measure:
             measured = timed(built, args.threads)

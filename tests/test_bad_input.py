@@ -324,6 +324,22 @@ def test_pass_through_numbers_are_kept_exactly():
     )
 
 
+@pytest.mark.parametrize(
+    "field",
+    [
+        '"n": 123456789012345678901234567890',
+        '"ids": [123456789012345678901234567890]',
+        '"m": {"n": -98765432109876543210987}',
+    ],
+)
+def test_a_long_integer_is_kept_exactly_in_a_record_with_no_float(field):
+    """A record whose values hold no float is read without scanning its line for long numbers; a long integer,
+    which orjson reads as a float, is never such a record's only number."""
+    run = sembed("normalize", input=f'{{"text": "It is.", {field}}}\n'.encode())
+    assert run.exit_code == 0
+    assert run.stdout == '{"text":"It is.",' + field.replace(" ", "") + ',"text_raw":"It is."}\n'
+
+
 def test_a_record_with_a_big_id_survives_two_commands(tmp_path):
     first = sembed("normalize", input=b'{"text": "It\'s here.", "id": 123456789012345678901234567890}\n')
     second = sembed("spo", input=first.stdout)

@@ -227,6 +227,28 @@ def test_ids_are_content_hashes_by_default_and_an_id_twice_with_other_content_is
     )
 
 
+@pytest.mark.parametrize("batch", ["1", "256"])
+def test_an_id_given_again_in_a_later_batch_of_a_build_is_found_as_in_the_same_batch(tmp_path, batch):
+    """A build inserts each batch's new ids without looking them up (the store is new); an id an earlier batch
+    stored is still a repeat (the same content) or a refused record (other content), with its own line."""
+    rows = [
+        {"id": 1, "text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},
+        {"id": 2, "text": "Beta", "embedding": [0.0, 1.0], "embedding_model": MODEL},
+        {"id": 1, "text": "Alpha", "embedding": [1.0, 0.0], "embedding_model": MODEL},
+        {"id": 2, "text": "Gamma", "embedding": [0.5, 0.5], "embedding_model": MODEL},
+        {"id": 3, "text": "Delta", "embedding": [0.6, 0.8], "embedding_model": MODEL},
+    ]
+    args = ("index", "-b", batch, "--skip-errors", "--type", "flat")
+    run = sembed(*args, "-o", str(tmp_path / "a"), input=jsonl(*rows))
+    assert run.exit_code == 0, run.stderr
+    assert "skipped 1 bad record(s) in <stdin>: line 4; first: id 2 again, with other content" in run.stderr
+    assert "1 repeated record(s) indexed once" in run.stderr
+    with VectorIndex.load(tmp_path / "a") as index:
+        assert index.count == 3
+        assert sorted(key for _, key, _, _ in index.store.rows()) == ["1", "2", "3"]
+        assert [payload for *_, payload in index.store.rows()][1] == b'{"id":2,"text":"Beta"}'
+
+
 # --- merge -----------------------------------------------------------------------------------------------------
 
 

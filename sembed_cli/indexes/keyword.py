@@ -20,6 +20,7 @@ plain RRF, halved).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sqlite3
@@ -41,6 +42,7 @@ HYBRID_DEPTH = 100  # each ranking's candidates fused into a hybrid answer (at l
 COMMON_SHARE = 0.03  # --any-word leaves out words in more of the texts than this share (stop words)...
 COMMON_FLOOR = 10_000  # ... and than this many texts: ranking that many matches takes milliseconds
 WORD = re.compile(r"\w+", re.UNICODE)
+HASH_SIZE = 16 << 20  # bytes of terms FTS5 holds in memory before writing a segment (`pending_terms`)
 REBUILD_HINT = "add it with sembed index --update DIR < /dev/null, or rebuild the index"
 
 
@@ -84,9 +86,19 @@ def install(db: sqlite3.Connection, text_key: str = "text", announce: bool = Tru
     if db.execute("SELECT 1 FROM rows LIMIT 1").fetchone() is not None:
         if announce:
             log.info("adding the keyword index (FTS5) of the texts already stored, once")
+        pending_terms(db)
         db.execute(f"INSERT INTO {TABLE} ({TABLE}) VALUES ('rebuild')")
     db.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (STATE_KEY, text_key))
     return True
+
+
+def pending_terms(db: sqlite3.Connection) -> None:
+    """Let FTS5 gather up to HASH_SIZE bytes of terms in memory before it writes them out as a segment (1 MB by
+    default): a fill from stored rows writes fewer, larger segments and merges them less (953,433 windows' texts
+    2.42 -> 1.89 s, the same index content: only how it is cut into segments differs). A SQLite whose FTS5 has no
+    such setting fills as before."""
+    with contextlib.suppress(sqlite3.OperationalError):
+        db.execute(f"INSERT INTO {TABLE} ({TABLE}, rank) VALUES ('hashsize', ?)", (HASH_SIZE,))
 
 
 class KeywordIndex:

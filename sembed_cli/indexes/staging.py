@@ -129,6 +129,22 @@ def read_entries(source: IndexSource, reader: EntryReader, check: ModelCheck, ba
     yield from filled(waiting)
 
 
+@dataclass
+class Plan:
+    """What a batch of entries does to the rows (`Staging.plan`), made before anything is written."""
+
+    next_row: int  # the row the batch's first new row takes; past its last once planned
+    inserts: list[tuple[int, str, str, bytes]] = field(default_factory=list)  # (row, id, hash, payload)
+    kept: list[Entry] = field(default_factory=list)  # the entries of `inserts`, in order
+    deletes: list[int] = field(default_factory=list)  # rows replaced by a changed record
+    payloads: list[tuple[int, bytes]] = field(default_factory=list)  # an unchanged record's new payload
+    seen: list[int] = field(default_factory=list)  # indexed rows the batch names
+    rejected: list[tuple[int, str, str]] = field(default_factory=list)  # (line, message, hint)
+    added: int = 0
+    unchanged: int = 0
+    repeated: int = 0
+
+
 class Staging:
     """Entries applied to a store inside its open transaction, their vectors appended to a VectorFile."""
 
@@ -141,49 +157,78 @@ class Staging:
         self.digest = hashlib.sha256(store.state.get("data_sha256", "").encode())
 
     def add(self, entries: list[Entry]) -> None:
-        found = self.store.find([entry.key for entry in entries])
+        if self.first_new == 0:  # a new store: an id stored already is one this input gave, which is rare
+            plan = self.plan(entries, {})
+            if not plan.rejected and self.store.insert_new(plan.inserts):
+                self.apply(plan, inserted=True)
+                return
+        self.apply(self.plan(entries, self.store.find([entry.key for entry in entries])))
+
+    def plan(self, entries: list[Entry], found: dict[str, tuple[int, str, bytes]]) -> Plan:
+        """What `entries` do to the rows, given `found` (id -> (row, hash, payload) of those stored): nothing is
+        changed yet (`apply`)."""
+        plan = Plan(self.next_row)
         fresh: dict[str, tuple[int, str]] = {}  # ids first met in this batch
-        deletes, inserts, kept = [], [], []
+        named: set[int] = set()  # indexed rows the batch has named so far
         for entry in entries:
             hit = fresh.get(entry.key) or found.get(entry.key)
             if hit is not None:
                 row, digest = hit[0], hit[1]
-                if row >= self.first_new or self.seen[row]:  # this input named it already
+                if row >= self.first_new or self.seen[row] or row in named:  # this input named it already
                     if digest == entry.digest:
-                        self.changes.repeated += 1
+                        plan.repeated += 1
                     else:
-                        self.rejects.reject(
-                            entry.line,
-                            f"id {entry.key} again, with other content than an earlier record of that id",
-                            "give each record its own id, or none (the id is then a hash of the text)",
+                        plan.rejected.append(
+                            (
+                                entry.line,
+                                f"id {entry.key} again, with other content than an earlier record of that id",
+                                "give each record its own id, or none (the id is then a hash of the text)",
+                            )
                         )
                     continue
-                self.seen[row] = True
+                plan.seen.append(row)
+                named.add(row)
                 if digest == entry.digest:
-                    self.changes.unchanged += 1
+                    plan.unchanged += 1
                     if found[entry.key][2] != entry.payload:
-                        self.store.set_payload(row, entry.payload)
+                        plan.payloads.append((row, entry.payload))
                     continue
-                deletes.append(row)
-                self.changes.removed.append(row)
-                self.changes.replaced += 1
+                plan.deletes.append(row)
             else:
-                self.changes.added += 1
-            fresh[entry.key] = (self.next_row, entry.digest)
-            inserts.append((self.next_row, entry.key, entry.digest, entry.payload))
-            kept.append(entry)
-            self.digest.update(entry.key.encode() + b"\0" + entry.digest.encode() + b"\n")
-            self.next_row += 1
+                plan.added += 1
+            fresh[entry.key] = (plan.next_row, entry.digest)
+            plan.inserts.append((plan.next_row, entry.key, entry.digest, entry.payload))
+            plan.kept.append(entry)
+            plan.next_row += 1
+        return plan
+
+    def apply(self, plan: Plan, inserted: bool = False) -> None:
+        """Make `plan`'s changes (its rows already inserted where `inserted`) and embed its new rows' texts."""
+        for line, message, hint in plan.rejected:  # raises unless --skip-errors: nothing of the batch is written
+            self.rejects.reject(line, message, hint)
+        for row, payload in plan.payloads:
+            self.store.set_payload(row, payload)
+        self.seen[plan.seen] = True
+        changes = self.changes
+        changes.added += plan.added
+        changes.replaced += len(plan.deletes)
+        changes.unchanged += plan.unchanged
+        changes.repeated += plan.repeated
+        changes.removed.extend(plan.deletes)
+        self.digest.update("".join(f"{key}\0{digest}\n" for _, key, digest, _ in plan.inserts).encode())
+        self.next_row = plan.next_row
+        kept = plan.kept
         if not kept:
-            self.store.delete(deletes)
+            self.store.delete(plan.deletes)
             return
         texts = [entry.text for entry in kept if entry.vector is None and entry.text is not None]  # one or other
         embedded = iter(self.embed(texts)) if texts and self.embed is not None else iter(())
         matrix = unit_rows(np.stack([entry.vector if entry.vector is not None else next(embedded) for entry in kept]))
         if self.vectors is None:
             self.vectors = self.make_vectors(matrix.shape[1])
-        self.store.delete(deletes)
-        self.store.insert(inserts)
+        self.store.delete(plan.deletes)
+        if not inserted:
+            self.store.insert(plan.inserts)
         self.vectors.append(matrix, at_row=self.next_row - len(kept))
 
     def sync(self) -> None:

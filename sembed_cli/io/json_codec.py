@@ -10,6 +10,7 @@ import orjson
 
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_NUMBER = b"0" * 20  # orjson reads an integer past 64 bits as a float: 20 digits or more in a row may be one
+_MAY_HOLD_FLOATS = frozenset((float, list, dict))  # the values a float read from a long integer can be, or be inside
 
 
 def loads(text: str | bytes) -> object:
@@ -20,6 +21,8 @@ def loads(text: str | bytes) -> object:
     it back as the shortest text that reads as that double (1.10 as 1.1, 1e5 as 100000.0: the same number).
     """
     value = orjson.loads(text)
+    if type(value) is dict and _MAY_HOLD_FLOATS.isdisjoint(map(type, value.values())):
+        return value  # no float anywhere: no long integer read as one (the usual flat record, 0.3 us less a line)
     raw = text if isinstance(text, bytes) else text.encode()
     if _LONG_NUMBER in raw.translate(_DIGITS_AS_ZERO):
         value = json.loads(raw)  # orjson has found it valid JSON (without NaN or Infinity)
@@ -42,10 +45,10 @@ def loads_many(texts: Sequence[str | bytes]) -> list:
     return values
 
 
-def dumps(record: object, options: int = 0) -> bytes:
-    """One compact JSON line (orjson `options` added); integers past 64 bits, which orjson refuses, are written
-    digit for digit."""
-    option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE | options
+def dumps(record: object, options: int = 0, line: bool = True) -> bytes:
+    """One compact JSON line (orjson `options` added; without its newline where not `line`); integers past 64
+    bits, which orjson refuses, are written digit for digit."""
+    option = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_APPEND_NEWLINE if line else 0) | options
     try:
         return orjson.dumps(record, option=option)
     except orjson.JSONEncodeError as e:
