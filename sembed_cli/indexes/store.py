@@ -276,9 +276,10 @@ class RecordStore:
             self.insert(rows)
         except sqlite3.IntegrityError:
             self.db.execute("ROLLBACK TO insert_new")
-            return False
-        finally:
             self.db.execute("RELEASE insert_new")
+            return False
+        # any other error (a full disk) goes up as it is: SQLite may have undone the transaction, savepoint and all
+        self.db.execute("RELEASE insert_new")
         return True
 
     def delete(self, rows: list[int]) -> None:
