@@ -65,8 +65,6 @@ class RowVectors:
             )
         self.rows = self.matrix.view(np.ndarray)  # a row of it is a plain array (a memmap row costs 6 us to make)
         self._read_since_release = 0
-        self._row_fields: dict[str, str] = {}  # a vector field -> the field of its row number (`row_of`)
-        self.count = len(self.matrix)
         self.identity: model_identity.Identity | None = None
         sidecar = sidecar_path(self.path)
         if sidecar.exists():
@@ -104,15 +102,13 @@ class RowVectors:
         reads a batch's rows together (indexes/entries.py)."""
         if key in record or not key.startswith(PREFIX):
             return None
-        field = self._row_fields.get(key)
-        if field is None:
-            field = self._row_fields[key] = PREFIX + ROW + key[len(PREFIX) :]
+        field = PREFIX + ROW + key[len(PREFIX) :]
         return self.checked_row(record, field) if field in record else None
 
     def checked_row(self, record: dict, field: str) -> int:
         row = record[field]
         if isinstance(row, bool) or not isinstance(row, int):
             raise BadRecord(f"'{field}' must be a row number, got {json_type(row)}")
-        if not 0 <= row < self.count:
+        if not 0 <= row < len(self.matrix):
             raise BadRecord(f"'{field}' is {row}, but {self.path} has rows 0 to {len(self.matrix) - 1}")
         return row

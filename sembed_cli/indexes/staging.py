@@ -138,7 +138,7 @@ class Plan:
     kept: list[Entry] = field(default_factory=list)  # the entries of `inserts`, in order
     deletes: list[int] = field(default_factory=list)  # rows replaced by a changed record
     payloads: list[tuple[int, bytes]] = field(default_factory=list)  # an unchanged record's new payload
-    seen: list[int] = field(default_factory=list)  # indexed rows the batch names
+    seen: set[int] = field(default_factory=set)  # indexed rows the batch names
     rejected: list[tuple[int, str, str]] = field(default_factory=list)  # (line, message, hint)
     added: int = 0
     unchanged: int = 0
@@ -169,12 +169,11 @@ class Staging:
         changed yet (`apply`)."""
         plan = Plan(self.next_row)
         fresh: dict[str, tuple[int, str]] = {}  # ids first met in this batch
-        named: set[int] = set()  # indexed rows the batch has named so far
         for entry in entries:
             hit = fresh.get(entry.key) or found.get(entry.key)
             if hit is not None:
                 row, digest = hit[0], hit[1]
-                if row >= self.first_new or self.seen[row] or row in named:  # this input named it already
+                if row >= self.first_new or self.seen[row] or row in plan.seen:  # this input named it already
                     if digest == entry.digest:
                         plan.repeated += 1
                     else:
@@ -186,8 +185,7 @@ class Staging:
                             )
                         )
                     continue
-                plan.seen.append(row)
-                named.add(row)
+                plan.seen.add(row)
                 if digest == entry.digest:
                     plan.unchanged += 1
                     if found[entry.key][2] != entry.payload:
@@ -208,7 +206,7 @@ class Staging:
             self.rejects.reject(line, message, hint)
         for row, payload in plan.payloads:
             self.store.set_payload(row, payload)
-        self.seen[plan.seen] = True
+        self.seen[list(plan.seen)] = True
         changes = self.changes
         changes.added += plan.added
         changes.replaced += len(plan.deletes)

@@ -255,10 +255,7 @@ class RecordStore:
         if self.checks == IN_ROWS:
             self.db.executemany(
                 "INSERT INTO rows (row, id, hash, payload, crc) VALUES (?, ?, ?, ?, ?)",
-                [  # row_check of each, its call made inline
-                    (row, key, digest, payload, zlib.crc32(payload, zlib.crc32(f"{key}\0{digest}\0".encode())))
-                    for row, key, digest, payload in rows
-                ],
+                [(row, key, digest, payload, row_check(key, digest, payload)) for row, key, digest, payload in rows],
             )
             return
         self.db.executemany("INSERT INTO rows (row, id, hash, payload) VALUES (?, ?, ?, ?)", rows)
