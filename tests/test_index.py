@@ -16,7 +16,7 @@ from conftest import ROOT, TINY_DIM, jsonl, sembed, without_checksums
 
 from sembed_cli.errors import SembedError
 from sembed_cli.indexes.directory import VectorIndex
-from sembed_cli.indexes.entries import content_digest, unit, units
+from sembed_cli.indexes.entries import BLAS_NORM, EXACT_NORM, content_digest, unit, units
 from sembed_cli.models.model_identity import of_sentence_model
 
 pytest.importorskip("faiss")
@@ -376,15 +376,52 @@ def test_update_adds_new_replaces_changed_skips_unchanged_and_equals_a_rebuild(t
         assert [n[2] for n in updated] == pytest.approx([n[2] for n in fresh], abs=1e-5)
 
 
-def test_a_batch_of_vectors_is_made_unit_bit_for_bit_as_one_at_a_time():
+@pytest.mark.parametrize("norm", [EXACT_NORM, BLAS_NORM])
+def test_a_batch_of_vectors_is_made_unit_bit_for_bit_as_one_at_a_time(norm):
     """An --npy build normalises a batch's rows together (entries.units); an entry's hash is of the unit vector's
     float16 bytes, so any other bits would change the ids and hashes of records read the other way."""
     import numpy as np
 
     rng = np.random.default_rng(8)
-    for scale in (1e-20, 1e-3, 1.0, 1e15):
-        matrix = (rng.standard_normal((500, 37)) * scale).astype(np.float32)
-        assert units(matrix).tobytes() == np.stack([unit(row) for row in matrix]).tobytes()
+    for scale, width in ((1e-20, 37), (1e-3, 256), (1.0, 384), (1e15, 1024), (1.0, 5000)):  # 5000: past a pairwise
+        matrix = (rng.standard_normal((300, width)) * scale).astype(np.float32)  # sum's blocks of 128 and 8192
+        assert units(matrix, norm).tobytes() == np.stack([unit(row, norm) for row in matrix]).tobytes()
+
+
+@pytest.mark.subprocess
+def test_the_hashed_unit_vector_is_the_same_whatever_blas_and_simd_the_machine_has(tmp_path):
+    """The norm of a hashed vector (EXACT_NORM) is summed by numpy in float64, not by BLAS: a child process forced
+    onto another OpenBLAS kernel (Sandybridge: AVX, which every x86-64 machine sembed runs on has) and onto numpy's
+    baseline SIMD makes the same bytes. The float32 dot product of indexes built before (BLAS_NORM) does not, which
+    shows the child's kernel is another."""
+    import numpy as np
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:  # numpy 1
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__  # type: ignore[no-redef]
+    matrix = (np.random.default_rng(4).standard_normal((2_000, 256)) * 0.05).astype(np.float32)
+    np.save(tmp_path / "matrix.npy", matrix)
+    child = (
+        "import sys, numpy as np\n"
+        "from sembed_cli.indexes.entries import units, EXACT_NORM, BLAS_NORM\n"
+        "m = np.load(sys.argv[1])\n"
+        "np.save(sys.argv[2], np.stack([units(m, EXACT_NORM), units(m, BLAS_NORM)]))\n"
+    )
+    env = {
+        **os.environ,
+        "OPENBLAS_CORETYPE": "Sandybridge",
+        "NPY_DISABLE_CPU_FEATURES": " ".join(f for f in __cpu_dispatch__ if __cpu_features__.get(f)),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path / "matrix.npy"), str(tmp_path / "out.npy")],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    exact, blas = np.load(tmp_path / "out.npy")
+    assert exact.tobytes() == units(matrix, EXACT_NORM).tobytes()
+    if blas.tobytes() == units(matrix, BLAS_NORM).tobytes():
+        pytest.skip("this numpy's BLAS is not an OpenBLAS that OPENBLAS_CORETYPE moves to another kernel")
 
 
 def test_update_with_vectors_and_nothing_new(tiny_model, tmp_path):

@@ -249,6 +249,63 @@ def test_an_id_given_again_in_a_later_batch_of_a_build_is_found_as_in_the_same_b
         assert [payload for *_, payload in index.store.rows()][1] == b'{"id":2,"text":"Beta"}'
 
 
+def vectors_the_norm_changes() -> tuple[np.ndarray, np.ndarray]:
+    """40 vectors as records carry them (six decimals), 20 of which the float32 dot product's norm (BLAS_NORM, on
+    this machine's BLAS) makes other float16 bytes than the exact norm, and the mask of those 20."""
+    from sembed_cli.indexes.entries import BLAS_NORM, EXACT_NORM, units
+
+    matrix = np.round(np.random.default_rng(3).standard_normal((20_000, 64)), 6).astype(np.float32)
+    differ = (units(matrix, EXACT_NORM).astype(np.float16) != units(matrix, BLAS_NORM).astype(np.float16)).any(axis=1)
+    if differ.sum() < 20:  # about 40 on AMD's and on Intel's kernels
+        pytest.skip(f"this BLAS's dot products differ from the exact norm in {differ.sum()} of 20,000 rows")
+    chosen = np.concatenate([np.flatnonzero(differ)[:20], np.flatnonzero(~differ)[:20]])
+    return matrix[chosen], differ[chosen]
+
+
+def stored_hashes(index: Path) -> dict[str, str]:
+    with VectorIndex.load(index) as loaded:
+        return {key: digest for _, key, digest, _ in loaded.store.rows()}
+
+
+def test_vectors_are_hashed_alike_on_every_machine_and_an_older_index_keeps_its_hashes(tmp_path, monkeypatch):
+    """A record's hash is of its unit vector, whose norm sembed sums exactly (entries.EXACT_NORM: settings.vector_hash);
+    an index built before hashed after BLAS's float32 dot product, and an update of it hashes so too: the same
+    records are unchanged, not replaced (with ids) or added again beside their rows (without)."""
+    import functools
+
+    from sembed_cli.indexes import build as build_module
+    from sembed_cli.indexes.entries import BLAS_NORM, EntryReader
+
+    vectors, differ = vectors_the_norm_changes()
+    rows = records(vectors)
+    bare = [{key: value for key, value in row.items() if key != "id"} for row in rows]  # ids: hashes of content
+    build(tmp_path / "new", rows)
+    assert json.loads((tmp_path / "new" / "sembed.json").read_text())["settings"]["vector_hash"] == "float64 norm"
+    with monkeypatch.context() as patch:  # as sembed built indexes from vectors before 2026-11-29
+        patch.setattr(build_module, "EntryReader", functools.partial(EntryReader, vector_hash=BLAS_NORM))
+        build(tmp_path / "old", rows)
+        build(tmp_path / "old-bare", bare)
+    for name in ("old", "old-bare"):
+        meta_path = tmp_path / name / "sembed.json"
+        meta = json.loads(meta_path.read_text())
+        del meta["settings"]["vector_hash"]
+        meta_path.write_text(json.dumps(meta))
+        without_checksums(tmp_path / name)
+    new, old = stored_hashes(tmp_path / "new"), stored_hashes(tmp_path / "old")
+    assert [new[str(n)] != old[str(n)] for n in range(len(rows))] == differ.tolist()
+    for name, given in (("new", rows), ("old", rows), ("old-bare", bare)):
+        run = sembed("index", "--update", str(tmp_path / name), input=jsonl(*given))
+        assert run.exit_code == 0, run.stderr
+        assert "0 new, 0 changed, 40 unchanged record(s); 40 in all" in run.stderr, name
+    run = sembed("index", "merge", str(tmp_path / "new"), str(tmp_path / "old-bare"), "-o", str(tmp_path / "m"))
+    assert run.exit_code == 1 and not (tmp_path / "m").exists()
+    assert run.stderr == (
+        f"error: cannot merge: '{tmp_path / 'new'}' hashes its vectors after a float64 norm, but "
+        f"'{tmp_path / 'old-bare'}' after a float32 dot (hint: build every piece with one sembed version (a piece "
+        "built before 2026-11-29 hashes after a float32 dot): build the older ones again from their records)\n"
+    )
+
+
 # --- merge -----------------------------------------------------------------------------------------------------
 
 

@@ -93,6 +93,7 @@ def index_metadata(
         "metric": "inner product of unit vectors (cosine)",
         "source": reader.source,
         "ids": reader.ids,
+        **({"vector_hash": reader.vector_hash} if reader.uses_vectors else {}),
         **backend,
         "trained_sha256": built.trained_sha256,
         "bytes_per_vector": kinds.bytes_per_vector(

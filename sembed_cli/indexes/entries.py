@@ -8,7 +8,13 @@ its content alone (a sentence given twice is indexed once), as every record of a
 counted is (`CONTENT_IDS`: an update keeps that index's ids).
 
 `hash` tells a changed record from an unchanged one under the same id: the text, and for records that bring their
-vector, the vector too (float16, so the last bits of a float do not count as a change).
+vector, the vector too (float16, so the last bits of a float do not count as a change). The vector hashed is the
+record's made a unit vector, and its norm is summed in float64 (`EXACT_NORM`): the same bytes on every machine. Until
+2026-11-29 the norm was BLAS's float32 dot product (`BLAS_NORM`), whose order of additions is the kernel's: on 100,000
+static vectors an Intel AVX-512 kernel gave other float16 bytes than AMD's and AVX2's for 0.44% of rows, so an index
+built on one machine and updated with the same records on the other saw those records as changed (and, without ids,
+added them again beside their old rows). `sembed.json`'s `settings.vector_hash` says which an index was built with
+(absent: `BLAS_NORM`), and an update hashes as its index did: no stored hash changes.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ DERIVED_ID_HEX = 20  # 80 bits: no two of 10^9 sentences share one by chance (p 
 GIVEN_IDS = "given"
 CONTENT_IDS = "content hash"  # every derived id a hash of the content alone (indexes written before doc_id counted)
 DOCUMENT_IDS = "document and content hash"  # a record with a document: a hash of both; without: of its content
+EXACT_NORM = "float64 norm"  # settings.vector_hash: how a hashed vector was made a unit vector (module doc)
+BLAS_NORM = "float32 dot"  # an index built from vectors before 2026-11-29 (no settings.vector_hash)
 
 
 @dataclass(slots=True)
@@ -51,18 +59,23 @@ class Entry:
     pending: Pending | None = None
 
 
-def unit(vector: np.ndarray) -> np.ndarray:
-    vector = vector.astype(np.float32, copy=False)
-    return vector / np.float32(np.sqrt(np.dot(vector, vector)))
+def unit(vector: np.ndarray, norm: str = EXACT_NORM) -> np.ndarray:
+    """The float32 `vector` as a unit vector: `units` of one row (an entry's hash is of these bytes, so a record
+    whose vector is read one way or the other keeps its hash)."""
+    return units(vector.astype(np.float32, copy=False)[None], norm)[0]
 
 
-def units(matrix: np.ndarray) -> np.ndarray:
-    """`unit` of each row of the float32 `matrix`, a batch at once and bit for bit as `unit` makes each (the same
-    dot product a row, then one square root and one division over the batch): an entry's hash is of these
-    bytes, so a record read one way or the other keeps its hash."""
-    rows = list(matrix)  # ndarray.dot is np.dot; a list's rows are made once (1.6 -> 1.3 us a row)
-    squares = np.fromiter((row.dot(row) for row in rows), np.float32, len(rows))
-    return matrix / np.sqrt(squares)[:, None]
+def units(matrix: np.ndarray, norm: str = EXACT_NORM) -> np.ndarray:
+    """Each row of the float32 `matrix` divided by its norm, taken as `norm` says (module doc). EXACT_NORM: every
+    square is exact in float64 and numpy's pairwise sum adds them in one fixed order whatever SIMD the machine has
+    (the same sums with AVX-512, AVX2 and SSE alone), then one rounding to float32. BLAS_NORM: the float32 dot
+    product of each row (an index built before 2026-11-29)."""
+    if norm == EXACT_NORM:
+        squares = np.square(matrix, dtype=np.float64).sum(axis=1)
+        return matrix / np.sqrt(squares).astype(np.float32)[:, None]
+    rows = list(matrix)  # ndarray.dot is np.dot; a list's rows are made once
+    dots = np.fromiter((row.dot(row) for row in rows), np.float32, len(rows))
+    return matrix / np.sqrt(dots)[:, None]
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -109,6 +122,7 @@ class EntryReader:
         given_ids: bool | None = None,
         doc_key: str = "doc_id",
         content_ids: bool = False,
+        vector_hash: str = EXACT_NORM,
     ):
         from ..models.model_identity import OneModel
         from ..vector_rows import RowVectors
@@ -121,6 +135,7 @@ class EntryReader:
         self.given_ids = given_ids  # records bring ids (else: content hashes); the first record decides
         self.doc_key = doc_key
         self.content_ids = content_ids  # derived ids hash the content alone, documents or not (CONTENT_IDS)
+        self.vector_hash = vector_hash  # how a vector is made a unit vector before it is hashed (module doc)
         self.documents = 0  # records that name their document
         self._label: object = ()  # the embedding_model string last checked (records of a corpus repeat one)
         self._payload_keys: dict[tuple[str, ...], tuple[str, ...]] = {}  # a record's keys -> those its payload keeps
@@ -162,7 +177,7 @@ class EntryReader:
             shown = record.get(self.text_key)
             shown = shown if isinstance(shown, str) else None
             if row is None:
-                vector = unit(float32_vector(record, self.embedding_key, self.dimension))
+                vector = unit(float32_vector(record, self.embedding_key, self.dimension), self.vector_hash)
                 if self.dimension is None:
                     self.dimension = len(vector)
                 digest = content_digest(shown, vector)
@@ -230,7 +245,7 @@ class EntryReader:
                 keep[n] = False
         if bad:
             waiting, matrix = [entry for entry, kept in zip(waiting, keep) if kept], matrix[keep]
-        vectors = units(matrix)
+        vectors = units(matrix, self.vector_hash)
         halves = vectors.astype(np.float16).tobytes()  # row n: bytes n * width .. (n + 1) * width
         width = 2 * vectors.shape[1]
         for n, (entry, vector) in enumerate(zip(waiting, vectors)):
