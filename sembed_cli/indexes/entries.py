@@ -59,6 +59,12 @@ class Entry:
     pending: Pending | None = None
 
 
+def vector_hash_of(settings: dict) -> str:
+    """How the index whose sembed.json settings are `settings` hashes the vectors records bring: as recorded, else
+    BLAS_NORM for one built from vectors before 2026-11-29 (EXACT_NORM for one built from texts: it hashed none)."""
+    return settings.get("vector_hash", BLAS_NORM if settings.get("source") == "embeddings" else EXACT_NORM)
+
+
 def unit(vector: np.ndarray, norm: str = EXACT_NORM) -> np.ndarray:
     """The float32 `vector` as a unit vector: `units` of one row (an entry's hash is of these bytes, so a record
     whose vector is read one way or the other keeps its hash)."""

@@ -18,7 +18,7 @@ from ..errors import SembedError
 from ..io.atomic_files import disk_full_named
 from . import compaction, kinds, recall
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, seal
-from .entries import BLAS_NORM
+from .entries import BLAS_NORM, vector_hash_of
 from .staging import add_rows_read, write_faiss
 from .store import FILE as STORE_FILE
 from .store import RecordStore, row_check
@@ -163,10 +163,10 @@ def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:
                     "merge pieces built with one model and one trained quantiser (sembed index --trained DIR)",
                 )
     for piece in pieces[1:]:
-        if vector_hash(piece) != vector_hash(first):  # an update of the whole would see one side's rows as changed
+        mine, theirs = vector_hash_of(first.settings), vector_hash_of(piece.settings)
+        if mine != theirs:  # an update of the whole would see one side's rows as changed
             raise SembedError(
-                f"cannot merge: '{first.path}' hashes its vectors after a {vector_hash(first)}, but '{piece.path}' "
-                f"after a {vector_hash(piece)}",
+                f"cannot merge: '{first.path}' hashes its vectors after a {mine}, but '{piece.path}' after a {theirs}",
                 "build every piece with one sembed version (a piece built before 2026-11-29 hashes after a "
                 f"{BLAS_NORM}): build the older ones again from their records",
             )
@@ -185,12 +185,6 @@ def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:
                 "build every piece with the same --rerank",
             )
     return stores
-
-
-def vector_hash(piece: VectorIndex) -> str | None:
-    """How the piece made its vectors unit vectors before hashing them (entries.py), None where it hashed none."""
-    settings = piece.settings
-    return settings.get("vector_hash", BLAS_NORM) if settings.get("source") == "embeddings" else None
 
 
 def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[tuple[Path, int]]) -> None:

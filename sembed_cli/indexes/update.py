@@ -40,7 +40,7 @@ from .directory import (
     seal,
     sum_key,
 )
-from .entries import BLAS_NORM, CONTENT_IDS, GIVEN_IDS, Entry, EntryReader
+from .entries import CONTENT_IDS, GIVEN_IDS, Entry, EntryReader, vector_hash_of
 from .legacy import convert_legacy
 from .model_choice import ModelCheck, ModelChoice, TextEmbedder
 from .staging import Changes, Embed, IndexSettings, IndexSource, add_rows_read, read_entries, stage, write_faiss
@@ -122,7 +122,7 @@ def _update(
         given_ids=built.get("ids", GIVEN_IDS) == GIVEN_IDS,
         doc_key=settings.doc_key,
         content_ids=built.get("ids") == CONTENT_IDS,  # the index's ids stay as they were made: never re-keyed
-        vector_hash=built.get("vector_hash", BLAS_NORM),  # and its hashes: an unchanged record stays unchanged
+        vector_hash=vector_hash_of(built),  # and its hashes: an unchanged record stays unchanged
     )
     check = ModelCheck(reader, choice, loaded)
     embedder = TextEmbedder(choice, check)
