@@ -14,7 +14,8 @@ record's made a unit vector, and its norm is summed in float64 (`EXACT_NORM`): t
 static vectors an Intel AVX-512 kernel gave other float16 bytes than AMD's and AVX2's for 0.44% of rows, so an index
 built on one machine and updated with the same records on the other saw those records as changed (and, without ids,
 added them again beside their old rows). `sembed.json`'s `settings.vector_hash` says which an index was built with
-(absent: `BLAS_NORM`), and an update hashes as its index did: no stored hash changes.
+(absent from an index built from vectors: `BLAS_NORM`), and an update hashes as its index did (`vector_hash_of`): no
+stored hash changes.
 """
 
 from __future__ import annotations
