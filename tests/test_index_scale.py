@@ -256,7 +256,7 @@ def vectors_the_norm_changes() -> tuple[np.ndarray, np.ndarray]:
 
     matrix = np.round(np.random.default_rng(3).standard_normal((20_000, 64)), 6).astype(np.float32)
     differ = (units(matrix, EXACT_NORM).astype(np.float16) != units(matrix, BLAS_NORM).astype(np.float16)).any(axis=1)
-    if differ.sum() < 20:  # about 40 on AMD's and on Intel's kernels
+    if differ.sum() < 20:  # 31-32 on OpenBLAS's AMD, AVX2 and AVX-512 kernels
         pytest.skip(f"this BLAS's dot products differ from the exact norm in {differ.sum()} of 20,000 rows")
     chosen = np.concatenate([np.flatnonzero(differ)[:20], np.flatnonzero(~differ)[:20]])
     return matrix[chosen], differ[chosen]
