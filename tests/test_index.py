@@ -16,7 +16,7 @@ from conftest import ROOT, TINY_DIM, jsonl, sembed, without_checksums
 
 from sembed_cli.errors import SembedError
 from sembed_cli.indexes.directory import VectorIndex
-from sembed_cli.indexes.entries import BLAS_NORM, EXACT_NORM, content_digest, unit, units
+from sembed_cli.indexes.entries import BLAS_NORM, EXACT_NORM, content_digest, units
 from sembed_cli.models.model_identity import of_sentence_model
 
 pytest.importorskip("faiss")
@@ -378,14 +378,15 @@ def test_update_adds_new_replaces_changed_skips_unchanged_and_equals_a_rebuild(t
 
 @pytest.mark.parametrize("norm", [EXACT_NORM, BLAS_NORM])
 def test_a_batch_of_vectors_is_made_unit_bit_for_bit_as_one_at_a_time(norm):
-    """An --npy build normalises a batch's rows together (entries.units); an entry's hash is of the unit vector's
-    float16 bytes, so any other bits would change the ids and hashes of records read the other way."""
+    """A build makes a batch's vectors unit together (entries.units); an entry's hash is of the unit vector's
+    float16 bytes, so a record must come out the same in a batch of one (`-b 1`, the last records of an input) as
+    among thousands, or its hash and derived id would depend on where it stood."""
     import numpy as np
 
     rng = np.random.default_rng(8)
     for scale, width in ((1e-20, 37), (1e-3, 256), (1.0, 384), (1e15, 1024), (1.0, 5000)):  # 5000: past a pairwise
         matrix = (rng.standard_normal((300, width)) * scale).astype(np.float32)  # sum's blocks of 128 and 8192
-        assert units(matrix, norm).tobytes() == np.stack([unit(row, norm) for row in matrix]).tobytes()
+        assert units(matrix, norm).tobytes() == np.concatenate([units(row[None], norm) for row in matrix]).tobytes()
 
 
 @pytest.mark.subprocess

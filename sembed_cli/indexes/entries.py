@@ -41,12 +41,14 @@ BLAS_NORM = "float32 dot"  # an index built from vectors before 2026-11-29 (no s
 
 @dataclass(slots=True)
 class Pending:
-    """What an entry whose vector is an --npy row not read yet needs once it is (`EntryReader.fill`)."""
+    """What an entry of a record with a vector needs to have it made a unit vector and hashed with the rest of its
+    batch (`EntryReader.fill`): the --npy row it names, or the vector it brought."""
 
-    row: int
+    row: int | None  # the --npy row, not read yet; None: `given`
     shown: str | None  # the record's text, hashed with the vector
     document: object = None
-    derived: bool = False  # the id is a hash of the content (and document): made once the vector is read
+    derived: bool = False  # the id is a hash of the content (and document): made once the vector is unit
+    given: np.ndarray | None = None  # the record's own vector (float32, checked), not yet unit
 
 
 @dataclass(slots=True)
@@ -54,7 +56,7 @@ class Entry:
     key: str  # the id as compact JSON: the store's key
     digest: str
     payload: bytes
-    vector: np.ndarray | None  # unit float32, or None: `text` is to be embedded (or `pending` read)
+    vector: np.ndarray | None  # unit float32, or None: `text` is to be embedded (or `pending` made one)
     text: str | None
     line: int = 0
     pending: Pending | None = None
@@ -64,12 +66,6 @@ def vector_hash_of(settings: dict) -> str:
     """How the index whose sembed.json settings are `settings` hashes the vectors records bring: as recorded, else
     BLAS_NORM for one built from vectors before 2026-11-29 (EXACT_NORM for one built from texts: it hashed none)."""
     return settings.get("vector_hash", BLAS_NORM if settings.get("source") == "embeddings" else EXACT_NORM)
-
-
-def unit(vector: np.ndarray, norm: str = EXACT_NORM) -> np.ndarray:
-    """The float32 `vector` as a unit vector: `units` of one row (an entry's hash is of these bytes, so a record
-    whose vector is read one way or the other keeps its hash)."""
-    return units(vector.astype(np.float32, copy=False)[None], norm)[0]
 
 
 def units(matrix: np.ndarray, norm: str = EXACT_NORM) -> np.ndarray:
@@ -165,14 +161,14 @@ class EntryReader:
         return GIVEN_IDS if self.given_ids else CONTENT_IDS if self.content_ids else DOCUMENT_IDS
 
     def __call__(self, record: dict) -> Entry:
-        """The record's entry; one naming an --npy row has its vector, hash (and derived id) made by `fill`, with
-        the rest of its batch."""
+        """The record's entry; one with a vector (its own or an --npy row's) has its unit vector, hash (and derived
+        id) made by `fill`, with the rest of its batch (checked here: a bad vector is this record's error)."""
         row = self.rows.row_of(record, self.embedding_key) if self.rows is not None else None
         if self.rows is not None and row is None:
             self.rows.attach(record)
         if self.uses_vectors is None:
             self.uses_vectors = row is not None or self.embedding_key in record
-        vector = text = shown = None
+        given = text = shown = None
         digest = ""
         if self.uses_vectors:
             label = record.get(FIELD)
@@ -184,10 +180,9 @@ class EntryReader:
             shown = record.get(self.text_key)
             shown = shown if isinstance(shown, str) else None
             if row is None:
-                vector = unit(float32_vector(record, self.embedding_key, self.dimension), self.vector_hash)
+                given = float32_vector(record, self.embedding_key, self.dimension)
                 if self.dimension is None:
-                    self.dimension = len(vector)
-                digest = content_digest(shown, vector)
+                    self.dimension = len(given)
         else:
             if self.text_key not in record:
                 raise BadRecord(f"missing key '{self.text_key}' (or '{self.embedding_key}')")
@@ -210,8 +205,8 @@ class EntryReader:
         record_id: object
         if self.id_key in record:
             record_id = record[self.id_key]
-        else:  # derived from the content: an --npy row's by `fill`, once its vector is read
-            record_id = "" if row is not None else self.derived_id(document, digest)
+        else:  # derived from the content: a vector's by `fill`, once it is unit
+            record_id = "" if self.uses_vectors else self.derived_id(document, digest)
         if isinstance(record_id, (dict, list)) or record_id is None:
             raise BadRecord(
                 f"'{self.id_key}' must be a string or a number, got "
@@ -221,9 +216,9 @@ class EntryReader:
         if kept is None:  # the records of a corpus repeat one set of keys: their vector fields found once
             kept = self._payload_keys[names] = tuple(key for key in names if not key.startswith("embedding"))
         payload = {key: record[key] for key in kept}
-        entry = Entry(id_key(record_id), digest, dumps(payload, line=False), vector, text)
-        if row is not None:
-            entry.pending = Pending(row, shown, document, self.id_key not in record)
+        entry = Entry(id_key(record_id), digest, dumps(payload, line=False), None, text)
+        if self.uses_vectors:
+            entry.pending = Pending(row, shown, document, self.id_key not in record, given)
         return entry
 
     def derived_id(self, document: object, digest: str) -> str:
@@ -231,35 +226,48 @@ class EntryReader:
         return document_id(document, digest) if document is not None and not self.content_ids else digest
 
     def fill(self, entries: list[Entry]) -> list[tuple[Entry, BadRecord]]:
-        """Read the --npy rows of the `entries` still pending in one go, and make their unit vectors, hashes and
-        derived ids as `__call__` makes them one at a time (`units`: the same bytes), the batch's arithmetic done
-        over the batch; returns the entries whose vector is bad, with the error `__call__` would have raised."""
+        """Make the unit vectors, hashes and derived ids of the `entries` still pending, the batch's arithmetic done
+        over the batch (`units`: the same bytes as one at a time): the vectors records brought stacked, the --npy
+        rows they name read in one go. Returns the entries whose --npy row is bad, with the error `__call__` raises
+        for such a vector in a record."""
         waiting = [entry for entry in entries if entry.pending is not None]
-        if not waiting or self.rows is None:
+        given = [entry for entry in waiting if cast(Pending, entry.pending).given is not None]
+        if given:
+            self.finish(given, np.array([cast(Pending, entry.pending).given for entry in given]))
+        named = (
+            [entry for entry in waiting if cast(Pending, entry.pending).row is not None]
+            if len(given) < len(waiting)
+            else []
+        )
+        if not named or self.rows is None:
             return []
-        rows = np.fromiter((cast(Pending, entry.pending).row for entry in waiting), np.int64, len(waiting))
+        rows = np.fromiter((cast(Pending, entry.pending).row for entry in named), np.int64, len(named))
         matrix = self.rows.read(rows)
         if self.dimension is None:
             self.dimension = matrix.shape[1]
         sound = np.isfinite(matrix).all(axis=1) & matrix.any(axis=1) & (matrix.shape[1] == self.dimension)
         bad: list[tuple[Entry, BadRecord]] = []
-        keep = np.ones(len(waiting), dtype=bool)
+        keep = np.ones(len(named), dtype=bool)
         for n in np.flatnonzero(~sound).tolist():
             try:
                 float32_vector({self.embedding_key: matrix[n]}, self.embedding_key, self.dimension)
             except BadRecord as e:
-                bad.append((waiting[n], e))
+                bad.append((named[n], e))
                 keep[n] = False
         if bad:
-            waiting, matrix = [entry for entry, kept in zip(waiting, keep) if kept], matrix[keep]
+            named, matrix = [entry for entry, kept in zip(named, keep) if kept], matrix[keep]
+        self.finish(named, matrix)
+        return bad
+
+    def finish(self, entries: list[Entry], matrix: np.ndarray) -> None:
+        """Give the pending `entries` their unit vectors (of `matrix`, a row each), hashes and derived ids."""
         vectors = units(matrix, self.vector_hash)
         halves = vectors.astype(np.float16).tobytes()  # row n: bytes n * width .. (n + 1) * width
         width = 2 * vectors.shape[1]
-        for n, (entry, vector) in enumerate(zip(waiting, vectors)):
+        for n, (entry, vector) in enumerate(zip(entries, vectors)):
             pending = cast(Pending, entry.pending)
             entry.vector = vector
             entry.digest = halves_digest(pending.shown, halves[n * width : (n + 1) * width])
             if pending.derived:
                 entry.key = id_key(self.derived_id(pending.document, entry.digest))
             entry.pending = None
-        return bad

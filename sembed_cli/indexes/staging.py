@@ -103,8 +103,8 @@ class IndexSource(RecordReader, Protocol):
 
 
 def read_entries(source: IndexSource, reader: EntryReader, check: ModelCheck, batch: int = 2_000) -> Iterator[Entry]:
-    """The source's records as entries, each checked as it is read (a bad one names its line); the vectors of
-    --npy rows read, normalised and hashed a batch at a time (`EntryReader.fill`)."""
+    """The source's records as entries, each checked as it is read (a bad one names its line); their vectors
+    (their own, or the --npy rows they name) made unit and hashed a batch at a time (`EntryReader.fill`)."""
     made: list[Entry] = []
 
     def read(record: dict) -> None:
