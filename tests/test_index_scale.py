@@ -306,6 +306,23 @@ def test_vectors_are_hashed_alike_on_every_machine_and_an_older_index_keeps_its_
     )
 
 
+def test_records_with_their_own_vectors_and_npy_rows_in_one_batch_hash_as_when_all_bring_theirs(tmp_path):
+    """A batch's vectors are made unit and hashed together (EntryReader.fill), the records' own and the --npy rows
+    apart: mixed in one batch, each record gets the hash and derived id it gets when every record brings its own."""
+    inline = [{key: value for key, value in row.items() if key != "id"} for row in records(clustered(40))]
+    np.save(tmp_path / "v.npy", np.array([row["embedding"] for row in inline], dtype=np.float32))  # as read
+    named = [
+        {**row, "embedding_row": n} if n % 3 else row
+        for n, row in enumerate({key: value for key, value in row.items() if key != "embedding"} for row in inline)
+    ]
+    for n in range(0, 40, 3):
+        named[n]["embedding"] = inline[n]["embedding"]
+    build(tmp_path / "inline", inline)
+    build(tmp_path / "mixed", named, "--npy", str(tmp_path / "v.npy"))
+    assert stored_hashes(tmp_path / "mixed") == stored_hashes(tmp_path / "inline")
+    assert len(stored_hashes(tmp_path / "inline")) == 40
+
+
 # --- merge -----------------------------------------------------------------------------------------------------
 
 

@@ -232,13 +232,9 @@ class EntryReader:
         for such a vector in a record."""
         waiting = [entry for entry in entries if entry.pending is not None]
         given = [entry for entry in waiting if cast(Pending, entry.pending).given is not None]
+        named = [entry for entry in waiting if cast(Pending, entry.pending).given is None]
         if given:
             self.finish(given, np.array([cast(Pending, entry.pending).given for entry in given]))
-        named = (
-            [entry for entry in waiting if cast(Pending, entry.pending).row is not None]
-            if len(given) < len(waiting)
-            else []
-        )
         if not named or self.rows is None:
             return []
         rows = np.fromiter((cast(Pending, entry.pending).row for entry in named), np.int64, len(named))
