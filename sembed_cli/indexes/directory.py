@@ -142,7 +142,7 @@ class LegacyRecords:
         from ..io import dumps
 
         return {
-            int(row): (dumps(self.ids[row]).rstrip(b"\n"), dumps(self.payloads[row]).rstrip(b"\n"))
+            int(row): (dumps(self.ids[row], line=False), dumps(self.payloads[row], line=False))
             for row in {int(r) for r in rows}
             if 0 <= row < len(self.ids)
         }
@@ -151,7 +151,7 @@ class LegacyRecords:
         from ..io import dumps
 
         for row, (record_id, payload) in enumerate(zip(self.ids, self.payloads)):
-            yield row, dumps(record_id).rstrip(b"\n").decode(), "", dumps(payload).rstrip(b"\n")
+            yield row, dumps(record_id, line=False).decode(), "", dumps(payload, line=False)
 
     def removed(self) -> list[int]:
         return []
