@@ -10,9 +10,11 @@ machine change least), wall seconds and peak RSS. sembed runs with --recall 0 (t
 measurement is timed apart, as `measure_seconds`, by a third run at the smallest size). A third process, the
 store's floor (`floor`), does the same per-record work as straight-line batched Python with nothing else: its
 `floor_ratio` ((raw FAISS + floor) / raw FAISS) is the least any build keeping these rows in SQLite can cost.
+With --no-keywords a fourth process builds with `sembed index --no-keywords` (no FTS5 fill): `sembed_no_keywords`
+and its `cpu_ratio_no_keywords`.
 
     nice -n 10 python bench/build_cost.py [--name minilm] [--sizes 100000,953433] [--type hnsw] [--threads 2] \
-        [--no-measure]
+        [--no-measure] [--no-keywords]
 --name static10m: the 11,308,664 static window vectors (256-d) and their records. Results:
 bench/results/build_cost.json (--name minilm) or build_cost_NAME.json; --machine M adds _M (another machine's
 figures beside the committed ones: build_cost_xeon.json).
@@ -131,6 +133,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("runs/build_cost"))
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-measure", action="store_true", help="skip the third build that times the recall measure")
+    parser.add_argument("--no-keywords", action="store_true", help="also build with --no-keywords (no FTS5 fill)")
     parser.add_argument("--machine", default="", help="a suffix of the results file: build_cost[_NAME]_MACHINE.json")
     parser.add_argument("--raw", nargs=3, metavar=("SIZE", "FACTORY", "OUTPUT"), help=argparse.SUPPRESS)
     parser.add_argument("--floor", type=int, metavar="SIZE", help=argparse.SUPPRESS)
@@ -175,6 +178,10 @@ def main() -> None:
             "store_floor_us": round(1e6 * least["cpu_seconds"] / size, 1),
             "floor_ratio": round((theirs["cpu_seconds"] + least["cpu_seconds"]) / theirs["cpu_seconds"], 3),
         }
+        if args.no_keywords:  # the build a user who declines the keyword index pays
+            declined = timed([*built, "--recall", "0", "--no-keywords"], args.threads)
+            result["sembed_no_keywords"] = declined
+            result["cpu_ratio_no_keywords"] = round(declined["cpu_seconds"] / theirs["cpu_seconds"], 3)
         if size == min(map(int, args.sizes.split(","))) and not args.no_measure:
             measured = timed(built, args.threads)
             result["measure_seconds"] = {"cpu_seconds": round(measured["cpu_seconds"] - ours["cpu_seconds"], 2)}

@@ -125,16 +125,18 @@ def build_index(
     text_key: str = "text",
     id_key: str = "id",
     trained: str | Path | None = None,
+    keywords: bool = True,
     device: str = "auto",
 ) -> dict:
     """`sembed index RECORDS -o OUTPUT`: an index of the records' `embedding` vectors, or of their texts
     embedded with `model`; returns the index's metadata. `index_type`: auto, flat, hnsw, ivf, ivfpq or a FAISS
-    factory string (see `sembed index --help`); `trained`: an index whose trained quantiser to reuse."""
+    factory string (see `sembed index --help`); `trained`: an index whose trained quantiser to reuse;
+    `keywords=False`: no keyword index (`--no-keywords`)."""
     from .indexes.build import build_index as build
     from .indexes.model_choice import ModelChoice
     from .indexes.staging import IndexSettings
 
-    settings = IndexSettings(requested_type=index_type, text_key=text_key, id_key=id_key)
+    settings = IndexSettings(requested_type=index_type, text_key=text_key, id_key=id_key, keywords=keywords)
     choice = ModelChoice(model, given=model != DEFAULT_MODEL, device=device)
     with _source(records) as source:
         return build(
@@ -147,9 +149,12 @@ def build_index(
         )
 
 
-def update_index(records: Records, directory: str | Path, *, sync: bool = False, device: str = "auto") -> dict:
+def update_index(
+    records: Records, directory: str | Path, *, sync: bool = False, keywords: bool | None = None, device: str = "auto"
+) -> dict:
     """`sembed index RECORDS --update DIRECTORY`: new ids added, changed ones replaced, in place, texts embedded
-    with the index's own model (with `sync`, ids absent from the records removed); returns the new metadata."""
+    with the index's own model (with `sync`, ids absent from the records removed; `keywords`: add (True) or drop
+    (False) the keyword index, None keeps the index's choice); returns the new metadata."""
     from .indexes.model_choice import ModelChoice
     from .indexes.staging import IndexSettings
     from .indexes.update import UpdateChoices
@@ -157,7 +162,8 @@ def update_index(records: Records, directory: str | Path, *, sync: bool = False,
 
     choice = ModelChoice(DEFAULT_MODEL, device=device)  # replaced by the index's model: none is given
     with _source(records) as source:
-        return update(source, Path(directory), IndexSettings(), choice, UpdateChoices(frozenset(), sync=sync))
+        settings = IndexSettings(keywords=keywords)
+        return update(source, Path(directory), settings, choice, UpdateChoices(frozenset(), sync=sync))
 
 
 def merge_indexes(pieces: Sequence[str | Path], output: str | Path, force: bool = False) -> dict:

@@ -144,10 +144,91 @@ def test_an_index_built_before_keyword_search(built):
     assert run.exit_code == 1
     assert run.stderr == (
         f"error: the index at '{built}' was built before keyword search: it has no keyword index "
-        "(hint: add it with sembed index --update DIR < /dev/null, or rebuild the index)\n"
+        "(hint: add it with sembed index --update DIR --keywords < /dev/null)\n"
     )
     assert sembed("index", "-q", "--update", str(built), "--device", "cpu", input="").exit_code == 0
     assert set(ids(search(built, "--keyword", "--query", "truman")[0])) == {"r0", "r4"}
+
+
+def tables(index: Path) -> set[str]:
+    db = sqlite3.connect(index / "records.sqlite")
+    try:
+        return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'keyword%'")}
+    finally:
+        db.close()
+
+
+def kept_setting(index: Path) -> bool:
+    import json
+
+    return json.loads((index / "sembed.json").read_text())["settings"]["keywords"]
+
+
+def test_no_keywords_is_kept_until_asked_for_and_answers_as_a_build(tiny_model, tmp_path):
+    index, whole = tmp_path / "index", tmp_path / "whole"
+    run = sembed(
+        "index", "-q", "-m", tiny_model, "--device", "cpu", "--no-keywords", "-o", str(index), input=jsonl(*records())
+    )
+    assert run.exit_code == 0, run.stderr
+    assert tables(index) == set() and kept_setting(index) is False
+    run = sembed("search", "-q", "--index", str(index), "--keyword", "--query", "truman")
+    assert run.exit_code == 1
+    assert run.stderr == (
+        f"error: the index at '{index}' keeps none (--no-keywords): it has no keyword index "
+        "(hint: add it with sembed index --update DIR --keywords < /dev/null)\n"
+    )
+    assert search(index, "--query", "truman")  # vector search as ever
+    more = jsonl(*records(["Truman again"], 10))
+    assert sembed("index", "-q", "--update", str(index), "--device", "cpu", input=more).exit_code == 0
+    assert tables(index) == set() and kept_setting(index) is False  # an update keeps the choice
+    assert sembed("index", "-q", "--update", str(index), "--keywords", input="").exit_code == 0
+    assert kept_setting(index) is True and "keyword" in tables(index)
+    build(tiny_model, whole, [*records(), *records(["Truman again"], 10)])
+    for query in ("truman", "union OR park", '"the union"'):
+        assert search(index, "--keyword", "--query", query) == search(whole, "--keyword", "--query", query)
+    assert sembed("index", "--check", str(index)).exit_code == 0
+    assert sembed("index", "-q", "--update", str(index), "--no-keywords", input="").exit_code == 0
+    assert tables(index) == set() and kept_setting(index) is False
+    assert sembed("index", "-q", "--update", str(index), "--retrain", input="").exit_code == 0
+    assert tables(index) == set() and kept_setting(index) is False  # a rebuild keeps the choice
+    assert sembed("index", "--check", str(index)).exit_code == 0
+
+
+def test_a_merge_keeps_keywords_unless_every_piece_declined(tiny_model, tmp_path):
+    pieces = []
+    for n, flag in enumerate(("--no-keywords", "--no-keywords", "--keywords")):
+        pieces.append(tmp_path / f"piece{n}")
+        run = sembed(
+            "index",
+            "-q",
+            "-m",
+            tiny_model,
+            "--device",
+            "cpu",
+            flag,
+            "-o",
+            str(pieces[-1]),
+            input=jsonl(*records(TEXTS[2 * n : 2 * n + 2], 2 * n)),
+        )
+        assert run.exit_code == 0, run.stderr
+    for chosen, expected in ((pieces[:2], False), (pieces, True)):
+        merged = tmp_path / f"merged{len(chosen)}"
+        run = sembed("index", "merge", "-q", *map(str, chosen), "-o", str(merged))
+        assert run.exit_code == 0, run.stderr
+        assert kept_setting(merged) is expected and ("keyword" in tables(merged)) is expected
+    assert set(ids(search(merged, "--keyword", "--query", "park")[0])) == {"r3", "r4"}
+
+
+def test_the_python_api_declines_and_adds_as_the_command_does(tiny_model, tmp_path):
+    from sembed_cli import api
+
+    index = tmp_path / "index"
+    api.build_index(records(), index, model=tiny_model, device="cpu", keywords=False)
+    assert tables(index) == set() and kept_setting(index) is False
+    api.update_index([], index, device="cpu")
+    assert tables(index) == set()
+    api.update_index([], index, keywords=True, device="cpu")
+    assert set(ids(search(index, "--keyword", "--query", "truman")[0])) == {"r0", "r4"}
 
 
 def test_usage_errors(built):

@@ -40,6 +40,7 @@ from .index_options import (
     IdKey,
     IndexDir,
     IndexType,
+    Keywords,
     NProbe,
     NpyVectors,
     Rerank,
@@ -65,6 +66,7 @@ def index_command(
     recall: TargetRecall = 0.95,
     sync: Sync = False,
     retrain: Retrain = False,
+    keywords: Keywords = None,
     trained: Trained = None,
     text_key: TextKey = "text",
     embedding_key: EmbeddingKey = "embedding",
@@ -169,7 +171,7 @@ def index_command(
         raise typer.BadParameter(f"'{rerank}' is not one of {', '.join(RERANK_CHOICES)}", param_hint="'--rerank'")
     check_backend(backend, quantize, device)
     settings = IndexSettings(
-        index_type, rerank, nprobe, seed, text_key, embedding_key, id_key, batch_size, doc_key, recall or None
+        index_type, rerank, nprobe, seed, text_key, embedding_key, id_key, batch_size, doc_key, recall or None, keywords
     )
     choice = ModelChoice(model, "model" in given, device, backend, quantize, long_text)
     source: IndexSource

@@ -164,9 +164,8 @@ def build_into(
             rejects,
             settings.batch_size,
         )
-        keyword.install(
-            store.db, settings.text_key, announce=False
-        )  # filled from the rows in one pass, not kept in step row by row
+        if settings.keywords is not False:  # filled from the rows in one pass, not kept in step row by row
+            keyword.install(store.db, settings.text_key, announce=False)
         count = staging.next_row
         if count == 0 or staging.vectors is None:
             skipped = f" ({len(rejects.skipped)} skipped as bad records)" if rejects.skipped else ""

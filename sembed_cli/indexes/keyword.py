@@ -6,6 +6,13 @@ FTS index in step with whatever writes rows (a build, `--update`, `--sync`, `ind
 know it is there. An index built before it has no FTS table: `install` adds one (filled from the stored rows) at
 its next `--update`; until then `--keyword` on it is an error saying so.
 
+The keyword index is the user's to decline (`sembed index --no-keywords`, sembed.json's settings.keywords false):
+a vector-only search of 11.3M windows would pay for it with 2.9 us a record of the build (33 CPU-s, one thread:
+the FTS5 fill tokenises and stems every text) and 0.6 GB of the store's 4.7 GB, and every later insert with
+its trigger's work. Such an index has no table and gets none at `--update`; `--update DIR --keywords` adds it
+afterwards (a pass over the stored rows, run apart from the build) and `--update DIR --no-keywords` drops it
+(`keep`).
+
     keyword_texts   VIEW (row, text): the text field of each stored payload
     keyword         fts5(text, content='keyword_texts', content_rowid='row'), tokenised by Porter's stemmer over
                     unicode61 (case and diacritics folded), so 'speeches' finds 'speech'
@@ -43,7 +50,8 @@ COMMON_SHARE = 0.03  # --any-word leaves out words in more of the texts than thi
 COMMON_FLOOR = 10_000  # ... and than this many texts: ranking that many matches takes milliseconds
 WORD = re.compile(r"\w+", re.UNICODE)
 HASH_SIZE = 16 << 20  # bytes of terms FTS5 holds in memory before writing a segment (`pending_terms`)
-REBUILD_HINT = "add it with sembed index --update DIR < /dev/null, or rebuild the index"
+SETTING = "keywords"  # sembed.json's settings: false where the user declined the keyword index
+ADD_HINT = "add it with sembed index --update DIR --keywords < /dev/null"
 
 
 def json_path(key: str) -> str:
@@ -89,6 +97,35 @@ def install(db: sqlite3.Connection, text_key: str = "text", announce: bool = Tru
         pending_terms(db)
         db.execute(f"INSERT INTO {TABLE} ({TABLE}) VALUES ('rebuild')")
     db.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (STATE_KEY, text_key))
+    return True
+
+
+def wanted(settings: dict) -> bool:
+    """Whether the index whose sembed.json settings are `settings` keeps a keyword index: unless declined (an
+    index built before the choice existed has none recorded, and gets one at its next update as before)."""
+    return settings.get(SETTING, True) is not False
+
+
+def keep(db: sqlite3.Connection, text_key: str, keywords: bool) -> None:
+    """Give the store `db` its keyword index (`install`, filled from its rows) or take it away (`drop`), as
+    `keywords` says, inside the caller's transaction."""
+    if keywords:
+        install(db, text_key)
+    else:
+        drop(db)
+
+
+def drop(db: sqlite3.Connection) -> bool:
+    """Remove the FTS table, its view and triggers from the store `db` (the pages they held are reused by later
+    rows: sembed never makes a store's file shorter). Returns whether there was one."""
+    if not present(db):
+        return False
+    for name in ("insert", "delete", "update"):
+        db.execute(f"DROP TRIGGER IF EXISTS {TABLE}_{name}")
+    db.execute(f"DROP TABLE {TABLE}")
+    db.execute(f"DROP VIEW IF EXISTS {VIEW}")
+    db.execute("DELETE FROM state WHERE key = ?", (STATE_KEY,))
+    log.info("dropped the keyword index (FTS5): sembed index --update DIR --keywords adds it again")
     return True
 
 
@@ -142,12 +179,11 @@ class KeywordIndex:
         db = getattr(index.store, "db", None)  # a RecordStore's; sembed 0.1's records.jsonl has none
         if db is None:
             raise SembedError(
-                f"the index at '{index.path}' was written by sembed 0.1 and has no keyword index", REBUILD_HINT
+                f"the index at '{index.path}' was written by sembed 0.1 and has no keyword index", ADD_HINT
             )
         if not present(db):
-            raise SembedError(
-                f"the index at '{index.path}' was built before keyword search: it has no keyword index", REBUILD_HINT
-            )
+            why = "was built before keyword search" if wanted(index.settings) else "keeps none (--no-keywords)"
+            raise SembedError(f"the index at '{index.path}' {why}: it has no keyword index", ADD_HINT)
         return cls(db, str(index.path), index.count)
 
     def check(self, query: str) -> None:

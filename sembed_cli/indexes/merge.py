@@ -16,7 +16,7 @@ import numpy as np
 from ..artifacts import building, describe, write_metadata
 from ..errors import SembedError
 from ..io.atomic_files import disk_full_named
-from . import compaction, kinds, recall
+from . import compaction, keyword, kinds, recall
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, seal
 from .entries import BLAS_NORM, vector_hash_of
 from .staging import add_rows_read, write_faiss
@@ -34,7 +34,8 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
     loaded = [VectorIndex.load(piece, whole=True) for piece in pieces]  # read-only: a piece may be on a shared mount
     try:
         with building(output, force=force) as work, disk_full_named(work, output, STORE_FILE):
-            count, kind = merge_into(work, loaded)
+            keywords = any(keyword.wanted(piece.settings) for piece in loaded)  # unless every piece declined it
+            count, kind = merge_into(work, loaded, keywords)
             meta = dict(loaded[0].metadata)
             fresh = describe("sembed index merge", {}, {})
             meta.update(
@@ -54,6 +55,7 @@ def merge_indexes(pieces: list[Path], output: Path, force: bool = False) -> dict
                     for piece in loaded
                 ]
             }
+            meta["settings"] = {**meta["settings"], keyword.SETTING: keywords}
             write_metadata(work, meta, METADATA_FILE)  # what the measurement's load reads; sealed once, after
             meta["settings"] = {**meta["settings"], **measured_again(work, meta)}
             seal(work, meta)
@@ -72,9 +74,10 @@ def measured_again(work: Path, meta: dict) -> dict:
         return recall.measure_update(merged, settings, settings.get("seed", 0), merged.count, afresh=True)
 
 
-def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
+def merge_into(work: Path, pieces: list[VectorIndex], keywords: bool = True) -> tuple[int, kinds.Kind]:
     """Join `pieces` (same model, dimension and trained quantiser; disjoint ids) into a new index in `work`:
-    rows numbered piece after piece, FAISS `merge_from` (a graph is rebuilt from its vectors, in row order)."""
+    rows numbered piece after piece, FAISS `merge_from` (a graph is rebuilt from its vectors, in row order);
+    with the keyword index of their texts where `keywords`."""
     import faiss
 
     first = pieces[0]
@@ -82,7 +85,7 @@ def merge_into(work: Path, pieces: list[VectorIndex]) -> tuple[int, kinds.Kind]:
     meta = first.settings
     kind = kinds.Kind(meta.get("type", "factory"), meta["factory"], meta.get("nprobe"))
     store = RecordStore(
-        work / STORE_FILE, create=True, text_key=meta.get("text_key", "text")
+        work / STORE_FILE, create=True, text_key=meta.get("text_key", "text"), fts=keywords
     )  # no transaction: ATTACH refuses one; `work` is atomic
     try:
         offset = 0

@@ -24,7 +24,7 @@ from .. import console
 from ..io import RecordReader, Rejects
 from ..io.atomic_files import DiskFull, is_disk_full
 from ..io.checksums import DEFAULT, hasher, make
-from . import kinds
+from . import keyword, kinds
 from .entries import Entry, EntryReader, unit_rows
 from .store import RecordStore
 from .vector_file import VectorFile
@@ -52,6 +52,7 @@ class IndexSettings:
     batch_size: int = 2_000  # records looked up, inserted and embedded together
     doc_key: str = "doc_id"  # the document a record without an id comes from: one entry per document and sentence
     recall: float | None = 0.95  # recall@10 the search breadth is tuned to at build (indexes/recall.py); None: not
+    keywords: bool | None = None  # the FTS5 keyword index (keyword.py): None, a build's default or an index's own
 
     def describe(self) -> dict:
         return {
@@ -62,6 +63,7 @@ class IndexSettings:
             "id_key": self.id_key,
             "doc_key": self.doc_key,
             "seed": self.seed,
+            keyword.SETTING: self.keywords is not False,
         }
 
 

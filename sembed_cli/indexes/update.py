@@ -101,6 +101,8 @@ def _update(
             if key in built and key not in given
         },
     )
+    # the keyword index as given, else as the index keeps it (one built before the choice gets one, as before)
+    settings = replace(settings, keywords=keyword.wanted(built) if settings.keywords is None else settings.keywords)
     if "model" not in given:
         identity = loaded.identity
         name = loaded.metadata.get("model_path") or loaded.metadata["model"]
@@ -159,14 +161,15 @@ def _update(
                 "previous_sha256": previous.get("sha256"),
             },
         }
+        meta["settings"] = {**built, keyword.SETTING: settings.keywords}
         if changes.removed or changes.added:  # the recall measured again after the rows it changed
             # fresh rows are scored exactly, so they change the measured recall only once folded into FAISS
             changed = changes.folded + len(changes.removed) + changes.compacted
-            meta["settings"] = {**built, **recall.measure_update(loaded, built, settings.seed, changed)}
+            meta["settings"].update(recall.measure_update(loaded, built, settings.seed, changed))
         written.append(meta)
         return meta
 
-    updated = update_in_place(loaded, entries, embedder, source.rejects, choices.sync, settings.batch_size, metadata)
+    updated = update_in_place(loaded, entries, embedder, source.rejects, choices.sync, settings, metadata)
     if reader.content_ids and reader.documents:
         log.info(
             f"note: {reader.documents} record(s) name their document ({settings.doc_key}), but {loaded.path} keys "
@@ -200,6 +203,7 @@ def rebuild(directory: Path, settings: IndexSettings) -> dict:
                 **built.kind.describe(),
                 "trained_sha256": built.trained_sha256,
                 "rerank": settings.rerank if built.kind.lossy else "none",
+                keyword.SETTING: settings.keywords is not False,
                 **built.recall,
             }
             fresh["data"] = {**meta.get("data", {}), "sha256": built.data_sha256, "rebuilt": True}
@@ -227,14 +231,15 @@ def update_in_place(
     embed: Embed | None,
     rejects: Rejects,
     sync: bool,
-    batch_size: int,
+    settings: IndexSettings,
     write_metadata: Callable[[Updated], dict],
 ) -> Updated:
     """Apply `entries` to the index `loaded` (opened writable, its lock held): one transaction, committed with
     the new FAISS file, the checksums and sembed.json (written under a hidden name before the commit, renamed in
     after it; the state holds it too, so it never disagrees with the rows); on any failure the index stays as it
-    was and nothing is left. `write_metadata(updated)` gives sembed.json. The FAISS file of the generation before
-    stays until the next update, for a search that read the state just before this commit."""
+    was and nothing is left. `settings`: the batch size and whether the index keeps its keyword index (added or
+    dropped here where that changes). `write_metadata(updated)` gives sembed.json. The FAISS file of the
+    generation before stays until the next update, for a search that read the state just before this commit."""
     store, path = loaded.store, loaded.path
     assert isinstance(store, RecordStore)
     committed = store.number("vector_rows")
@@ -266,8 +271,8 @@ def update_in_place(
     store.begin()
     try:
         with disk_full_as_error(path / STORE_FILE):
-            keyword.install(store.db, loaded.settings.get("text_key", "text"))  # an index built before keyword search
-            staging = stage(store, entries, vectors, embed, rejects, batch_size, sync)
+            keyword.keep(store.db, loaded.settings.get("text_key", "text"), settings.keywords is not False)
+            staging = stage(store, entries, vectors, embed, rejects, settings.batch_size, sync)
         changes = staging.changes
         faiss_file = previous_faiss
         sums: dict[str, str] = {}
