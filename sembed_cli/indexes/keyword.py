@@ -7,11 +7,11 @@ know it is there. An index built before it has no FTS table: `install` adds one 
 its next `--update`; until then `--keyword` on it is an error saying so.
 
 The keyword index is the user's to decline (`sembed index --no-keywords`, sembed.json's settings.keywords false):
-a vector-only search of 11.3M windows would pay for it with 2.9 us a record of the build (33 CPU-s, one thread:
-the FTS5 fill tokenises and stems every text) and 0.6 GB of the store's 4.7 GB, and every later insert with
-its trigger's work. Such an index has no table and gets none at `--update`; `--update DIR --keywords` adds it
-afterwards (a pass over the stored rows, run apart from the build) and `--update DIR --no-keywords` drops it
-(`keep`).
+a vector-only search of 11.3M windows would pay for it with 2.5 us a record of the build (29 of its 490 CPU-s,
+one thread: the FTS5 fill tokenises and stems every text; bench/keyword_fill.py), 0.59 GB of the store's 4.7 GB,
+and every later insert with its trigger's work. Such an index has no table and gets none at `--update`;
+`--update DIR --keywords` adds it afterwards (a pass over the stored rows, run apart from the build) and `--update
+DIR --no-keywords` drops it (`keep`).
 
     keyword_texts   VIEW (row, text): the text field of each stored payload
     keyword         fts5(text, content='keyword_texts', content_rowid='row'), tokenised by Porter's stemmer over
