@@ -349,6 +349,42 @@ def test_pieces_built_with_one_trained_quantiser_merge_to_one_build_with_it(tmp_
     assert answers(tmp_path / "merged", queries) == answers(tmp_path / "trained", queries)
 
 
+@pytest.mark.parametrize("factory", ["IVF64_HNSW32,PQ16", "IVF32,Flat"])
+def test_a_piece_built_with_trained_dir_merges_with_dir_itself(tmp_path, monkeypatch, factory):
+    from sembed_cli.indexes import build as building
+
+    vectors = clustered(3000)
+    build(tmp_path / "trained", records(vectors[:1500]), "--type", factory)
+    build(tmp_path / "piece", records(vectors[1500:], 1500), "--trained", str(tmp_path / "trained"))
+    build(tmp_path / "whole", records(vectors), "--trained", str(tmp_path / "trained"))
+    digests = {json.loads((tmp_path / p / "sembed.json").read_text())["settings"]["trained_sha256"]
+               for p in ("trained", "piece", "whole")}  # fmt: skip
+    assert len(digests) == 1  # the search breadth DIR was loaded with is not hashed
+    run = sembed("index", "merge", str(tmp_path / "trained"), str(tmp_path / "piece"), "-o", str(tmp_path / "merged"))
+    assert run.exit_code == 0, run.stderr
+    queries = clustered(30, seed=9)
+    assert answers(tmp_path / "merged", queries) == answers(tmp_path / "whole", queries)
+
+    def as_before(index) -> str:  # sembed before 2026-11-29 hashed the breadth DIR was loaded with (nprobe 7 here)
+        import hashlib
+
+        import faiss
+
+        empty = faiss.clone_index(index)
+        empty.reset()
+        kinds.set_search_breadth(empty, 7, None)
+        return hashlib.sha256(faiss.serialize_index(empty).tobytes()).hexdigest()
+
+    with monkeypatch.context() as patched:
+        patched.setattr(building, "trained_digest", as_before)
+        build(tmp_path / "older", records(vectors[1500:], 1500), "--trained", str(tmp_path / "trained"))
+    older = json.loads((tmp_path / "older" / "sembed.json").read_text())["settings"]["trained_sha256"]
+    assert older not in digests  # such a piece is recognised by its FAISS index, made again at merge
+    run = sembed("index", "merge", str(tmp_path / "trained"), str(tmp_path / "older"), "-o", str(tmp_path / "m2"))
+    assert run.exit_code == 0, run.stderr
+    assert answers(tmp_path / "m2", queries) == answers(tmp_path / "merged", queries)
+
+
 def test_merge_refuses_pieces_that_do_not_belong_together(tmp_path):
     vectors = clustered(3000)
     build(tmp_path / "a", records(vectors[:60]))

@@ -217,6 +217,7 @@ def fresh_index(trained: VectorIndex | None, settings: IndexSettings, count: int
     kind = kinds.Kind(meta.get("type", "factory"), meta["factory"], settings.nprobe or meta.get("nprobe"))
     index = faiss.clone_index(trained.index)
     index.reset()
+    kinds.training_breadth(index)  # rows added as the build that trained it added its own, not at its search breadth
     return kind, index
 
 
@@ -230,11 +231,16 @@ def train_from_file(index, vectors: VectorFile, count: int, seed: int) -> None:
 
 
 def trained_digest(index) -> str:
-    """A hash of the trained, empty index: pieces with equal digests share one quantiser and codebooks."""
+    """A hash of the trained, empty index: pieces with equal digests share one quantiser and codebooks. The search
+    breadth (nprobe, efSearch) is no part of the training, and a loaded index has its own (`--trained DIR` copies
+    DIR's as loaded), so it is hashed at the breadth training leaves (`kinds.training_breadth`: a digest made as
+    an index is trained is the same as before 2026-11-29, when a piece built with --trained DIR hashed DIR's
+    breadth as loaded and could not be merged with DIR itself)."""
     import faiss
 
     empty = faiss.clone_index(index)
     empty.reset()
+    kinds.training_breadth(empty)
     return hashlib.sha256(faiss.serialize_index(empty).tobytes()).hexdigest()
 
 

@@ -307,6 +307,21 @@ def set_search_breadth(index, kind_nprobe: int | None, ef_search: int | None) ->
         graph.hnsw.efSearch = ef_search or HNSW_EF_SEARCH
 
 
+def training_breadth(index) -> None:
+    """Give `index` the search breadth `train` leaves a new index with (FAISS's nprobe 1, a graph quantiser's
+    QUANTIZER_ADD_EF_SEARCH, a graph's HNSW_EF_SEARCH): what its trained digest is made at (build.trained_digest)."""
+    import faiss
+
+    ivf, graph = ivf_of(index), hnsw_of(index)
+    if ivf is not None:
+        ivf.nprobe = 1
+        quantizer = faiss.downcast_index(ivf.quantizer)
+        if isinstance(quantizer, faiss.IndexHNSW):
+            quantizer.hnsw.efSearch = QUANTIZER_ADD_EF_SEARCH
+    if graph is not None:
+        graph.hnsw.efSearch = HNSW_EF_SEARCH
+
+
 def bytes_per_vector(kind: Kind, dim: int, rerank_bytes: int) -> int:
     """What one vector costs: in the FAISS index (codes and id) and in the re-ranking file."""
     import faiss

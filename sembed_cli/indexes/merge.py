@@ -17,6 +17,7 @@ from ..artifacts import building, describe, write_metadata
 from ..errors import SembedError
 from ..io.atomic_files import disk_full_named
 from . import compaction, keyword, kinds, recall
+from .build import trained_digest
 from .directory import INDEX_FILE, METADATA_FILE, VectorIndex, seal
 from .entries import BLAS_NORM, vector_hash_of
 from .staging import add_rows_read, write_faiss
@@ -84,9 +85,10 @@ def merge_into(work: Path, pieces: list[VectorIndex], keywords: bool = True) -> 
     stores = check_mergeable(pieces)
     meta = first.settings
     kind = kinds.Kind(meta.get("type", "factory"), meta["factory"], meta.get("nprobe"))
-    store = RecordStore(
-        work / STORE_FILE, create=True, text_key=meta.get("text_key", "text"), fts=keywords
-    )  # no transaction: ATTACH refuses one; `work` is atomic
+    text_key = meta.get("text_key", "text")
+    # no transaction (ATTACH refuses one; `work` is atomic); the keyword index is filled once the rows are in, as
+    # a build's is, not kept in step row by row
+    store = RecordStore(work / STORE_FILE, create=True, text_key=text_key, fts=False)
     try:
         offset = 0
         merged = None
@@ -114,6 +116,8 @@ def merge_into(work: Path, pieces: list[VectorIndex], keywords: bool = True) -> 
                 for start, block in piece.vectors.chunks(piece.row_count):
                     kept.append(block, at_row=offset + start)
             offset += piece.row_count
+        if keywords:
+            keyword.install(store.db, text_key, announce=False)
         write_faiss(merged, work / INDEX_FILE)
         if kept is not None:
             kept.sync()
@@ -153,7 +157,7 @@ def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:
         for what, mine, theirs in (
             ("holds vectors of", first.metadata.get("embedding_model"), piece.metadata.get("embedding_model")),
             ("has dimension", first.dimension, piece.dimension),
-            ("was trained as", first.settings.get("trained_sha256"), piece.settings.get("trained_sha256")),
+            ("was trained as", *quantisers(first, piece)),
         ):
             if mine != theirs:
                 shown = (
@@ -188,6 +192,16 @@ def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:
                 "build every piece with the same --rerank",
             )
     return stores
+
+
+def quantisers(first: VectorIndex, piece: VectorIndex) -> tuple[str | None, str | None]:
+    """The two pieces' trained digests as their builds recorded them; where those differ, made again from their
+    FAISS indexes (build.trained_digest): a piece built with --trained DIR before 2026-11-29 recorded the search
+    breadth of DIR as loaded, and so differed from DIR's own digest and from pieces built since."""
+    mine, theirs = first.settings.get("trained_sha256"), piece.settings.get("trained_sha256")
+    if mine != theirs and mine is not None and theirs is not None:
+        return trained_digest(first.index), trained_digest(piece.index)
+    return mine, theirs
 
 
 def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[tuple[Path, int]]) -> None:
