@@ -33,8 +33,8 @@ def records(texts=TEXTS, start: int = 0) -> list[dict]:
     return [{"id": f"r{start + i}", "text": t, "year": 1945 + start + i} for i, t in enumerate(texts)]
 
 
-def build(model: str, out: Path, rows: list[dict]) -> None:
-    run = sembed("index", "-q", "-m", model, "--device", "cpu", "-o", str(out), input=jsonl(*rows))
+def build(model: str, out: Path, rows: list[dict], *args: str) -> None:
+    run = sembed("index", "-q", "-m", model, "--device", "cpu", *args, "-o", str(out), input=jsonl(*rows))
     assert run.exit_code == 0, run.stderr
 
 
@@ -166,10 +166,7 @@ def kept_setting(index: Path) -> bool:
 
 def test_no_keywords_is_kept_until_asked_for_and_answers_as_a_build(tiny_model, tmp_path):
     index, whole = tmp_path / "index", tmp_path / "whole"
-    run = sembed(
-        "index", "-q", "-m", tiny_model, "--device", "cpu", "--no-keywords", "-o", str(index), input=jsonl(*records())
-    )
-    assert run.exit_code == 0, run.stderr
+    build(tiny_model, index, records(), "--no-keywords")
     assert tables(index) == set() and kept_setting(index) is False
     run = sembed("search", "-q", "--index", str(index), "--keyword", "--query", "truman")
     assert run.exit_code == 1
@@ -195,22 +192,9 @@ def test_no_keywords_is_kept_until_asked_for_and_answers_as_a_build(tiny_model, 
 
 
 def test_a_merge_keeps_keywords_unless_every_piece_declined(tiny_model, tmp_path):
-    pieces = []
-    for n, flag in enumerate(("--no-keywords", "--no-keywords", "--keywords")):
-        pieces.append(tmp_path / f"piece{n}")
-        run = sembed(
-            "index",
-            "-q",
-            "-m",
-            tiny_model,
-            "--device",
-            "cpu",
-            flag,
-            "-o",
-            str(pieces[-1]),
-            input=jsonl(*records(TEXTS[2 * n : 2 * n + 2], 2 * n)),
-        )
-        assert run.exit_code == 0, run.stderr
+    pieces = [tmp_path / f"piece{n}" for n in range(3)]
+    for n, (piece, flag) in enumerate(zip(pieces, ("--no-keywords", "--no-keywords", "--keywords"))):
+        build(tiny_model, piece, records(TEXTS[2 * n : 2 * n + 2], 2 * n), flag)
     for chosen, expected in ((pieces[:2], False), (pieces, True)):
         merged = tmp_path / f"merged{len(chosen)}"
         run = sembed("index", "merge", "-q", *map(str, chosen), "-o", str(merged))
