@@ -115,18 +115,17 @@ def keep(db: sqlite3.Connection, text_key: str, keywords: bool) -> None:
         drop(db)
 
 
-def drop(db: sqlite3.Connection) -> bool:
-    """Remove the FTS table, its view and triggers from the store `db` (the pages they held are reused by later
-    rows: sembed never makes a store's file shorter). Returns whether there was one."""
+def drop(db: sqlite3.Connection) -> None:
+    """Remove the FTS table, its view and triggers from the store `db`, if it has them (the pages they held are
+    reused by later rows: sembed never makes a store's file shorter)."""
     if not present(db):
-        return False
+        return
     for name in ("insert", "delete", "update"):
         db.execute(f"DROP TRIGGER IF EXISTS {TABLE}_{name}")
     db.execute(f"DROP TABLE {TABLE}")
     db.execute(f"DROP VIEW IF EXISTS {VIEW}")
     db.execute("DELETE FROM state WHERE key = ?", (STATE_KEY,))
     log.info("dropped the keyword index (FTS5): sembed index --update DIR --keywords adds it again")
-    return True
 
 
 def pending_terms(db: sqlite3.Connection) -> None:

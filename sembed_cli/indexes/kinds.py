@@ -244,9 +244,7 @@ def train(index, sample, seed: int) -> None:
     elif ivf is not None:
         ivf.cp.seed = seed
         ivf.cp.spherical = True
-    quantizer = faiss.downcast_index(ivf.quantizer) if ivf is not None else None
-    if isinstance(quantizer, faiss.IndexHNSW):  # the cells of the rows as they are added; a search sets its own
-        quantizer.hnsw.efSearch = QUANTIZER_ADD_EF_SEARCH
+    training_breadth(index)  # a graph quantiser's breadth as the rows are added to cells; a search sets its own
     index.train(np.ascontiguousarray(sample, dtype=np.float32))
 
 

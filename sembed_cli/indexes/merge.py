@@ -153,11 +153,12 @@ def add_fresh(merged, piece: VectorIndex, offset: int, store: RecordStore) -> No
 def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:
     """The pieces' record stores, once they are known to fit together; a SembedError saying why they do not."""
     first = pieces[0]
-    for piece in pieces[1:]:
+    trained = quantisers(pieces)
+    for piece, quantiser in zip(pieces[1:], trained[1:]):
         for what, mine, theirs in (
             ("holds vectors of", first.metadata.get("embedding_model"), piece.metadata.get("embedding_model")),
             ("has dimension", first.dimension, piece.dimension),
-            ("was trained as", *quantisers(first, piece)),
+            ("was trained as", trained[0], quantiser),
         ):
             if mine != theirs:
                 shown = (
@@ -194,14 +195,14 @@ def check_mergeable(pieces: list[VectorIndex]) -> list[RecordStore]:
     return stores
 
 
-def quantisers(first: VectorIndex, piece: VectorIndex) -> tuple[str | None, str | None]:
-    """The two pieces' trained digests as their builds recorded them; where those differ, made again from their
-    FAISS indexes (build.trained_digest): a piece built with --trained DIR before 2026-11-29 recorded the search
-    breadth of DIR as loaded, and so differed from DIR's own digest and from pieces built since."""
-    mine, theirs = first.settings.get("trained_sha256"), piece.settings.get("trained_sha256")
-    if mine != theirs and mine is not None and theirs is not None:
-        return trained_digest(first.index), trained_digest(piece.index)
-    return mine, theirs
+def quantisers(pieces: list[VectorIndex]) -> list[str | None]:
+    """The pieces' trained digests as their builds recorded them; where those differ, made again from their FAISS
+    indexes, once a piece (build.trained_digest): a piece built with --trained DIR before 2026-11-29 recorded the
+    search breadth of DIR as loaded, and so differed from DIR's own digest and from pieces built since."""
+    recorded = [piece.settings.get("trained_sha256") for piece in pieces]
+    if len(set(recorded)) > 1 and None not in recorded:
+        return [trained_digest(piece.index) for piece in pieces]
+    return recorded
 
 
 def copy_rows(store: RecordStore, piece: VectorIndex, offset: int, starts: list[tuple[Path, int]]) -> None:
