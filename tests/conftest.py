@@ -7,6 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 from typer.testing import CliRunner
@@ -107,6 +108,18 @@ def with_older_checks(index: Path, layout: str | None) -> None:
 
 def jsonl(*records: dict) -> str:
     return "".join(orjson.dumps(r).decode() + "\n" for r in records)
+
+
+def lists_of(index) -> np.ndarray:
+    """The inverted list each row (by its id) of the inverted-list index `index` is in."""
+    import faiss
+
+    invlists = index.invlists
+    where = np.empty(index.ntotal, dtype=np.int64)
+    for cell in range(index.nlist):
+        size = invlists.list_size(cell)
+        where[faiss.rev_swig_ptr(invlists.get_ids(cell), size).copy()] = cell
+    return where
 
 
 def same_weights(a: Path, b: Path, atol: float = 1e-6) -> bool:

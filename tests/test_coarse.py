@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import lists_of
 
 from sembed_cli.indexes import coarse
 
@@ -40,16 +41,6 @@ def test_the_scan_is_taken_where_the_graph_would_compare_a_query_with_every_cent
     np.testing.assert_array_equal(scan.reconstruct_n(0, 256), quantizer.reconstruct_n(0, 256))
     assert coarse.scanned(built("IVF64,Flat", corpus)) is None  # a flat quantiser is already a scan
     assert coarse.scanned(built("HNSW32", corpus)) is None
-
-
-def lists_of(index) -> np.ndarray:
-    """The inverted list each row is in."""
-    invlists = index.invlists
-    where = np.empty(index.ntotal, dtype=np.int64)
-    for cell in range(index.nlist):
-        size = invlists.list_size(cell)
-        where[faiss.rev_swig_ptr(invlists.get_ids(cell), size).copy()] = cell
-    return where
 
 
 def test_the_scanned_cells_are_the_exact_nearest_and_the_search_keeps_its_parameters(corpus):

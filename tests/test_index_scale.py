@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ROOT, jsonl, sembed, without_checksums
+from conftest import ROOT, jsonl, lists_of, sembed, without_checksums
 
 from sembed_cli.indexes import kinds
 from sembed_cli.indexes.directory import VectorIndex
@@ -383,6 +383,35 @@ def test_a_piece_built_with_trained_dir_merges_with_dir_itself(tmp_path, monkeyp
     run = sembed("index", "merge", str(tmp_path / "trained"), str(tmp_path / "older"), "-o", str(tmp_path / "m2"))
     assert run.exit_code == 0, run.stderr
     assert answers(tmp_path / "m2", queries) == answers(tmp_path / "merged", queries)
+
+
+def test_rows_an_update_or_a_merge_adds_go_to_the_cells_a_build_puts_them_in(tmp_path, monkeypatch):
+    """An inverted-list index over a graph of its cells files rows by searching the graph at its add breadth
+    (kinds.QUANTIZER_ADD_EF_SEARCH, as a build does), not at the search breadth a loaded index carries (2 x nprobe
+    or more); the add breadth is made 1 here, so that the two disagree on many rows."""
+    monkeypatch.setattr(kinds, "QUANTIZER_ADD_EF_SEARCH", 1)
+    vectors = clustered(3000, centres=400)
+    build(tmp_path / "trained", records(vectors[:1500]), "--type", "IVF256_HNSW32,Flat")
+    shutil.copytree(tmp_path / "trained", tmp_path / "updated")
+    run = sembed("index", "-q", "--update", str(tmp_path / "updated"), input=jsonl(*records(vectors[1500:], 1500)))
+    assert run.exit_code == 0, run.stderr
+    build(tmp_path / "piece", records(vectors[1500:], 1500), "--trained", str(tmp_path / "trained"))
+    run = sembed("index", "merge", str(tmp_path / "trained"), str(tmp_path / "piece"), "-o", str(tmp_path / "merged"))
+    assert run.exit_code == 0, run.stderr
+    build(tmp_path / "whole", records(vectors), "--trained", str(tmp_path / "trained"))
+
+    def cells(name: str) -> np.ndarray:
+        with VectorIndex.load(tmp_path / name) as index:
+            assert index.count == 3000 and not index.fresh  # every row in FAISS
+            return lists_of(kinds.ivf_of(index.index))
+
+    whole = cells("whole")
+    with VectorIndex.load(tmp_path / "trained") as index:
+        assert kinds.graph_quantizer(index.index).hnsw.efSearch >= 16  # the breadth it searches at, kept in its file
+        searched = kinds.graph_quantizer(index.index).search(vectors[1500:], 1)[1].ravel()
+    assert (searched != whole[1500:]).sum() >= 50  # what an update filed them by before
+    np.testing.assert_array_equal(cells("updated"), whole)
+    np.testing.assert_array_equal(cells("merged"), whole)
 
 
 def test_merge_refuses_pieces_that_do_not_belong_together(tmp_path):

@@ -28,6 +28,7 @@ its rows are its positions and removed rows are filtered out at search time (`re
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -291,13 +292,11 @@ def two_level_kmeans(sample, k: int, seed: int):
 
 def set_search_breadth(index, kind_nprobe: int | None, ef_search: int | None) -> None:
     """The index's own nprobe (inverted lists) and efSearch (graphs), through any wrappers."""
-    import faiss
-
     ivf, graph = ivf_of(index), hnsw_of(index)
     if ivf is not None and kind_nprobe:
         ivf.nprobe = min(kind_nprobe, ivf.nlist)
-        quantizer = faiss.downcast_index(ivf.quantizer)
-        if isinstance(quantizer, faiss.IndexHNSW):  # a graph over the cells must look wider than the cells it returns
+        quantizer = graph_quantizer(index)
+        if quantizer is not None:  # a graph over the cells must look wider than the cells it returns
             # set, not raised: a recall ladder that climbed to nprobe 2,048 left efSearch 4,096 in the saved file,
             # and every search at nprobe 64 walked the cell graph that wide (16x slower at 11.3M rows)
             quantizer.hnsw.efSearch = max(QUANTIZER_EF_SEARCH, 2 * ivf.nprobe)
@@ -308,16 +307,40 @@ def set_search_breadth(index, kind_nprobe: int | None, ef_search: int | None) ->
 def training_breadth(index) -> None:
     """Give `index` the search breadth `train` leaves a new index with (FAISS's nprobe 1, a graph quantiser's
     QUANTIZER_ADD_EF_SEARCH, a graph's HNSW_EF_SEARCH): what its trained digest is made at (build.trained_digest)."""
-    import faiss
-
-    ivf, graph = ivf_of(index), hnsw_of(index)
+    ivf, graph, quantizer = ivf_of(index), hnsw_of(index), graph_quantizer(index)
     if ivf is not None:
         ivf.nprobe = 1
-        quantizer = faiss.downcast_index(ivf.quantizer)
-        if isinstance(quantizer, faiss.IndexHNSW):
-            quantizer.hnsw.efSearch = QUANTIZER_ADD_EF_SEARCH
+    if quantizer is not None:
+        quantizer.hnsw.efSearch = QUANTIZER_ADD_EF_SEARCH
     if graph is not None:
         graph.hnsw.efSearch = HNSW_EF_SEARCH
+
+
+@contextlib.contextmanager
+def adding(index):
+    """Rows added inside go to the cells a build puts them in: a graph quantiser is searched at
+    QUANTIZER_ADD_EF_SEARCH, as a new index leaves `train`, not at the search breadth a loaded index carries (2 x
+    nprobe: an update, a fold of fresh rows or a merge would otherwise file rows as no build would), and gets its
+    own breadth back after."""
+    quantizer = graph_quantizer(index)
+    if quantizer is None:
+        yield
+        return
+    kept = quantizer.hnsw.efSearch
+    quantizer.hnsw.efSearch = QUANTIZER_ADD_EF_SEARCH
+    try:
+        yield
+    finally:
+        quantizer.hnsw.efSearch = kept
+
+
+def graph_quantizer(index):
+    """The HNSW graph over an inverted-list index's cells (`IVF{n}_HNSW{m}`), or None."""
+    import faiss
+
+    ivf = ivf_of(index)
+    quantizer = faiss.downcast_index(ivf.quantizer) if ivf is not None else None
+    return quantizer if isinstance(quantizer, faiss.IndexHNSW) else None
 
 
 def bytes_per_vector(kind: Kind, dim: int, rerank_bytes: int) -> int:

@@ -269,13 +269,15 @@ ADD_CHUNK = 50_000  # rows read and added to FAISS a time (add_rows_read)
 
 def add_block(index, block: np.ndarray, rows: np.ndarray) -> None:
     """`block`, the vectors of the ascending row numbers `rows`, into `index`: by position in a graph whose rows
-    are its positions (they must come next), else under their row numbers."""
+    are its positions (they must come next), else under their row numbers; into the cells a build puts them in
+    (`kinds.adding`)."""
     if kinds.positional(index):
         if index.ntotal != rows[0]:
             raise RuntimeError(f"graph holds {index.ntotal} rows, adding row {rows[0]}")
         index.add(block)
     else:
-        index.add_with_ids(block, rows)
+        with kinds.adding(index):
+            index.add_with_ids(block, rows)
 
 
 def add_rows(index, vectors: VectorFile, start: int, stop: int, kept: VectorFile | None = None) -> None:
