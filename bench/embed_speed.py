@@ -89,9 +89,7 @@ def time_sembed(model: Embedder, src: Path, dst: Path, npy: Path | None = None) 
         source = RecordSource(str(src))
         with RecordSink(str(dst), flush_every=WINDOW, force=True) as sink:  # each repeat writes it again
             if npy is None:
-                sink.write_all(
-                    embed_records(source.checked(fields.of), model, fields, WINDOW)
-                )
+                sink.write_all(embed_records(source.checked(fields.of), model, fields, WINDOW))
             else:
                 with NpyMatrix(npy, force=True) as vectors:
                     sink.write_all(

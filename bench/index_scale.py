@@ -96,7 +96,8 @@ def make_data(work: Path, size: int, seed: int) -> dict:
     base = work / "base.npy"
     centres = np.load(base).astype(np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    texts = [json.loads(line)["text"] for line in open(work / "base.jsonl", encoding="utf-8")][: len(centres)]
+    with open(work / "base.jsonl", encoding="utf-8") as lines:
+        texts = [json.loads(line)["text"] for line in lines][: len(centres)]
     identity = json.loads((work / "base.npy.json").read_text())["embedding_model"]
     rng = np.random.default_rng(seed)
     matrix = np.lib.format.open_memmap(folder / "vectors.npy", mode="w+", dtype=np.float16, shape=(size, 384))
@@ -452,7 +453,7 @@ def main() -> None:
     runs = [r for r in previous if not any(r["size"] == s and r.get("type_asked") == args.type for s in args.sizes)]
     for size in args.sizes:
 
-        def checkpoint(result: dict) -> None:  # a long run keeps what it has measured so far
+        def checkpoint(result: dict, size: int = size) -> None:  # a long run keeps what it has measured so far
             partial = [r for r in runs if r["size"] != size] + [{**result, "partial": True}]
             save(args.name, {"how": __doc__.split("\n\n")[1], "runs": sorted(partial, key=lambda r: r["size"])})
 

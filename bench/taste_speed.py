@@ -41,8 +41,8 @@ def untrained_model(names: list[str]):
     from transformers import BertForMaskedLM
 
     from sembed_cli.text import char_tokenizer
-    from sembed_cli.training.mlm_from_scratch import CharBertShape
     from sembed_cli.training.methods import mlm
+    from sembed_cli.training.mlm_from_scratch import CharBertShape
 
     torch.manual_seed(0)
     tokenizer = char_tokenizer.build(names)

@@ -10,9 +10,8 @@ slower than one thread. This times two workloads with 1 thread, 2 threads and se
 each in two conditions: "quiet" (nothing of ours besides; other users' load is recorded, not controlled) and
 "busy" (one other process burning a core, started by the bench). The settings are interleaved in every round so
 a change in the machine's load hits all of them alike. Written: the CPU model and flags, the load average at every
-measurement, the median rate of each setting and the default's ratio to the best fixed setting (of the medians, and the median of the same-round
-ratios, which a drifting load disturbs less), to
-bench/results/threads.json.
+measurement, the median rate of each setting and the default's ratio to the best fixed setting (of the medians, and
+the median of the same-round ratios, which a drifting load disturbs less), to bench/results/threads.json.
 
     python bench/threads.py [--rounds 5] [--sentences 500]
 """

@@ -1,7 +1,7 @@
 """The peer of examples/static_reproduction.sh: model2vec's own `distill` of the same teacher, and its own `encode`.
 
-Runs in an environment with model2vec[distill,quantization] (its pins may clash with sembed's, so the reproduction takes its
-Python from M2V_PYTHON). Two commands:
+Runs in an environment with model2vec[distill,quantization] (its pins may clash with sembed's, so the reproduction takes
+its Python from M2V_PYTHON). Two commands:
 
     python examples/static_peer.py distill TEACHER_DIR OUT_DIR [--dim 256]
     python examples/static_peer.py embed MODEL_DIR < pairs.jsonl > embedded.jsonl
