@@ -118,7 +118,8 @@ def lists_of(index) -> np.ndarray:
     where = np.empty(index.ntotal, dtype=np.int64)
     for cell in range(index.nlist):
         size = invlists.list_size(cell)
-        where[faiss.rev_swig_ptr(invlists.get_ids(cell), size).copy()] = cell
+        if size:  # an empty list's ids are no array
+            where[faiss.rev_swig_ptr(invlists.get_ids(cell), size).copy()] = cell
     return where
 
 
