@@ -21,6 +21,9 @@ as `sembed train --method static`: `training/static.py`'s `read_teacher` and
     wsd384-dropped  words-sentences-dim384 with one more text a sentence: the sentence with a fifth of its words
                    dropped at random (at least one), read by the teacher too (word-dropout as more unlabelled text)
     wsd384-e10     words-sentences-dim384 fitted 10 epochs: as many steps as wsd384-dropped takes
+    control-p0.9, control-p0.85, control-p0.8, wsd384-p0.9, wsd384-p0.85, wsd384-p0.8, wsd384-dropped-p0.85
+                   the control, words-sentences-dim384 or wsd384-dropped with each row's length raised to the power
+                   (--norm-power): the same fit of the same seed, evened out (a fit is made once for all its powers)
 
 Each is scored on STS-B dev (which picks the candidate that gets three seeds, so that the test sets choose
 nothing), STS-B test and SICK-R test: the cosine of each pair's static vectors (`StaticModel.encode`, as `sembed
@@ -86,6 +89,7 @@ class Variant:
     lr: float = method.RECIPE.lr
     batch_size: int = method.RECIPE.batch_size
     dropped: float = 0.0  # > 0: each sentence again with this share of its words dropped (`with_dropped`)
+    norm_power: float = 1.0  # --norm-power: each row's length raised to it after the fit (the fit itself shared)
 
 
 VARIANTS = {
@@ -107,6 +111,14 @@ VARIANTS = {
     "wsd384-b1024": Variant("sentences", dim=384, words=ALL, batch_size=1024, lr=3e-3),
     "wsd384-dropped": Variant("sentences", dim=384, words=ALL, dropped=0.2),
     "wsd384-e10": Variant("sentences", dim=384, words=ALL, epochs=10),
+    # the rows' lengths evened out after the fit (--norm-power; one fit a seed serves every power)
+    "control-p0.9": Variant("100k", norm_power=0.9),
+    "control-p0.85": Variant("100k", norm_power=0.85),
+    "control-p0.8": Variant("100k", norm_power=0.8),
+    "wsd384-p0.9": Variant("sentences", dim=384, words=ALL, norm_power=0.9),
+    "wsd384-p0.85": Variant("sentences", dim=384, words=ALL, norm_power=0.85),
+    "wsd384-p0.8": Variant("sentences", dim=384, words=ALL, norm_power=0.8),
+    "wsd384-dropped-p0.85": Variant("sentences", dim=384, words=ALL, dropped=0.2, norm_power=0.85),
 }
 FIRST = ("control", "infonce-100k", "cosine-all", "infonce-all")  # the run's default variants
 
@@ -319,6 +331,7 @@ def main() -> None:
             publish()
         job = Job(RecordSource(str(corpus)), scratch / "unused", method.RECIPE, None, 42, args.device, False, True)
         last: dict[str, float] = {}
+        distilled_by_fit: dict = {}  # (variant at power 1, seed): its distillation
 
         def fit(name: str, seed: int) -> dict | None:
             variant = VARIANTS[name]
@@ -340,14 +353,18 @@ def main() -> None:
             recipe = dataclasses.replace(
                 method.RECIPE, epochs=variant.epochs, lr=variant.lr, batch_size=variant.batch_size
             )
-            distilled = static.distil(
-                reading,
-                settings,
-                dataclasses.replace(job, seed=seed, recipe=recipe),
-                nws.RECIPE,
-                nws.Settings(),
-            )
-            model = StaticModel(reading.tokenizer, distilled.matrix.astype(np.float32))
+            fitted = dataclasses.replace(variant, norm_power=1.0), seed  # the fit a --norm-power variant evens out
+            if fitted not in distilled_by_fit:
+                distilled_by_fit[fitted] = static.distil(
+                    reading,
+                    settings,
+                    dataclasses.replace(job, seed=seed, recipe=recipe),
+                    nws.RECIPE,
+                    nws.Settings(),
+                )
+            distilled = distilled_by_fit[fitted]
+            matrix = static.raised_norms(distilled.matrix.astype(np.float32), variant.norm_power)
+            model = StaticModel(reading.tokenizer, matrix)
             pair_sims = similarities(model, pairs)
             run = {"seconds": round(time.perf_counter() - tick, 1), **scores(pair_sims, pairs)}
             run["kept_epoch"] = distilled.parts["fit"]["kept_epoch"]
@@ -357,7 +374,7 @@ def main() -> None:
             sims.update({f"{name}/{seed}/{data}": sim for data, sim in pair_sims.items()})
             print(f"{name}/{seed}: {json.dumps({k: run[k] for k in PAIRS})} in {run['seconds']} s", flush=True)
             publish()
-            return {"matrix": distilled.matrix, "dev": run["stsb-dev"]["spearman"]}
+            return {"matrix": matrix, "dev": run["stsb-dev"]["spearman"]}
 
         fit("control", SEEDS[0])
         candidates = {name: fit(name, SEEDS[0]) for name in args.variants if name != "control"}

@@ -161,6 +161,29 @@ def test_the_distilled_directory_says_how_it_was_made(static_dir, tiny_model):
     assert metadata["data"]["texts"] == len(CORPUS)
 
 
+def test_norm_power_raises_each_rows_length_and_keeps_its_direction(static_dir, tiny_model, tmp_path):
+    from safetensors.numpy import load_file
+
+    out = tmp_path / "evened"
+    run = sembed(
+        "train", "--method", "static", "-m", tiny_model, "--dim", "16", "--device", "cpu", "--norm-power", "0.5",
+        "-o", str(out), "-q", input=jsonl(*({"text": text} for text in CORPUS)),
+    )  # fmt: skip
+    assert run.exit_code == 0, run.stderr
+    rows, evened = (load_file(d / "model.safetensors")["embedding.weight"] for d in (static_dir, out))
+    lengths = np.linalg.norm(rows, axis=1)
+    assert lengths.std() > 0.02 * lengths.mean()  # pieces weigh differently as distilled
+    np.testing.assert_allclose(np.linalg.norm(evened, axis=1), np.sqrt(lengths), rtol=1e-5)
+    np.testing.assert_allclose(evened * lengths[:, None], rows * np.sqrt(lengths)[:, None], rtol=1e-4, atol=1e-7)
+    assert json.loads((out / "sembed.json").read_text())["settings"]["norm_power"] == 0.5
+    assert json.loads((static_dir / "sembed.json").read_text())["settings"]["norm_power"] == 1.0
+    same = np.array([[3.0, 4.0], [0.0, 0.0]], dtype=np.float32)
+    assert static_trainer.raised_norms(same, 1.0) is same  # 1: the rows as distilled, byte for byte
+    np.testing.assert_allclose(static_trainer.raised_norms(same, 0.0), [[0.6, 0.8], [0.0, 0.0]])  # a zero row stays
+    bad = sembed("train", "--method", "static", "--norm-power", "-1", "-o", str(tmp_path / "x"), input="")
+    assert bad.exit_code == 2 and "--norm-power" in bad.stderr
+
+
 def test_piece_weights():
     counts = np.array([0, 1, 3, 996])
     np.testing.assert_allclose(

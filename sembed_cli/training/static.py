@@ -106,6 +106,8 @@ class StaticSettings(Protocol):
     def teacher_cache(self) -> str | None: ...
     @property
     def words(self) -> int: ...
+    @property
+    def norm_power(self) -> float: ...
 
     def reads_corpus(self) -> bool: ...
 
@@ -124,6 +126,7 @@ def described(job: Job, settings: StaticSettings) -> dict:
         "teacher_sentences": settings.teacher_sentences,
         "teacher_windows": settings.teacher_windows,
         "words": settings.words,
+        "norm_power": settings.norm_power,
         "epochs": recipe.epochs,
         "batch_size": recipe.batch_size,
         "learning_rate": recipe.lr,
@@ -447,7 +450,7 @@ def distil(
             "history": fitted.history,
         }
     return Distilled(
-        vectors * weights[:, None],
+        raised_norms(vectors * weights[:, None], settings.norm_power),
         {
             "vectors": {
                 "corpus": "each piece's mean last-layer output over the corpus texts the teacher read (its output "
@@ -465,6 +468,17 @@ def distil(
             **({"words": reading.added.described()} if reading.added is not None else {}),
         },
     )
+
+
+def raised_norms(matrix: np.ndarray, power: float) -> np.ndarray:
+    """Each row of `matrix` with its length raised to `power`, its direction kept (--norm-power): a static
+    sentence vector is the mean of its pieces' rows, so the lengths are the pieces' weights, and a power below 1
+    evens them out. The fit learns lengths that match the teacher's vectors of corpus sentences; evened out, they
+    rank the similarities of STS pairs better than the fit's own (docs/static-mode.md). 1: `matrix` itself."""
+    if power == 1.0:
+        return matrix
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.maximum(norms, np.finfo(np.float32).tiny) * norms**power).astype(matrix.dtype)
 
 
 def train_static(job: Job, settings: StaticSettings, nws_recipe: Recipe, nws_settings: NwsSettings) -> Path:
