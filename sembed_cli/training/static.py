@@ -37,6 +37,10 @@ weighting's) and with --fit-vectors the vectors too, against the teacher's
 own vectors of the corpus sentences (never an evaluation set), by
 --fit-loss cosine or infonce: `static_fit.py`.
 
+--norm-power P last raises each row's length (its piece's weight, all
+folded in) to the power P, its direction kept (`raised_norms`); 1, the
+default, keeps the rows as they are.
+
 The teacher reads up to --teacher-sentences of the input's texts of 5 to 40
 words and, with --teacher-windows N, up to N windows of WINDOW words at a
 stride of STRIDE words through each document (its texts, doc_id records,
