@@ -27,17 +27,11 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, RESULTS, ROOT, cpu_description, log, stsb_test_sentences
+from common import CONVERT, DATA, RESULTS, ROOT, cpu_description, log, stsb_test_sentences
 
 SEMBED = [sys.executable, "-m", "sembed_cli"]
 SCRIPT = ROOT / "examples" / "parts_slurm.sh"
-CORPORA = [
-    ("prose", "abc", ["--doc-break", "blank"]),
-    ("prose", "state_union", []),
-    ("prose", "inaugural", []),
-    ("lines", "webtext", []),
-    ("lines", "movie_reviews", []),
-]
+CORPORA = [corpus for corpus in CONVERT if corpus[0] != "brown"]  # the prose corpora, as convert reads them
 PARTS = 8
 QUERIES = 1000
 TOLERANCE = 1e-5
