@@ -34,6 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import save
 from bench.static_quality import PAIRS, read_pairs, scores, similarities, with_dropped
+from sembed_cli.evaluation.statistics import t_interval
 from sembed_cli.io import RecordSource
 from sembed_cli.models import model_identity, sentence_models
 from sembed_cli.models.static_model import StaticModel
@@ -49,12 +50,10 @@ ALL = 10**9
 
 
 def interval(differences: list[float]) -> list[float]:
-    """[mean, low, high]: the t interval (95%) of the mean of the per-seed differences."""
-    from scipy.stats import t
-
-    d = np.array(differences)
-    half = t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else float("nan")
-    return [round(float(d.mean()), 3), round(float(d.mean() - half), 3), round(float(d.mean() + half), 3)]
+    """[mean, low, high]: the mean of the per-seed differences and its 95% t interval (`t_interval`; NaN bounds for
+    one seed)."""
+    bounds = t_interval(differences) or (float("nan"), float("nan"))
+    return [round(float(np.mean(differences)), 3), *(round(bound, 3) for bound in bounds)]
 
 
 def summary(results: dict, control: dict) -> dict:
